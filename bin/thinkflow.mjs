@@ -1,0 +1,8 @@
+#!/usr/bin/env node
+// The CLI is TypeScript run through tsx, so `npx thinkflow` works right after
+// `npm ci` with no build step.
+import { register } from 'tsx/esm/api';
+
+register();
+const { main } = await import('../services/cli/main.ts');
+process.exitCode = await main(process.argv.slice(2));

@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# Installs and starts what ThinkFlow needs on a fresh Debian 12 machine:
+# Docker engine, Redis (with AOF), Node dependencies and the sandbox image.
+# Idempotent: every step checks first, so a second run is quick.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+log() { printf '[setup] %s\n' "$*" >&2; }
+as_root() { if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi; }
+
+need_pkgs=()
+command -v dockerd >/dev/null || need_pkgs+=(docker.io)
+command -v redis-server >/dev/null || need_pkgs+=(redis-server)
+command -v debootstrap >/dev/null || need_pkgs+=(debootstrap)
+if [ ${#need_pkgs[@]} -gt 0 ]; then
+  log "installing ${need_pkgs[*]}"
+  as_root apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive as_root apt-get install -y -qq "${need_pkgs[@]}" >/dev/null
+fi
+
+if ! docker info >/dev/null 2>&1; then
+  log "starting dockerd"
+  as_root bash -c 'nohup dockerd >/var/log/dockerd.log 2>&1 &'
+  for _ in $(seq 1 60); do docker info >/dev/null 2>&1 && break; sleep 1; done
+  docker info >/dev/null 2>&1 || { log "dockerd did not start; see /var/log/dockerd.log"; exit 1; }
+fi
+
+if ! redis-cli -h 127.0.0.1 ping >/dev/null 2>&1; then
+  log "starting redis-server on 127.0.0.1:6379 with appendonly yes"
+  mkdir -p .tmp/redis
+  redis-server --bind 127.0.0.1 --port 6379 --appendonly yes --appendfsync everysec \
+    --dir "$PWD/.tmp/redis" --daemonize yes --logfile "$PWD/.tmp/redis/redis.log"
+  for _ in $(seq 1 30); do redis-cli -h 127.0.0.1 ping >/dev/null 2>&1 && break; sleep 0.5; done
+fi
+
+if [ ! -d node_modules ] || [ package-lock.json -nt node_modules/.package-lock.json ]; then
+  log "installing Node dependencies (npm ci)"
+  npm ci --no-audit --no-fund
+fi
+
+if [ -f sandbox-image/build.sh ]; then
+  bash sandbox-image/build.sh
+fi

@@ -1,0 +1,34 @@
+// The `thinkflow` command line: a table of subcommands, each loaded on demand so
+// `thinkflow parse` does not pay for Redis, Docker or HTTP modules.
+export type SubcommandMain = (args: string[]) => Promise<number>;
+
+const subcommands: Record<string, { summary: string; load: () => Promise<SubcommandMain> }> = {
+  parse: {
+    summary: 'parse FILE [--chunk N] [--legacy-tags]   run the tf-* streaming parser offline',
+    load: async () => (await import('./commands/parse.ts')).parseMain,
+  },
+  policy: {
+    summary: 'policy check ...                          evaluate a command against policy files',
+    load: async () => (await import('./commands/policy.ts')).policyMain,
+  },
+};
+
+function usage(): string {
+  const lines = Object.entries(subcommands).map(([, s]) => `  thinkflow ${s.summary}`);
+  return ['usage:', ...lines].join('\n') + '\n';
+}
+
+export async function main(argv: string[]): Promise<number> {
+  const [name, ...rest] = argv;
+  if (!name || name === '--help' || name === '-h' || name === 'help') {
+    process.stdout.write(usage());
+    return name ? 0 : 2;
+  }
+  const entry = subcommands[name];
+  if (!entry) {
+    process.stderr.write(`thinkflow: unknown command '${name}'\n${usage()}`);
+    return 2;
+  }
+  const run = await entry.load();
+  return run(rest);
+}
