@@ -1,0 +1,90 @@
+#!/usr/bin/env bash
+# Builds the thinkflow/sandbox image (npm run sandbox:image).
+# Idempotent: skipped when the image exists with the same inputs hash
+# (Dockerfile + executor sources). When no registry can be reached, the
+# Debian base is bootstrapped with debootstrap from the mirror named in this
+# machine's apt sources and imported with `docker import`.
+set -euo pipefail
+cd "$(dirname "$0")"
+
+IMAGE="${THINKFLOW_SANDBOX_IMAGE:-thinkflow/sandbox:latest}"
+BASE_IMAGE="${THINKFLOW_SANDBOX_BASE:-thinkflow/debian-base:bookworm}"
+SUITE=bookworm
+log() { printf '[sandbox-image] %s\n' "$*" >&2; }
+
+# Sorted file list so the hash does not depend on directory order.
+inputs_hash() {
+  { echo Dockerfile; find executor -type f | LC_ALL=C sort; } \
+    | xargs sha256sum | sha256sum | cut -c1-16
+}
+HASH="$(inputs_hash)"
+
+current="$(docker image inspect -f '{{ index .Config.Labels "thinkflow.inputs-hash" }}' "$IMAGE" 2>/dev/null || true)"
+if [ "$current" = "$HASH" ] && [ "${FORCE:-0}" != 1 ]; then
+  log "$IMAGE is up to date ($HASH)"
+  exit 0
+fi
+
+# Prints "uri suite components" for every deb source of this machine, from
+# deb822 files (Types/URIs/Suites/Components) and the one-line format.
+apt_sources() {
+  local f
+  for f in /etc/apt/sources.list.d/*.sources; do
+    [ -f "$f" ] || continue
+    awk '
+      function flush() { if (types ~ /(^| )deb( |$)/) { n = split(uris, u, " "); m = split(suites, s, " ");
+          for (i = 1; i <= n; i++) for (j = 1; j <= m; j++) print u[i], s[j], comps }
+        types = uris = suites = comps = "" }
+      /^[ \t]*#/ { next }
+      /^[ \t]*$/ { flush(); next }
+      /^Types:/ { sub(/^Types:[ \t]*/, ""); types = $0 }
+      /^URIs:/ { sub(/^URIs:[ \t]*/, ""); uris = $0 }
+      /^Suites:/ { sub(/^Suites:[ \t]*/, ""); suites = $0 }
+      /^Components:/ { sub(/^Components:[ \t]*/, ""); comps = $0 }
+      END { flush() }' "$f"
+  done
+  for f in /etc/apt/sources.list /etc/apt/sources.list.d/*.list; do
+    [ -f "$f" ] || continue
+    sed -E -n 's/^[[:space:]]*deb[[:space:]]+(\[[^]]*\][[:space:]]+)?([^[:space:]]+)[[:space:]]+([^[:space:]]+)[[:space:]]*(.*)$/\2 \3 \4/p' "$f"
+  done
+}
+
+bootstrap_base() {
+  command -v debootstrap >/dev/null || { log "debootstrap is not installed (apt-get install debootstrap)"; exit 1; }
+  local sources mirror rootfs
+  sources="$(apt_sources | awk -v s="$SUITE" '$2 ~ "^" s {print}')"
+  mirror="$(printf '%s\n' "$sources" | awk -v s="$SUITE" '$2 == s {print $1; exit}')"
+  [ -n "$mirror" ] || { log "no '$SUITE' deb source in /etc/apt/sources.list*; cannot bootstrap"; exit 1; }
+  rootfs="$(mktemp -d /tmp/thinkflow-rootfs.XXXXXX)"
+  trap 'rm -rf "$rootfs"' EXIT
+  log "debootstrap $SUITE (minbase) from $mirror"
+  debootstrap --variant=minbase "$SUITE" "$rootfs" "$mirror" >/tmp/thinkflow-debootstrap.log 2>&1 \
+    || { log "debootstrap failed; see /tmp/thinkflow-debootstrap.log"; exit 1; }
+  # Same sources inside the image as on this machine (updates and security included).
+  printf '%s\n' "$sources" | awk '{c = $3; for (i = 4; i <= NF; i++) c = c " " $i; print "deb", $1, $2, c}' \
+    >"$rootfs/etc/apt/sources.list"
+  rm -rf "$rootfs"/var/cache/apt/archives/*.deb "$rootfs"/var/lib/apt/lists/*
+  log "importing $BASE_IMAGE"
+  tar -C "$rootfs" -c . | docker import -c 'CMD ["/bin/bash"]' - "$BASE_IMAGE" >/dev/null
+  rm -rf "$rootfs"; trap - EXIT
+}
+
+if ! docker image inspect "$BASE_IMAGE" >/dev/null 2>&1; then
+  if timeout 60 docker pull -q debian:bookworm-slim >/dev/null 2>&1; then
+    docker tag debian:bookworm-slim "$BASE_IMAGE"
+  else
+    log "cannot pull debian:bookworm-slim; bootstrapping the base instead"
+    bootstrap_base
+  fi
+fi
+
+log "building $IMAGE ($HASH)"
+# The legacy builder works without buildx; its deprecation banner is noise, so
+# stderr is shown only when the build fails.
+buildlog="$(mktemp)"
+if ! DOCKER_BUILDKIT=0 docker build --build-arg BASE="$BASE_IMAGE" --build-arg INPUTS_HASH="$HASH" \
+    -t "$IMAGE" . >"$buildlog" 2>&1; then
+  cat "$buildlog" >&2; rm -f "$buildlog"; log "build failed"; exit 1
+fi
+rm -f "$buildlog"
+log "built $IMAGE"

@@ -1,0 +1,143 @@
+// The seven file tools of PROTOCOL.md §2. Every path goes through
+// resolveInside first; every replacement of a file is temp file + rename.
+import { constants } from 'node:fs';
+import { chmod, copyFile, cp, mkdir, open, readFile, rename, stat, unlink, utimes, writeFile } from 'node:fs/promises';
+import path from 'node:path';
+import { resolveInside, ToolError } from './paths.mjs';
+
+let tmpCounter = 0;
+
+async function statOrNull(p) {
+  try {
+    return await stat(p);
+  } catch (err) {
+    if (err.code === 'ENOENT') return null;
+    throw err;
+  }
+}
+
+/** Writes via a temporary file in the same directory, so readers never see half a file. */
+async function atomicReplace(real, fill) {
+  const existing = await statOrNull(real);
+  if (existing && existing.isDirectory()) throw new ToolError('is_directory', 'target is a directory');
+  const dir = path.dirname(real);
+  await mkdir(dir, { recursive: true });
+  const tmp = path.join(dir, `.${path.basename(real)}.tf-${process.pid}-${++tmpCounter}.tmp`);
+  try {
+    await fill(tmp);
+    if (existing) await chmod(tmp, existing.mode & 0o7777);
+    await rename(tmp, real);
+  } catch (err) {
+    await unlink(tmp).catch(() => {});
+    throw err;
+  }
+}
+
+const isEmpty = (s) => s === undefined || s === null || s === '';
+
+export async function write(cmd) {
+  if (isEmpty(cmd.content) && cmd.allow_empty !== true) {
+    throw new ToolError('empty_content', 'write with empty content needs allow_empty="true"');
+  }
+  const content = cmd.content ?? '';
+  const real = await resolveInside(cmd.path);
+  await atomicReplace(real, (tmp) => writeFile(tmp, content));
+  return { bytes_written: Buffer.byteLength(content) };
+}
+
+export async function append(cmd) {
+  if (isEmpty(cmd.content)) throw new ToolError('empty_content', 'append needs non-empty content');
+  const real = await resolveInside(cmd.path);
+  await mkdir(path.dirname(real), { recursive: true });
+  await writeFile(real, cmd.content, { flag: 'a' });
+  return { bytes_written: Buffer.byteLength(cmd.content) };
+}
+
+export async function mkdirP(cmd) {
+  const real = await resolveInside(cmd.path);
+  await mkdir(real, { recursive: true });
+  const st = await stat(real);
+  if (!st.isDirectory()) throw new ToolError('not_a_directory', 'path exists and is not a directory');
+  return {};
+}
+
+export async function touch(cmd) {
+  const real = await resolveInside(cmd.path);
+  const now = new Date();
+  try {
+    await utimes(real, now, now);
+  } catch (err) {
+    if (err.code !== 'ENOENT') throw err;
+    await mkdir(path.dirname(real), { recursive: true });
+    await writeFile(real, '', { flag: 'a' });
+  }
+  return {};
+}
+
+export async function copy(cmd) {
+  if (isEmpty(cmd.dest)) throw new ToolError('bad_request', 'copy needs dest');
+  const src = await resolveInside(cmd.path);
+  const srcStat = await statOrNull(src);
+  if (!srcStat) throw new ToolError('not_found', `${cmd.path}: no such file or directory`);
+  let dest = await resolveInside(cmd.dest);
+  const destStat = await statOrNull(dest);
+  // cp(1) semantics: copying onto an existing directory puts the source inside it.
+  if (destStat && destStat.isDirectory()) dest = await resolveInside(path.join(dest, path.basename(src)));
+  if (dest === src) throw new ToolError('bad_request', 'source and destination are the same');
+  if (srcStat.isDirectory()) {
+    if (dest.startsWith(src + '/')) throw new ToolError('bad_request', 'cannot copy a directory into itself');
+    await mkdir(path.dirname(dest), { recursive: true });
+    await cp(src, dest, { recursive: true, force: true, verbatimSymlinks: true });
+    return {};
+  }
+  await atomicReplace(dest, (tmp) => copyFile(src, tmp, constants.COPYFILE_FICLONE));
+  return { bytes_written: srcStat.size };
+}
+
+export async function edit(cmd) {
+  if (isEmpty(cmd.old_text)) throw new ToolError('bad_request', 'edit needs non-empty old text');
+  const real = await resolveInside(cmd.path);
+  const text = await readFile(real, 'utf8');
+  const first = text.indexOf(cmd.old_text);
+  if (first < 0) throw new ToolError('edit_no_match', 'old text does not occur in the file');
+  // Overlapping occurrences count too: the replacement would be ambiguous either way.
+  const second = text.indexOf(cmd.old_text, first + 1);
+  if (second >= 0) {
+    let n = 2;
+    for (let i = text.indexOf(cmd.old_text, second + 1); i >= 0; i = text.indexOf(cmd.old_text, i + 1)) n++;
+    throw new ToolError('edit_ambiguous', `old text occurs ${n} times; it must occur exactly once`);
+  }
+  const updated = text.slice(0, first) + (cmd.new_text ?? '') + text.slice(first + cmd.old_text.length);
+  await atomicReplace(real, (tmp) => writeFile(tmp, updated));
+  return { bytes_written: Buffer.byteLength(updated) };
+}
+
+/** Reads at most `cap` bytes so a huge file cannot blow up the executor. */
+export async function read(cmd, limits) {
+  const real = await resolveInside(cmd.path);
+  const st = await stat(real);
+  if (st.isDirectory()) throw new ToolError('is_directory', `${cmd.path} is a directory`);
+  const cap = limits.readCapBytes;
+  const fh = await open(real, 'r');
+  try {
+    const buf = Buffer.alloc(Math.min(st.size, cap) + 1);
+    const { bytesRead } = await fh.read(buf, 0, buf.length, 0);
+    const truncated = bytesRead > cap;
+    return { stdout: utf8Prefix(buf.subarray(0, Math.min(bytesRead, cap))), stdout_truncated: truncated };
+  } finally {
+    await fh.close();
+  }
+}
+
+/** Decodes a byte prefix without a broken multi-byte character at its end. */
+export function utf8Prefix(buf) {
+  let end = buf.length;
+  let back = 0;
+  while (end - back - 1 >= 0 && back < 3 && (buf[end - back - 1] & 0xc0) === 0x80) back++;
+  const lead = buf[end - back - 1];
+  if (lead !== undefined && lead >= 0xc0) {
+    const need = lead >= 0xf0 ? 4 : lead >= 0xe0 ? 3 : 2;
+    if (back + 1 < need) end = end - back - 1;
+  }
+  return buf.subarray(0, end).toString('utf8');
+}

@@ -1,0 +1,118 @@
+// ThinkFlow in-container executor. Started once per container (under tini),
+// it speaks JSON lines over the container's attached stdin/stdout:
+//   -> {"rid":"a1","op":"exec","command":{...},"limits":{...}}
+//   <- {"rid":"a1","result":{...}}
+// Other ops: ping, readPath, cancel {"target": rid}. Responses carry the
+// request's rid, so several managers or overlapping requests stay matched.
+// Runs on the image's Node 18: plain ESM JavaScript, no dependencies.
+import { runBash } from './bash-tool.mjs';
+import { toFailure } from './errors.mjs';
+import * as files from './file-tools.mjs';
+import { readPath } from './read-path.mjs';
+
+const DEFAULT_LIMITS = { bashTimeoutMs: 120_000, outputCapBytes: 65_536, readCapBytes: 1_048_576, readPathCapBytes: 16_777_216 };
+const FILE_TOOLS = { write: files.write, append: files.append, mkdir: files.mkdirP, touch: files.touch, copy: files.copy, edit: files.edit, read: files.read };
+const running = new Map(); // rid -> AbortController, for cancel
+const startedAt = Date.now();
+let lastActivity = Date.now();
+let inflight = 0;
+let stdinEnded = false;
+
+function send(msg) {
+  process.stdout.write(JSON.stringify(msg) + '\n');
+}
+
+async function execCommand(command, limits, signal) {
+  const tool = command && command.tool;
+  const base = { tool, path: command && command.path };
+  try {
+    if (tool === 'bash') return { ...base, ...(await runBash(command, limits, signal)) };
+    const fn = FILE_TOOLS[tool];
+    if (!fn) return { ...base, ok: false, error_code: 'bad_request', error: `unknown tool ${JSON.stringify(tool)}` };
+    return { ...base, ok: true, ...(await fn(command, limits)) };
+  } catch (err) {
+    return { ...base, ok: false, ...toFailure(err) };
+  }
+}
+
+// Commands run one at a time in arrival order, whoever sends them, so two
+// overlapping requests cannot interleave their side effects.
+let chain = Promise.resolve();
+function serial(fn) {
+  const run = chain.then(() => {
+    lastActivity = Date.now();
+    return fn();
+  });
+  chain = run.catch(() => {});
+  return run;
+}
+
+function cancelledBeforeStart(command) {
+  return { tool: command && command.tool, path: command && command.path, ok: false, error_code: 'aborted', error: 'cancelled before it started' };
+}
+
+async function handle(req) {
+  const rid = req.rid;
+  const limits = { ...DEFAULT_LIMITS, ...(req.limits || {}) };
+  switch (req.op) {
+    case 'ping':
+      return send({ rid, result: { pong: true, pid: process.pid, startedAt, lastActivity } });
+    case 'cancel':
+      running.get(req.target)?.abort();
+      return send({ rid, result: { cancelled: running.has(req.target) } });
+    case 'readPath':
+      return send({ rid, result: await serial(() => readPath(req.path, limits)) });
+    case 'exec': {
+      const ac = new AbortController();
+      running.set(rid, ac);
+      try {
+        const result = await serial(() => (ac.signal.aborted ? cancelledBeforeStart(req.command) : execCommand(req.command, limits, ac.signal)));
+        return send({ rid, result });
+      } finally {
+        running.delete(rid);
+        lastActivity = Date.now();
+      }
+    }
+    default:
+      return send({ rid, error: `unknown op ${JSON.stringify(req.op)}` });
+  }
+}
+
+function onLine(line) {
+  if (line.trim() === '') return;
+  let req;
+  try {
+    req = JSON.parse(line);
+  } catch {
+    process.stderr.write(`executor: bad request line (${line.length} bytes)\n`);
+    return;
+  }
+  inflight++;
+  handle(req)
+    .catch((err) => send({ rid: req.rid, error: String((err && err.stack) || err) }))
+    .finally(() => {
+      if (--inflight === 0 && stdinEnded) process.exit(0);
+    });
+}
+
+// Manual line splitting on Buffers: requests can be megabytes (large writes)
+// and must not be re-scanned as they grow.
+let pending = [];
+process.stdin.on('data', (chunk) => {
+  let start = 0;
+  for (let i = chunk.indexOf(10); i >= 0; i = chunk.indexOf(10, start)) {
+    pending.push(chunk.subarray(start, i));
+    onLine(Buffer.concat(pending).toString('utf8'));
+    pending = [];
+    start = i + 1;
+  }
+  if (start < chunk.length) pending.push(chunk.subarray(start));
+});
+// stdin stays open across manager restarts (OpenStdin, StdinOnce=false);
+// EOF means the container is being torn down: finish what is running first.
+process.stdin.on('end', () => {
+  stdinEnded = true;
+  if (inflight === 0) process.exit(0);
+});
+process.stdout.on('error', () => process.exit(0));
+send({ rid: null, type: 'ready', pid: process.pid });

@@ -1,0 +1,70 @@
+// Path confinement, checked here in the container where the files are:
+// the host cannot see symlinks that the session's own commands created.
+import { lstat, readlink } from 'node:fs/promises';
+import path from 'node:path';
+
+export const WORKSPACE = process.env.THINKFLOW_WORKSPACE || '/workspace';
+const MAX_LINK_HOPS = 40;
+
+export class ToolError extends Error {
+  constructor(code, message) {
+    super(message);
+    this.code = code;
+  }
+}
+
+const inside = (p) => p === WORKSPACE || p.startsWith(WORKSPACE + '/');
+
+/**
+ * Resolves `p` (relative to the workspace, or absolute) to a real path with
+ * every existing symlink followed; a missing tail is kept as written so
+ * write/mkdir can create it. Throws `path_outside_workspace` when the
+ * lexical or the real path leaves the workspace (dangling links included).
+ */
+export async function resolveInside(p) {
+  if (typeof p !== 'string' || p === '') throw new ToolError('bad_request', 'path is required');
+  if (p.includes('\0')) throw new ToolError('bad_request', 'path contains a NUL byte');
+  const lexical = path.resolve(WORKSPACE, p);
+  if (!inside(lexical)) throw outside(p);
+  const real = await followLinks(lexical);
+  if (!inside(real)) throw outside(p);
+  return real;
+}
+
+function outside(p) {
+  return new ToolError('path_outside_workspace', `path ${JSON.stringify(p)} resolves outside ${WORKSPACE}`);
+}
+
+// Like realpath(3), but a component that does not exist ends the walk
+// instead of failing, and link targets are expanded component by component
+// so `..` inside a link target is honoured.
+async function followLinks(abs) {
+  const parts = abs.split('/').filter(Boolean);
+  let cur = '/';
+  let hops = 0;
+  while (parts.length > 0) {
+    const name = parts.shift();
+    if (name === '.') continue;
+    if (name === '..') {
+      cur = path.dirname(cur);
+      continue;
+    }
+    const next = path.join(cur, name);
+    let st;
+    try {
+      st = await lstat(next);
+    } catch (err) {
+      if (err.code === 'ENOENT' || err.code === 'ENOTDIR') return path.resolve(next, ...parts);
+      throw err;
+    }
+    if (!st.isSymbolicLink()) {
+      cur = next;
+      continue;
+    }
+    if (++hops > MAX_LINK_HOPS) throw new ToolError('io_error', 'too many levels of symbolic links');
+    const target = await readlink(next);
+    if (target.startsWith('/')) cur = '/';
+    parts.unshift(...target.split('/').filter(Boolean));
+  }
+  return cur;
+}
