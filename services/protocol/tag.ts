@@ -1,0 +1,167 @@
+// What the stream parser knows about one protocol tag, and the single place
+// that turns it into a Command or a ParseError (PROTOCOL.md §2, §3, §7).
+import type { Command, ParseError, ParseErrorCode, ToolName } from './command.ts';
+import { TOOL_NAMES } from './command.ts';
+
+export const OPENING_TAG_LIMIT = 64 * 1024;
+export const DEFAULT_BODY_LIMIT = 8 * 1024 * 1024;
+
+const TOOLS = new Set<string>(TOOL_NAMES);
+
+/** Attributes each tool takes besides `id` and `need_result`. */
+const TOOL_ATTRIBUTES: Record<ToolName, readonly string[]> = {
+  write: ['path', 'allow_empty'],
+  append: ['path'],
+  mkdir: ['path'],
+  touch: ['path'],
+  copy: ['path', 'dest'],
+  edit: ['path'],
+  read: ['path'],
+  bash: ['cmd', 'timeout'],
+};
+const TAKES_BODY = new Set<ToolName>(['write', 'append', 'edit']);
+
+export function isToolName(name: string): name is ToolName {
+  return TOOLS.has(name);
+}
+
+export function takesBody(tool: ToolName): boolean {
+  return TAKES_BODY.has(tool);
+}
+
+/** One tag as the stream parser saw it; filled in as bytes arrive. */
+export interface TagRecord {
+  /** Tool name without the `tf-` prefix. */
+  name: string;
+  /** Attributes in order of appearance, values already entity-decoded. */
+  attrs: Array<[string, string]>;
+  /** Syntax trouble inside the opening tag (unquoted value, junk, upper case name …). */
+  syntaxError: string | null;
+  openingBytes: number;
+  selfClosing: boolean;
+  /** The closing tag (or `/>`) arrived. */
+  closed: boolean;
+  bodyBytes: number;
+  /** Body held non-whitespace text (only tracked for tools without a body). */
+  bodyHasText: boolean;
+  /** Body content, when the tool takes one and it stayed under the limit. */
+  content: string;
+  /** For edit: the parsed parts, or null when the body is not `<old>…</old><new>…</new>`. */
+  edit: { oldText: string; newText: string } | null;
+}
+
+export interface CompletionContext {
+  bodyLimit: number;
+  /** Returns false when the id was already used in this turn; records it either way. */
+  claimId(id: string): boolean;
+}
+
+export type TagOutcome = { ok: true; command: Command } | { ok: false; error: ParseError };
+
+function fail(code: ParseErrorCode, message: string, id: string | undefined, tool: string): TagOutcome {
+  const error: ParseError = { code, message };
+  if (id !== undefined) error.id = id;
+  error.tool = tool;
+  return { ok: false, error };
+}
+
+const ID_PATTERN = /^[0-9]+$/;
+
+/** Checks a finished tag in the precedence order of PROTOCOL.md §7. */
+export function completeTag(tag: TagRecord, ctx: CompletionContext): TagOutcome {
+  const attrs = new Map<string, string>();
+  let repeated: string | null = null;
+  for (const [key, value] of tag.attrs) {
+    if (attrs.has(key)) repeated ??= key;
+    else attrs.set(key, value);
+  }
+  const rawId = attrs.get('id');
+  const wellFormedId = rawId !== undefined && ID_PATTERN.test(rawId) ? rawId : undefined;
+  // Any tag with a well-formed id uses it up, broken or not (§7).
+  const fresh = wellFormedId === undefined ? true : ctx.claimId(wellFormedId);
+  const tagName = `tf-${tag.name}`;
+
+  if (!isToolName(tag.name)) {
+    return fail('unknown_tool', `unknown tool <${tagName}>`, wellFormedId, tag.name);
+  }
+  const tool = tag.name;
+  const attributeProblem = tag.syntaxError ?? (repeated ? `attribute '${repeated}' is repeated` : checkAttributes(tool, attrs));
+  if (attributeProblem) {
+    return fail('bad_attribute', `<${tagName}>: ${attributeProblem}`, wellFormedId, tool);
+  }
+  if (rawId === undefined) return fail('missing_id', `<${tagName}> has no id attribute`, undefined, tool);
+  if (wellFormedId === undefined) {
+    return fail('bad_id', `<${tagName}> id "${rawId}" is not a string of decimal digits`, undefined, tool);
+  }
+  if (!fresh) {
+    return fail('duplicate_id', `<${tagName}> id "${wellFormedId}" was already used in this turn; use a new id`, wellFormedId, tool);
+  }
+  if (tool === 'bash') {
+    if (!attrs.has('cmd')) return fail('missing_cmd', `<${tagName} id="${wellFormedId}"> needs a cmd attribute`, wellFormedId, tool);
+  } else {
+    if (!attrs.has('path')) return fail('missing_path', `<${tagName} id="${wellFormedId}"> needs a path attribute`, wellFormedId, tool);
+    if (tool === 'copy' && !attrs.has('dest')) {
+      return fail('missing_dest', `<${tagName} id="${wellFormedId}"> needs a dest attribute`, wellFormedId, tool);
+    }
+  }
+  if (tag.closed) {
+    if (!takesBody(tool) && tag.bodyHasText) {
+      return fail('unexpected_body', `<${tagName} id="${wellFormedId}"> takes no body, but text was found inside it`, wellFormedId, tool);
+    }
+    if (tool === 'edit' && tag.edit === null) {
+      return fail('bad_edit', `<${tagName} id="${wellFormedId}"> body must be <old>…</old> then <new>…</new>, with a non-empty <old>`, wellFormedId, tool);
+    }
+  }
+  if (tag.openingBytes > OPENING_TAG_LIMIT) {
+    return fail('too_large', `<${tagName} id="${wellFormedId}"> opening tag is ${tag.openingBytes} bytes, over the ${OPENING_TAG_LIMIT}-byte limit`, wellFormedId, tool);
+  }
+  if (tag.bodyBytes > ctx.bodyLimit) {
+    return fail('too_large', `<${tagName} id="${wellFormedId}"> body is over the ${ctx.bodyLimit}-byte limit`, wellFormedId, tool);
+  }
+  if (!tag.closed) {
+    return fail('unclosed_tag', `<${tagName} id="${wellFormedId}"> was still open when the stream ended`, wellFormedId, tool);
+  }
+  return { ok: true, command: toCommand(tool, wellFormedId, attrs, tag) };
+}
+
+function checkAttributes(tool: ToolName, attrs: Map<string, string>): string | null {
+  const allowed = TOOL_ATTRIBUTES[tool];
+  for (const [key, value] of attrs) {
+    if (key === 'id') continue;
+    if (key !== 'need_result' && !allowed.includes(key)) return `attribute '${key}' is not taken by ${tool}`;
+    if ((key === 'need_result' || key === 'allow_empty') && value !== 'true' && value !== 'false') {
+      return `attribute '${key}' must be "true" or "false", got "${value}"`;
+    }
+    if (key === 'timeout' && !(ID_PATTERN.test(value) && Number(value) > 0)) {
+      return `attribute 'timeout' must be whole seconds > 0, got "${value}"`;
+    }
+  }
+  return null;
+}
+
+function toCommand(tool: ToolName, id: string, attrs: Map<string, string>, tag: TagRecord): Command {
+  const command: Command = { id, tool, need_result: tool === 'read' || attrs.get('need_result') === 'true' };
+  const path = attrs.get('path');
+  if (path !== undefined) command.path = path;
+  const dest = attrs.get('dest');
+  if (dest !== undefined) command.dest = dest;
+  const cmd = attrs.get('cmd');
+  if (cmd !== undefined) command.cmd = cmd;
+  if (tool === 'write' || tool === 'append') command.content = tag.content;
+  if (tool === 'edit' && tag.edit) {
+    command.old_text = tag.edit.oldText;
+    command.new_text = tag.edit.newText;
+  }
+  const timeout = attrs.get('timeout');
+  if (timeout !== undefined) command.timeout = Number(timeout);
+  if (attrs.get('allow_empty') === 'true') command.allow_empty = true;
+  return command;
+}
+
+const ENTITIES: Record<string, string> = { quot: '"', apos: "'", amp: '&', lt: '<', gt: '>' };
+
+/** Decodes the five named entities; any other `&…` stays as written (§1). */
+export function decodeAttributeValue(raw: string): string {
+  if (!raw.includes('&')) return raw;
+  return raw.replace(/&(quot|apos|amp|lt|gt);/g, (_, name: string) => ENTITIES[name]!);
+}

@@ -1,0 +1,91 @@
+// One model turn: a parser per stream (reasoning, text) sharing the turn's ids
+// (PROTOCOL.md §4). Pure: feed deltas in, get commands and parse errors out.
+import type { Command, ParseError } from './command.ts';
+import { StreamParser } from './stream-parser.ts';
+import { DEFAULT_BODY_LIMIT } from './tag.ts';
+import { Utf8StreamDecoder } from './utf8.ts';
+
+export type StreamName = 'reasoning' | 'text';
+export const STREAM_NAMES: readonly StreamName[] = ['reasoning', 'text'];
+
+export type ParserOutput =
+  | { type: 'command'; stream: StreamName; command: Command }
+  | { type: 'error'; stream: StreamName; error: ParseError };
+
+export interface ParserOptions {
+  /** Recognise bare legacy names (`<write …>`). @default false */
+  legacyTags?: boolean;
+  /** Largest body in UTF-8 bytes before `too_large`. @default 8 MiB */
+  maxBodyBytes?: number;
+}
+
+const NOTHING: readonly ParserOutput[] = Object.freeze([]);
+
+export class TurnParser {
+  readonly #ids = new Set<string>();
+  readonly #parsers: Record<StreamName, StreamParser>;
+  readonly #decoders: Partial<Record<StreamName, Utf8StreamDecoder>> = {};
+  #out: ParserOutput[] = [];
+  #ended = false;
+
+  constructor(options: ParserOptions = {}) {
+    const make = (stream: StreamName) =>
+      new StreamParser(
+        { legacyTags: options.legacyTags ?? false, bodyLimit: options.maxBodyBytes ?? DEFAULT_BODY_LIMIT, trackVisible: stream === 'text' },
+        {
+          claimId: (id) => {
+            if (this.#ids.has(id)) return false;
+            this.#ids.add(id);
+            return true;
+          },
+          command: (command) => this.#out.push({ type: 'command', stream, command }),
+          error: (error) => this.#out.push({ type: 'error', stream, error }),
+        },
+      );
+    this.#parsers = { reasoning: make('reasoning'), text: make('text') };
+  }
+
+  /** Feeds one delta; returns the commands and errors it completed, in order. */
+  feed(stream: StreamName, delta: string | Uint8Array): readonly ParserOutput[] {
+    if (this.#ended) throw new Error('TurnParser.feed called after end()');
+    const text = typeof delta === 'string' ? delta : (this.#decoders[stream] ??= new Utf8StreamDecoder()).decode(delta);
+    if (text.length > 0) this.#parsers[stream].feed(text);
+    return this.#drain();
+  }
+
+  /** Both streams ended: reports tags left open (reasoning first, then text). */
+  end(): readonly ParserOutput[] {
+    if (this.#ended) return NOTHING;
+    this.#ended = true;
+    for (const stream of STREAM_NAMES) {
+      const rest = this.#decoders[stream]?.end();
+      if (rest) this.#parsers[stream].feed(rest);
+      this.#parsers[stream].end();
+    }
+    return this.#drain();
+  }
+
+  /** The text stream with protocol blocks removed, so far. */
+  visibleText(): string {
+    return this.#parsers.text.visibleText;
+  }
+
+  /** Visible text produced since the last call (for streaming it to users). */
+  takeVisible(): string {
+    return this.#parsers.text.takeVisible();
+  }
+
+  #drain(): readonly ParserOutput[] {
+    if (this.#out.length === 0) return NOTHING;
+    const out = this.#out;
+    this.#out = [];
+    return out;
+  }
+}
+
+/** Parses a whole text-stream document as one turn. */
+export function parseAll(text: string, options: ParserOptions = {}): { outputs: ParserOutput[]; visibleText: string } {
+  const parser = new TurnParser(options);
+  const outputs = [...parser.feed('text', text), ...parser.end()];
+  return { outputs, visibleText: parser.visibleText() };
+}
