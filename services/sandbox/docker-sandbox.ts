@@ -1,0 +1,77 @@
+import type { Command } from '../protocol/command.ts';
+import type { ExecutorClient } from './executor-client.ts';
+import type { ResolvedSandboxOptions } from './sandbox-options.ts';
+import type { DirEntry, ExecutionResult, ReadPathResult, Sandbox } from './types.ts';
+
+type ExecutorResult = Omit<ExecutionResult, 'status' | 'duration_ms'>;
+type WireReadPath = { kind: 'file'; base64: string } | { kind: 'dir'; entries: DirEntry[] } | { kind: 'missing' } | { kind: 'outside' };
+
+/**
+ * One session's sandbox. `connect` hands out a live executor client and is
+ * the manager's job (it restarts or recreates the container when needed), so
+ * a container that died between two commands is transparently brought back.
+ */
+export class DockerSandbox implements Sandbox {
+  readonly sessionId: string;
+  readonly #connect: () => Promise<ExecutorClient>;
+  readonly #opts: ResolvedSandboxOptions;
+  readonly #touch: () => void;
+
+  constructor(sessionId: string, connect: () => Promise<ExecutorClient>, opts: ResolvedSandboxOptions, touch: () => void) {
+    this.sessionId = sessionId;
+    this.#connect = connect;
+    this.#opts = opts;
+    this.#touch = touch;
+  }
+
+  async execute(command: Command, opts: { signal?: AbortSignal } = {}): Promise<ExecutionResult> {
+    const started = performance.now();
+    const done = (r: ExecutorResult): ExecutionResult => ({
+      ...r,
+      tool: command.tool,
+      ...(command.path !== undefined ? { path: command.path } : {}),
+      status: r.ok ? 'succeeded' : 'failed',
+      duration_ms: Math.round((performance.now() - started) * 1000) / 1000,
+    });
+    const fail = (error_code: string, error: string) => done({ ok: false, tool: command.tool, error_code, error });
+    if (opts.signal?.aborted) return fail('aborted', 'cancelled before it started');
+    this.#touch();
+    let client: ExecutorClient;
+    try {
+      client = await this.#connect();
+    } catch (err) {
+      return fail('sandbox_unavailable', errorMessage(err));
+    }
+    const bashTimeoutMs = Math.min(
+      command.timeout !== undefined ? command.timeout * 1000 : this.#opts.bashTimeoutMs,
+      this.#opts.maxBashTimeoutMs,
+    );
+    const limits = { bashTimeoutMs, outputCapBytes: this.#opts.outputCapBytes, readCapBytes: this.#opts.readCapBytes };
+    // The executor enforces the real timeout; this one only catches a stuck transport.
+    const hostTimeout = (command.tool === 'bash' ? bashTimeoutMs : 0) + this.#opts.requestTimeoutMs;
+    const rid = client.nextRid();
+    const onAbort = () => client.cancel(rid);
+    opts.signal?.addEventListener('abort', onAbort, { once: true });
+    try {
+      return done(await client.request<ExecutorResult>('exec', { command, limits }, hostTimeout));
+    } catch (err) {
+      const code = (err as { code?: string }).code ?? 'sandbox_unavailable';
+      return fail(code, errorMessage(err));
+    } finally {
+      opts.signal?.removeEventListener('abort', onAbort);
+      this.#touch();
+    }
+  }
+
+  async readPath(path: string): Promise<ReadPathResult> {
+    this.#touch();
+    const client = await this.#connect();
+    const limits = { readPathCapBytes: this.#opts.readPathCapBytes };
+    const r = await client.request<WireReadPath>('readPath', { path, limits }, this.#opts.requestTimeoutMs);
+    return r.kind === 'file' ? { kind: 'file', bytes: Buffer.from(r.base64, 'base64') } : r;
+  }
+}
+
+function errorMessage(err: unknown): string {
+  return err instanceof Error ? err.message : String(err);
+}

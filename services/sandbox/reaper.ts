@@ -1,0 +1,79 @@
+import type Docker from 'dockerode';
+import { LABEL_MANAGED, LABEL_SESSION } from './names.ts';
+
+export type ReapOptions = {
+  idleTtlMs: number;
+  /** When given, every session not in it is gone and reaped whatever its age. */
+  liveSessions?: Set<string>;
+  /** Last use known to this process, if any. */
+  lastUsed: (sessionId: string) => number | undefined;
+  /** Last activity reported by a running container's executor, if it answers. */
+  probe: (containerId: string) => Promise<number | undefined>;
+  /** Called before a session's container is removed, to drop local state. */
+  forget: (sessionId: string) => void;
+  now?: number;
+};
+
+export type ReapResult = { removedContainers: number; removedVolumes: number };
+
+const managed = { label: [`${LABEL_MANAGED}=true`] };
+const ignoreNotFound = (err: unknown) => {
+  if ((err as { statusCode?: number }).statusCode !== 404) throw err;
+};
+
+/**
+ * Removes the containers and volumes of sessions that are gone or idle past
+ * the TTL. Works from Docker's state alone (labels and timestamps), so it
+ * also cleans up after a crash of the process that created them.
+ */
+export async function reapSandboxes(docker: Docker, o: ReapOptions): Promise<ReapResult> {
+  const now = o.now ?? Date.now();
+  const result: ReapResult = { removedContainers: 0, removedVolumes: 0 };
+  const keep = new Set<string>();
+  const containers = await docker.listContainers({ all: true, filters: managed });
+  for (const c of containers) {
+    const session = c.Labels[LABEL_SESSION] ?? '';
+    const gone = o.liveSessions !== undefined && !o.liveSessions.has(session);
+    if (!gone && now - (await lastActive(docker, c, o)) <= o.idleTtlMs) {
+      keep.add(session);
+      continue;
+    }
+    o.forget(session);
+    await docker.getContainer(c.Id).remove({ force: true }).catch(ignoreNotFound);
+    result.removedContainers++;
+  }
+  const { Volumes } = await docker.listVolumes({ filters: managed });
+  for (const v of Volumes ?? []) {
+    const session = v.Labels?.[LABEL_SESSION] ?? '';
+    if (keep.has(session)) continue;
+    const gone = o.liveSessions !== undefined && !o.liveSessions.has(session);
+    // A volume without a container is either being set up right now (fresh)
+    // or was left by a crash; only the TTL tells them apart.
+    const created = Date.parse((v as { CreatedAt?: string }).CreatedAt ?? '') || 0;
+    const last = Math.max(created, o.lastUsed(session) ?? 0);
+    if (!gone && now - last <= o.idleTtlMs) continue;
+    try {
+      await docker.getVolume(v.Name).remove();
+      result.removedVolumes++;
+    } catch (err) {
+      // 409: still in use by a container that appeared meanwhile; next round.
+      const status = (err as { statusCode?: number }).statusCode;
+      if (status !== 404 && status !== 409) throw err;
+    }
+  }
+  return result;
+}
+
+async function lastActive(docker: Docker, c: Docker.ContainerInfo, o: ReapOptions): Promise<number> {
+  const session = c.Labels[LABEL_SESSION] ?? '';
+  const known = o.lastUsed(session);
+  if (known !== undefined) return known;
+  const created = c.Created * 1000;
+  if (c.State === 'running') {
+    const reported = await o.probe(c.Id);
+    if (reported !== undefined) return Math.max(reported, created);
+  }
+  const info = await docker.getContainer(c.Id).inspect().catch(() => null);
+  const stamps = [info?.State.StartedAt, info?.State.FinishedAt].map((s) => Date.parse(s ?? '') || 0);
+  return Math.max(created, ...stamps);
+}

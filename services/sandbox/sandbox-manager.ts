@@ -1,0 +1,184 @@
+import Docker from 'dockerode';
+import { DockerSandbox } from './docker-sandbox.ts';
+import type { ExecutorClient } from './executor-client.ts';
+import { containerName, volumeName } from './names.ts';
+import { reapSandboxes, type ReapResult } from './reaper.ts';
+import { resolveSandboxOptions, type ResolvedSandboxOptions, type SandboxOptions } from './sandbox-options.ts';
+import { attachExecutor, connectSession, inspectOrNull } from './session-container.ts';
+import type { Sandbox } from './types.ts';
+
+type Entry = { sandbox: DockerSandbox; client?: ExecutorClient; connecting?: Promise<ExecutorClient>; lastUsed: number };
+export type ManagerStatus = 'idle' | 'starting' | 'ready' | 'closing' | 'closed';
+
+const PROBE_TIMEOUT_MS = 2_000;
+
+/**
+ * One hardened container per session, found again by name after a restart.
+ *
+ * @example
+ * const sandboxes = new SandboxManager();
+ * const sb = await sandboxes.sandboxFor('ses_abc');
+ * const r = await sb.execute({ id: '1', tool: 'bash', cmd: 'ls', need_result: false });
+ * await sandboxes.close(); // containers stay for the next process
+ */
+export class SandboxManager {
+  readonly options: ResolvedSandboxOptions;
+  readonly #docker: Docker;
+  readonly #entries = new Map<string, Entry>();
+  #status: ManagerStatus = 'idle';
+  #starting?: Promise<void>;
+  #closing?: Promise<void>;
+  #timer?: NodeJS.Timeout;
+
+  constructor(options: SandboxOptions & { docker?: Docker } = {}) {
+    const { docker, ...rest } = options;
+    this.#docker = docker ?? new Docker();
+    this.options = resolveSandboxOptions(rest);
+  }
+
+  get status(): ManagerStatus {
+    return this.#status;
+  }
+
+  /**
+   * Reaps what a crashed predecessor left idle past the TTL, then reaps
+   * periodically. Memoized; sandboxFor() calls it, so calling it is optional.
+   */
+  start(): Promise<void> {
+    this.#starting ??= (async () => {
+      this.#status = 'starting';
+      await this.reap();
+      if (this.options.reapIntervalMs > 0) {
+        this.#timer = setInterval(() => void this.reap().catch(() => {}), this.options.reapIntervalMs);
+        this.#timer.unref();
+      }
+      if (this.#status === 'starting') this.#status = 'ready';
+    })();
+    return this.#starting;
+  }
+
+  /** Creates or reuses the session's container and returns its sandbox, executor attached. */
+  async sandboxFor(sessionId: string): Promise<Sandbox> {
+    this.#assertOpen();
+    await this.start();
+    const entry = this.#entry(sessionId);
+    await this.#connect(sessionId, entry);
+    return entry.sandbox;
+  }
+
+  /** Stops the session's container, keeping it and its workspace for a later sandboxFor(). */
+  async stop(sessionId: string): Promise<void> {
+    this.#detach(sessionId);
+    const c = this.#docker.getContainer(containerName(this.options.namePrefix, sessionId));
+    await c.stop({ t: 2 }).catch((err: { statusCode?: number }) => {
+      if (err.statusCode !== 304 && err.statusCode !== 404) throw err;
+    });
+  }
+
+  /** Removes the session's container and its workspace volume. */
+  async remove(sessionId: string): Promise<void> {
+    await this.#entries.get(sessionId)?.connecting?.catch(() => {});
+    this.#detach(sessionId);
+    const c = this.#docker.getContainer(containerName(this.options.namePrefix, sessionId));
+    await c.remove({ force: true }).catch(notFoundOk);
+    await this.#docker.getVolume(volumeName(this.options.namePrefix, sessionId)).remove().catch(notFoundOk);
+  }
+
+  /** Removes containers and volumes of sessions not in `liveSessions` (when given) or idle past the TTL. */
+  reap(opts: { idleTtlMs?: number; liveSessions?: Set<string> } = {}): Promise<ReapResult> {
+    return reapSandboxes(this.#docker, {
+      idleTtlMs: opts.idleTtlMs ?? this.options.idleTtlMs,
+      liveSessions: opts.liveSessions,
+      lastUsed: (s) => this.#entries.get(s)?.lastUsed,
+      probe: (id) => this.#probe(id),
+      forget: (s) => this.#detach(s),
+    });
+  }
+
+  /** True when the Docker engine answers (for /readyz). */
+  async ping(): Promise<boolean> {
+    try {
+      await this.#docker.ping();
+      return true;
+    } catch {
+      return false;
+    }
+  }
+
+  /** Detaches from every container and stops the reaper; containers keep running. Memoized. */
+  close(): Promise<void> {
+    this.#closing ??= (async () => {
+      this.#status = 'closing';
+      clearInterval(this.#timer);
+      await this.#starting?.catch(() => {});
+      for (const [id, entry] of this.#entries) {
+        await entry.connecting?.catch(() => {});
+        this.#detach(id);
+      }
+      this.#status = 'closed';
+    })();
+    return this.#closing;
+  }
+
+  #entry(sessionId: string): Entry {
+    let entry = this.#entries.get(sessionId);
+    if (!entry) {
+      const e: Entry = { lastUsed: Date.now() } as Entry;
+      e.sandbox = new DockerSandbox(sessionId, () => this.#connect(sessionId, e), this.options, () => {
+        e.lastUsed = Date.now();
+      });
+      this.#entries.set(sessionId, e);
+      entry = e;
+    }
+    entry.lastUsed = Date.now();
+    return entry;
+  }
+
+  // One connection attempt at a time per session; a dead client (container
+  // stopped, executor killed) is replaced on the next use.
+  #connect(sessionId: string, entry: Entry): Promise<ExecutorClient> {
+    if (entry.client?.alive) return Promise.resolve(entry.client);
+    if (this.#status === 'closing' || this.#status === 'closed') {
+      return Promise.reject(new Error('sandbox manager is closed'));
+    }
+    entry.connecting ??= connectSession(this.#docker, sessionId, this.options)
+      .then((client) => {
+        entry.client = client;
+        if (this.#entries.get(sessionId) !== entry) client.close(); // removed meanwhile
+        return client;
+      })
+      .finally(() => {
+        entry.connecting = undefined;
+      });
+    return entry.connecting;
+  }
+
+  #detach(sessionId: string): void {
+    const entry = this.#entries.get(sessionId);
+    this.#entries.delete(sessionId);
+    entry?.client?.close();
+  }
+
+  async #probe(containerId: string): Promise<number | undefined> {
+    const c = this.#docker.getContainer(containerId);
+    if (!(await inspectOrNull(c))?.State.Running) return undefined;
+    const client = await attachExecutor(this.#docker, c).catch(() => undefined);
+    if (!client) return undefined;
+    try {
+      const r = await client.request<{ lastActivity?: number }>('ping', {}, PROBE_TIMEOUT_MS);
+      return r.lastActivity;
+    } catch {
+      return undefined;
+    } finally {
+      client.close();
+    }
+  }
+
+  #assertOpen(): void {
+    if (this.#status === 'closing' || this.#status === 'closed') throw new Error('sandbox manager is closed');
+  }
+}
+
+function notFoundOk(err: { statusCode?: number }): void {
+  if (err.statusCode !== 404) throw err;
+}

@@ -1,0 +1,91 @@
+/**
+ * Hardening and limits of a session container. Every field is optional; the
+ * defaults are the secure ones, and loosening one is a deliberate choice.
+ */
+export interface SandboxOptions {
+  /** @default process.env.THINKFLOW_SANDBOX_IMAGE ?? 'thinkflow/sandbox:latest' */
+  image?: string;
+  /** Docker network mode. @default 'none' */
+  networkMode?: string;
+  /** Capabilities dropped. @default ['ALL'] */
+  capDrop?: string[];
+  /** Capabilities added back after the drop. @default [] */
+  capAdd?: string[];
+  /** `--security-opt no-new-privileges`. @default true */
+  noNewPrivileges?: boolean;
+  /** Read-only root filesystem (the workspace volume and tmpfs mounts stay writable). @default true */
+  readOnlyRootfs?: boolean;
+  /**
+   * tmpfs mounts, path to mount options. HOME is a tmpfs so git/npm can write their config.
+   * @default { '/tmp': 'rw,nosuid,nodev,exec,size=256m,mode=1777', '/home/sandbox': 'rw,nosuid,nodev,size=64m,uid=1000,gid=1000,mode=0700' }
+   */
+  tmpfs?: Record<string, string>;
+  /** uid:gid the executor and every command run as. @default '1000:1000' */
+  user?: string;
+  /** Max processes and threads in the container. @default 256 */
+  pidsLimit?: number;
+  /** Memory limit in bytes. @default 1073741824 (1 GiB) */
+  memoryBytes?: number;
+  /** Memory + swap in bytes; equal to `memoryBytes` means no swap. @default memoryBytes */
+  memorySwapBytes?: number;
+  /** CPU limit in cores. @default 1 */
+  cpus?: number;
+  /** Open files limit (soft and hard). @default 4096 */
+  nofile?: number;
+  /** Wall-clock limit of a `bash` command without a `timeout` attribute. @default 120000 */
+  bashTimeoutMs?: number;
+  /** Upper bound for a `timeout` attribute. @default 3600000 */
+  maxBashTimeoutMs?: number;
+  /** Cap on stdout and on stderr of a command, each. @default 65536 */
+  outputCapBytes?: number;
+  /** Cap on the content a `read` returns. @default 1048576 */
+  readCapBytes?: number;
+  /** Cap on the bytes `readPath` returns for a file. @default 16777216 */
+  readPathCapBytes?: number;
+  /** Host-side limit for a non-bash request (bash gets its timeout plus this). @default 30000 */
+  requestTimeoutMs?: number;
+  /** Limit for a container to start and report ready. @default 30000 */
+  startTimeoutMs?: number;
+  /** Prefix of container and volume names. @default 'thinkflow-' */
+  namePrefix?: string;
+  /** Sessions unused for longer than this are reaped. @default 86400000 (24 h) */
+  idleTtlMs?: number;
+  /** Period of the background reaper once started; 0 turns it off. @default 600000 */
+  reapIntervalMs?: number;
+}
+
+export type ResolvedSandboxOptions = Required<SandboxOptions>;
+
+const GiB = 1024 ** 3;
+
+export function resolveSandboxOptions(o: SandboxOptions = {}): ResolvedSandboxOptions {
+  const memoryBytes = o.memoryBytes ?? GiB;
+  return {
+    image: o.image ?? process.env.THINKFLOW_SANDBOX_IMAGE ?? 'thinkflow/sandbox:latest',
+    networkMode: o.networkMode ?? 'none',
+    capDrop: o.capDrop ?? ['ALL'],
+    capAdd: o.capAdd ?? [],
+    noNewPrivileges: o.noNewPrivileges ?? true,
+    readOnlyRootfs: o.readOnlyRootfs ?? true,
+    tmpfs: o.tmpfs ?? {
+      '/tmp': 'rw,nosuid,nodev,exec,size=256m,mode=1777',
+      '/home/sandbox': 'rw,nosuid,nodev,size=64m,uid=1000,gid=1000,mode=0700',
+    },
+    user: o.user ?? '1000:1000',
+    pidsLimit: o.pidsLimit ?? 256,
+    memoryBytes,
+    memorySwapBytes: o.memorySwapBytes ?? memoryBytes,
+    cpus: o.cpus ?? 1,
+    nofile: o.nofile ?? 4096,
+    bashTimeoutMs: o.bashTimeoutMs ?? 120_000,
+    maxBashTimeoutMs: o.maxBashTimeoutMs ?? 3_600_000,
+    outputCapBytes: o.outputCapBytes ?? 65_536,
+    readCapBytes: o.readCapBytes ?? 1_048_576,
+    readPathCapBytes: o.readPathCapBytes ?? 16_777_216,
+    requestTimeoutMs: o.requestTimeoutMs ?? 30_000,
+    startTimeoutMs: o.startTimeoutMs ?? 30_000,
+    namePrefix: o.namePrefix ?? 'thinkflow-',
+    idleTtlMs: o.idleTtlMs ?? 86_400_000,
+    reapIntervalMs: o.reapIntervalMs ?? 600_000,
+  };
+}

@@ -1,0 +1,77 @@
+import type Docker from 'dockerode';
+import type { Duplex } from 'node:stream';
+import { toContainerSpec } from './container-spec.ts';
+import { ExecutorClient } from './executor-client.ts';
+import { containerName, LABEL_SESSION, labelsFor, volumeName } from './names.ts';
+import type { ResolvedSandboxOptions } from './sandbox-options.ts';
+
+export class SandboxImageMissingError extends Error {
+  readonly code = 'sandbox_image_missing';
+}
+
+const statusOf = (err: unknown) => (err as { statusCode?: number }).statusCode;
+
+export async function inspectOrNull(c: Docker.Container): Promise<Docker.ContainerInspectInfo | null> {
+  try {
+    return await c.inspect();
+  } catch (err) {
+    if (statusOf(err) === 404) return null;
+    throw err;
+  }
+}
+
+/** Attaches to the container's stdio; closing the client later leaves the container running. */
+export async function attachExecutor(docker: Docker, container: Docker.Container): Promise<ExecutorClient> {
+  const stream = (await container.attach({ stream: true, stdin: true, stdout: true, stderr: true, hijack: true })) as unknown as Duplex;
+  return new ExecutorClient(stream, (s, out, err) => docker.modem.demuxStream(s, out, err));
+}
+
+/**
+ * Finds the session's container (by its deterministic name, so it survives a
+ * manager restart), creating it and its workspace volume when absent,
+ * starting it when stopped, and returns an attached, answering executor.
+ * Safe against another process doing the same at the same time (409/304).
+ */
+export async function connectSession(docker: Docker, sessionId: string, o: ResolvedSandboxOptions): Promise<ExecutorClient> {
+  const name = containerName(o.namePrefix, sessionId);
+  let info = await inspectOrNull(docker.getContainer(name));
+  if (info && info.Config.Labels?.[LABEL_SESSION] !== sessionId) {
+    throw new Error(`container ${name} exists but is not labelled for session ${sessionId}`);
+  }
+  if (!info) info = await create(docker, sessionId, o);
+  const container = docker.getContainer(info.Id);
+  const client = await attachExecutor(docker, container);
+  try {
+    if (!info.State.Running) {
+      try {
+        await container.start();
+      } catch (err) {
+        if (statusOf(err) !== 304) throw err; // 304: someone else started it
+      }
+    }
+    // Written after start, the ping waits in the stdin pipe until the executor
+    // reads it, so this works for a fresh start and for a running container.
+    await client.request('ping', {}, o.startTimeoutMs);
+    return client;
+  } catch (err) {
+    client.close();
+    throw err;
+  }
+}
+
+async function create(docker: Docker, sessionId: string, o: ResolvedSandboxOptions): Promise<Docker.ContainerInspectInfo> {
+  const volume = volumeName(o.namePrefix, sessionId);
+  await docker.createVolume({ Name: volume, Labels: labelsFor(sessionId, 'workspace') });
+  try {
+    const c = await docker.createContainer(toContainerSpec(sessionId, volume, o));
+    return await c.inspect();
+  } catch (err) {
+    if (statusOf(err) === 409) return await docker.getContainer(containerName(o.namePrefix, sessionId)).inspect();
+    if (statusOf(err) === 404) {
+      throw new SandboxImageMissingError(
+        `sandbox image ${o.image} is missing: build it with \`npm run sandbox:image\` (sandbox-image/build.sh)`,
+      );
+    }
+    throw err;
+  }
+}

@@ -1,0 +1,39 @@
+import type { Command, ToolName } from '../protocol/command.ts';
+
+/** The outcome of one command in the sandbox (ledger fields of PROTOCOL.md §6). */
+export type ExecutionResult = {
+  ok: boolean;
+  tool: ToolName;
+  path?: string;
+  bytes_written?: number;
+  /** For `read`, the file content (capped, see `readCapBytes`). */
+  stdout?: string;
+  stderr?: string;
+  stdout_truncated?: boolean;
+  stderr_truncated?: boolean;
+  exit_code?: number;
+  error?: string;
+  /** Stable machine-readable reason, e.g. `empty_content`, `path_outside_workspace`, `timeout`. */
+  error_code?: string;
+  status: 'succeeded' | 'failed';
+  duration_ms: number;
+};
+
+export type DirEntry = { name: string; type: 'file' | 'dir' | 'symlink' | 'other'; size: number };
+
+export type ReadPathResult =
+  | { kind: 'file'; bytes: Buffer }
+  | { kind: 'dir'; entries: DirEntry[] }
+  | { kind: 'missing' }
+  | { kind: 'outside' };
+
+/** One session's container, as the pipeline sees it. */
+export interface Sandbox {
+  readonly sessionId: string;
+  /** Must not throw for a failing command: failures come back as `ok: false`. */
+  execute(command: Command, opts?: { signal?: AbortSignal }): Promise<ExecutionResult>;
+  readPath(path: string): Promise<ReadPathResult>;
+}
+
+/** Error codes produced on the host side (the executor adds the per-tool ones). */
+export type HostErrorCode = 'sandbox_unavailable' | 'sandbox_timeout' | 'aborted';
