@@ -3,6 +3,8 @@ import { LABEL_MANAGED, LABEL_SESSION } from './names.ts';
 
 export type ReapOptions = {
   idleTtlMs: number;
+  /** Only containers and volumes whose names start with this are considered (one deployment, or one test run). */
+  namePrefix: string;
   /** When given, every session not in it is gone and reaped whatever its age. */
   liveSessions?: Set<string>;
   /** Last use known to this process, if any. */
@@ -32,6 +34,7 @@ export async function reapSandboxes(docker: Docker, o: ReapOptions): Promise<Rea
   const keep = new Set<string>();
   const containers = await docker.listContainers({ all: true, filters: managed });
   for (const c of containers) {
+    if (!c.Names.some((n) => n.replace(/^\//, '').startsWith(o.namePrefix))) continue;
     const session = c.Labels[LABEL_SESSION] ?? '';
     const gone = o.liveSessions !== undefined && !o.liveSessions.has(session);
     if (!gone && now - (await lastActive(docker, c, o)) <= o.idleTtlMs) {
@@ -44,6 +47,7 @@ export async function reapSandboxes(docker: Docker, o: ReapOptions): Promise<Rea
   }
   const { Volumes } = await docker.listVolumes({ filters: managed });
   for (const v of Volumes ?? []) {
+    if (!v.Name.startsWith(o.namePrefix)) continue;
     const session = v.Labels?.[LABEL_SESSION] ?? '';
     if (keep.has(session)) continue;
     const gone = o.liveSessions !== undefined && !o.liveSessions.has(session);

@@ -88,6 +88,7 @@ export class SandboxManager {
   reap(opts: { idleTtlMs?: number; liveSessions?: Set<string> } = {}): Promise<ReapResult> {
     return reapSandboxes(this.#docker, {
       idleTtlMs: opts.idleTtlMs ?? this.options.idleTtlMs,
+      namePrefix: this.options.namePrefix,
       liveSessions: opts.liveSessions,
       lastUsed: (s) => this.#entries.get(s)?.lastUsed,
       probe: (id) => this.#probe(id),

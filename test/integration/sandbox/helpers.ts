@@ -1,0 +1,58 @@
+import Docker from 'dockerode';
+import { randomBytes } from 'node:crypto';
+import type { Command } from '../../../services/protocol/command.ts';
+import { SandboxManager, type Sandbox, type SandboxOptions } from '../../../services/sandbox/index.ts';
+
+export const docker = new Docker();
+export const IMAGE = process.env.THINKFLOW_SANDBOX_IMAGE ?? 'thinkflow/sandbox:latest';
+
+/** Fails loudly (instead of with a confusing 404 mid-test) when the image was never built. */
+export async function requireImage(): Promise<void> {
+  try {
+    await docker.getImage(IMAGE).inspect();
+  } catch {
+    throw new Error(`sandbox image ${IMAGE} is missing: run \`npm run sandbox:image\` (or .ci/run) before these tests`);
+  }
+}
+
+/** A name prefix of its own per test file, so reaping in one file never touches another's (or a developer's) containers. */
+export function testPrefix(tag: string): string {
+  return `tft-${tag}-${randomBytes(3).toString('hex')}-`;
+}
+
+export function sessionId(): string {
+  return `ses_${randomBytes(8).toString('hex')}`;
+}
+
+export function newManager(prefix: string, options: SandboxOptions = {}): SandboxManager {
+  return new SandboxManager({ namePrefix: prefix, reapIntervalMs: 0, ...options, docker });
+}
+
+let seq = 0;
+/** Shorthand: a Command with a fresh id and need_result false. */
+export function cmd(partial: Partial<Command> & Pick<Command, 'tool'>): Command {
+  return { id: String(++seq), need_result: false, ...partial };
+}
+
+export const bash = (sb: Sandbox, script: string, extra: Partial<Command> = {}) => sb.execute(cmd({ tool: 'bash', cmd: script, ...extra }));
+
+/** Every container and volume left under a prefix (the afterAll assertion of each file). */
+export async function leftovers(prefix: string): Promise<{ containers: string[]; volumes: string[] }> {
+  const containers = (await docker.listContainers({ all: true, filters: { label: ['thinkflow.managed=true'] } }))
+    .flatMap((c) => c.Names.map((n) => n.replace(/^\//, '')))
+    .filter((n) => n.startsWith(prefix));
+  const volumes = ((await docker.listVolumes({ filters: { label: ['thinkflow.managed=true'] } })).Volumes ?? [])
+    .map((v) => v.Name)
+    .filter((n) => n.startsWith(prefix));
+  return { containers, volumes };
+}
+
+/** afterAll body: the reaper removes everything of this file's sessions, and nothing is left. */
+export async function reapAll(manager: SandboxManager, prefix: string): Promise<void> {
+  await manager.reap({ liveSessions: new Set() });
+  await manager.close();
+  const left = await leftovers(prefix);
+  if (left.containers.length + left.volumes.length > 0) {
+    throw new Error(`reaper left behind ${JSON.stringify(left)}`);
+  }
+}
