@@ -1,0 +1,105 @@
+// `thinkflow policy check [--policy-dir D] [--project P] [--session-rules F]
+//  (--cmd "…" | --tool T --path P [--dest D])`: one evaluation, printed as the
+// single JSON line of API.md. Exit 0 for every decision, 2 for a bad policy
+// file or bad arguments.
+import { readFile } from 'node:fs/promises';
+import { TOOL_NAMES, type Command, type ToolName } from '../../protocol/command.ts';
+import { evaluate, loadPolicyDir, parsePolicyDocument, PolicyLoadError, type PolicyFile } from '../../policy/index.ts';
+
+const USAGE = `usage: thinkflow policy check [--policy-dir D] [--project P] [--session-rules F]
+                              (--cmd "SCRIPT" | --tool T --path P [--dest D])
+  --policy-dir   policy directory (default: $THINKFLOW_POLICY_DIR or ./policies)
+  --project      project layer: DIR/projects/<P>/*.yaml
+  --session-rules  a policy file in the same YAML format, used as the session layer
+`;
+
+const VALUE_FLAGS = ['policy-dir', 'project', 'session-rules', 'cmd', 'tool', 'path', 'dest'] as const;
+type Flag = (typeof VALUE_FLAGS)[number];
+
+class UsageError extends Error {}
+
+/**
+ * A hand-rolled reader rather than util.parseArgs: a value is taken verbatim
+ * even when it starts with `-` (`--cmd "-x"` or `--path -notes.md`), which
+ * parseArgs refuses as ambiguous.
+ */
+function readFlags(args: string[]): Partial<Record<Flag, string>> {
+  const out: Partial<Record<Flag, string>> = {};
+  for (let k = 0; k < args.length; k++) {
+    const a = args[k]!;
+    if (!a.startsWith('--')) throw new UsageError(`unexpected argument '${a}'`);
+    const eq = a.indexOf('=');
+    const name = (eq < 0 ? a.slice(2) : a.slice(2, eq)) as Flag;
+    if (!VALUE_FLAGS.includes(name)) throw new UsageError(`unknown option '${a}'`);
+    if (out[name] !== undefined) throw new UsageError(`--${name} given twice`);
+    if (eq >= 0) out[name] = a.slice(eq + 1);
+    else if (k + 1 < args.length) out[name] = args[++k]!;
+    else throw new UsageError(`--${name} needs a value`);
+  }
+  return out;
+}
+
+function commandFrom(f: Partial<Record<Flag, string>>): Command {
+  const tool = (f.tool ?? (f.cmd !== undefined ? 'bash' : undefined)) as ToolName | undefined;
+  if (tool === undefined) throw new UsageError('give --cmd, or --tool with --path');
+  if (!(TOOL_NAMES as readonly string[]).includes(tool)) throw new UsageError(`unknown tool '${tool}' (one of ${TOOL_NAMES.join(', ')})`);
+  if (tool === 'bash') {
+    if (f.cmd === undefined) throw new UsageError('--tool bash needs --cmd');
+    if (f.path !== undefined || f.dest !== undefined) throw new UsageError('--path/--dest are for file tools, not bash');
+    return { id: '1', tool, cmd: f.cmd, need_result: false };
+  }
+  if (f.cmd !== undefined) throw new UsageError(`--cmd is for bash, not ${tool}`);
+  if (f.path === undefined) throw new UsageError(`--tool ${tool} needs --path`);
+  if (tool === 'copy' && f.dest === undefined) throw new UsageError('--tool copy needs --dest');
+  if (tool !== 'copy' && f.dest !== undefined) throw new UsageError(`--dest is only for copy`);
+  const c: Command = { id: '1', tool, path: f.path, need_result: false };
+  if (f.dest !== undefined) c.dest = f.dest;
+  return c;
+}
+
+async function sessionLayer(file: string | undefined): Promise<PolicyFile[]> {
+  if (file === undefined) return [];
+  const text = await readFile(file, 'utf8').catch((err: NodeJS.ErrnoException) => {
+    throw new PolicyLoadError(`${file}: cannot read session rules (${err.code ?? err.message})`, file);
+  });
+  return [parsePolicyDocument(file, text, 'session')];
+}
+
+async function check(args: string[]): Promise<number> {
+  const flags = readFlags(args);
+  const command = commandFrom(flags);
+  const dir = flags['policy-dir'] ?? process.env.THINKFLOW_POLICY_DIR ?? './policies';
+  const store = await loadPolicyDir(dir);
+  const layers = store.layers(flags.project, await sessionLayer(flags['session-rules']));
+  const e = evaluate(layers, command);
+  // Built field by field so the line has exactly the documented keys, in order.
+  const line = {
+    decision: e.decision,
+    matched_rules: e.matched_rules.map((r) => ({ id: r.id, layer: r.layer, decision: r.decision, justification: r.justification })),
+    reason: e.reason,
+  };
+  process.stdout.write(JSON.stringify(line) + '\n');
+  return 0;
+}
+
+export async function policyMain(args: string[]): Promise<number> {
+  const [sub, ...rest] = args;
+  if (sub === '--help' || sub === '-h' || sub === 'help') {
+    process.stdout.write(USAGE);
+    return 0;
+  }
+  try {
+    if (sub !== 'check') throw new UsageError(sub === undefined ? 'missing subcommand' : `unknown subcommand '${sub}'`);
+    return await check(rest);
+  } catch (err) {
+    if (err instanceof UsageError) {
+      process.stderr.write(`thinkflow policy: ${err.message}\n${USAGE}`);
+      return 2;
+    }
+    if (err instanceof PolicyLoadError) {
+      process.stderr.write(`thinkflow policy: ${err.message}\n`);
+      return 2;
+    }
+    throw err;
+  }
+}

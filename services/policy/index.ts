@@ -1,0 +1,20 @@
+// Public surface of the policy engine. Re-exports only.
+export { DECISIONS, rank, stricter, strictest } from './decision.ts';
+export type { Decision } from './decision.ts';
+export { PolicyLoadError, UnknownProjectError } from './errors.ts';
+export { normalizeWorkspacePath, WORKSPACE_ROOT, OUTSIDE } from './path.ts';
+export type { NormalizedPath } from './path.ts';
+export { parsePolicyDocument } from './parser.ts';
+export type { PolicyFile } from './parser.ts';
+export type { Layer, Rule } from './rule.ts';
+export { DEFAULT_KEYS } from './schema.ts';
+export type { DefaultKey, Defaults } from './schema.ts';
+export { PolicyLayers, BUILTIN_DEFAULTS } from './layers.ts';
+export type { ResolvedDefault } from './layers.ts';
+export { loadPolicyDir, PolicyStore } from './loader.ts';
+export { evaluate, detailOf } from './policy.ts';
+export type { Evaluation, MatchedRule, Grant, EvaluationDetail, Part } from './policy.ts';
+export { decideApproval, grantFor, grantsFor, grantsCover, NEVER_REASON, GRANTED_REASON } from './approval.ts';
+export type { ApprovalMode, ApprovalAction } from './approval.ts';
+export { splitScript } from './shell-split.ts';
+export type { SplitScript } from './shell-split.ts';

@@ -1,0 +1,76 @@
+// The only module of policy/ that touches the file system: reads a policy
+// directory, validates every YAML file under it (used or not) and hands out
+// the layers for a project. One bad file anywhere fails the whole load.
+import { readdir, readFile, stat } from 'node:fs/promises';
+import { join, relative, sep } from 'node:path';
+import { PolicyLoadError, UnknownProjectError } from './errors.ts';
+import { PolicyLayers } from './layers.ts';
+import { parsePolicyDocument, type PolicyFile } from './parser.ts';
+
+const POLICY_FILE = /\.ya?ml$/;
+
+export class PolicyStore {
+  constructor(
+    readonly dir: string,
+    readonly global: readonly PolicyFile[],
+    readonly projects: ReadonlyMap<string, readonly PolicyFile[]>,
+  ) {}
+
+  /** @throws UnknownProjectError when `project` has no folder under `projects/`. */
+  layers(project?: string, session: readonly PolicyFile[] = []): PolicyLayers {
+    let projectFiles: readonly PolicyFile[] = [];
+    if (project !== undefined) {
+      const files = this.projects.get(project);
+      if (!files) throw new UnknownProjectError(project, [...this.projects.keys()].sort());
+      projectFiles = files;
+    }
+    return new PolicyLayers(this.global, projectFiles, session);
+  }
+}
+
+/**
+ * Loads `DIR/global/*.yaml` and `DIR/projects/<name>/*.yaml`; every other
+ * `.yaml`/`.yml` under DIR is validated too and then ignored.
+ * @throws PolicyLoadError naming each bad file (one per line)
+ */
+export async function loadPolicyDir(dir: string): Promise<PolicyStore> {
+  const info = await stat(dir).catch(() => undefined);
+  if (!info?.isDirectory()) throw new PolicyLoadError(`${dir}: policy directory not found`, dir);
+  const global: PolicyFile[] = [];
+  const projects = new Map<string, PolicyFile[]>();
+  const projectsDir = join(dir, 'projects');
+  for (const entry of await readdir(projectsDir, { withFileTypes: true }).catch(() => [])) {
+    if (entry.isDirectory()) projects.set(entry.name, []);
+  }
+  const errors: PolicyLoadError[] = [];
+  for (const file of await walk(dir)) {
+    const parts = relative(dir, file).split(sep);
+    const project = parts.length === 3 && parts[0] === 'projects' ? parts[1] : undefined;
+    const layer = project !== undefined ? 'project' : 'global';
+    try {
+      const parsed = parsePolicyDocument(file, await readFile(file, 'utf8'), layer);
+      if (parts.length === 2 && parts[0] === 'global') global.push(parsed);
+      else if (project !== undefined) projects.get(project)?.push(parsed);
+    } catch (err) {
+      errors.push(err instanceof PolicyLoadError ? err : new PolicyLoadError(`${file}: ${String(err)}`, file, { cause: err }));
+    }
+  }
+  if (errors.length === 1) throw errors[0]!;
+  if (errors.length > 1) {
+    throw new PolicyLoadError(errors.map((e) => e.message).join('\n'), errors[0]!.file, { cause: errors });
+  }
+  return new PolicyStore(dir, global, projects);
+}
+
+/** Every policy file under `dir`, sorted, so layer order is stable across machines. */
+async function walk(dir: string): Promise<string[]> {
+  const out: string[] = [];
+  const entries = await readdir(dir, { withFileTypes: true });
+  entries.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+  for (const e of entries) {
+    const full = join(dir, e.name);
+    if (e.isDirectory()) out.push(...(await walk(full)));
+    else if (e.isFile() && POLICY_FILE.test(e.name)) out.push(full);
+  }
+  return out;
+}

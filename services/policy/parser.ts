@@ -1,0 +1,150 @@
+// Policy file text (or an already-parsed job body) → a validated PolicyFile.
+// Every error names `FILE: rules[INDEX] (id): reason` (POLICY.md §6).
+import { parseDocument } from 'yaml';
+import { FILE_TOOLS, type ToolName } from '../protocol/command.ts';
+import type { Decision } from './decision.ts';
+import { PolicyLoadError, ruleError } from './errors.ts';
+import { normalizeWorkspacePath } from './path.ts';
+import {
+  compileGlob,
+  compilePattern,
+  ruleMatchesArgv,
+  ruleMatchesPath,
+  type Layer,
+  type PathMatcher,
+  type Rule,
+} from './rule.ts';
+import { formatIssues, PolicyFileSchema, RuleSchema, type Defaults, type RuleInput } from './schema.ts';
+import { splitScript } from './shell-split.ts';
+
+export type PolicyFile = {
+  name: string;
+  layer: Layer;
+  defaults: Defaults;
+  rules: Rule[];
+};
+
+const FILE_TOOL_SET: ReadonlySet<string> = new Set(FILE_TOOLS);
+
+/**
+ * @param name shown in errors (a file path, or e.g. `job policy`)
+ * @param doc YAML text, or an object already parsed from JSON
+ * @throws PolicyLoadError
+ * @example parsePolicyDocument('global/base.yaml', 'version: 1\nrules: []\n', 'global')
+ */
+export function parsePolicyDocument(name: string, doc: string | unknown, layer: Layer): PolicyFile {
+  const data = typeof doc === 'string' ? parseYaml(name, doc) : doc;
+  if (data === null || data === undefined) throw new PolicyLoadError(`${name}: empty policy file (expected a mapping with version: 1)`, name);
+  const envelope = PolicyFileSchema.safeParse(data);
+  if (!envelope.success) throw new PolicyLoadError(`${name}: ${formatIssues(envelope.error)}`, name);
+  const seen = new Set<string>();
+  const rules = (envelope.data.rules ?? []).map((raw, index) => {
+    const id = idOf(raw);
+    const parsed = RuleSchema.safeParse(raw);
+    if (!parsed.success) throw ruleError(name, index, id, formatIssues(parsed.error));
+    if (seen.has(parsed.data.id)) throw ruleError(name, index, id, `duplicate rule id '${parsed.data.id}' in this file`);
+    seen.add(parsed.data.id);
+    const rule = compileRule(name, index, layer, parsed.data);
+    checkExamples(name, rule, parsed.data);
+    return rule;
+  });
+  return { name, layer, defaults: envelope.data.defaults ?? {}, rules };
+}
+
+function parseYaml(name: string, text: string): unknown {
+  const d = parseDocument(text, { uniqueKeys: true, prettyErrors: true });
+  const err = d.errors[0];
+  if (err) throw new PolicyLoadError(`${name}: YAML error: ${err.message.split('\n')[0]}`, name, { cause: err });
+  return d.toJS();
+}
+
+function idOf(raw: unknown): string | undefined {
+  if (raw && typeof raw === 'object' && 'id' in raw && typeof raw.id === 'string') return raw.id;
+  return undefined;
+}
+
+function compileRule(file: string, index: number, layer: Layer, r: RuleInput): Rule {
+  const fail = (reason: string): never => {
+    throw ruleError(file, index, r.id, reason);
+  };
+  if (r.command && r.path) fail('a rule has `command` or `path`, not both');
+  // Without `tool`, `command` means bash and `path` means every file tool.
+  const tools: ToolName[] =
+    r.tool === undefined
+      ? r.command
+        ? ['bash']
+        : r.path
+          ? [...FILE_TOOLS]
+          : fail('a rule needs `tool`, `command` or `path`')
+      : typeof r.tool === 'string'
+        ? [r.tool]
+        : r.tool;
+  const hasBash = tools.includes('bash');
+  const hasFile = tools.some((t) => FILE_TOOL_SET.has(t));
+  if (r.command && hasFile) fail('`command` applies to bash only; file tools take `path`');
+  if (r.path && hasBash) fail('`path` applies to file tools only; bash takes `command`');
+  const commandExcept = [];
+  const pathExcept: PathMatcher[] = [];
+  for (const [k, e] of (r.except ?? []).entries()) {
+    if (typeof e === 'string') {
+      if (hasBash) fail(`except[${k}]: bash rules take argv patterns (lists), got a string`);
+      pathExcept.push(compileGlob(normalizeGlob(e, fail)));
+    } else {
+      if (hasFile) fail(`except[${k}]: file rules take globs (strings), got a list`);
+      commandExcept.push(compilePattern(e));
+    }
+  }
+  const globs = r.path === undefined ? undefined : typeof r.path === 'string' ? [r.path] : r.path;
+  return {
+    id: r.id,
+    layer,
+    file,
+    index,
+    tools: new Set(tools),
+    decision: r.decision as Decision,
+    justification: r.justification ?? '',
+    command: r.command ? compilePattern(r.command) : undefined,
+    commandExcept,
+    path: globs?.map((g) => compileGlob(normalizeGlob(g, fail))),
+    pathExcept,
+  };
+}
+
+/** Globs are workspace-relative; `./x` and `/workspace/x` are accepted spellings of `x`. */
+function normalizeGlob(glob: string, fail: (reason: string) => never): string {
+  let g = glob;
+  if (g === '/workspace' || g.startsWith('/workspace/')) g = g.slice('/workspace/'.length) || '**';
+  else if (g.startsWith('/')) fail(`path glob ${JSON.stringify(glob)} is outside the workspace (globs are relative to it)`);
+  while (g.startsWith('./')) g = g.slice(2);
+  g = g.replace(/\/{2,}/g, '/');
+  if (g.split('/').includes('..')) fail(`path glob ${JSON.stringify(glob)} must not contain '..'`);
+  return g;
+}
+
+function checkExamples(file: string, rule: Rule, r: RuleInput): void {
+  const fail = (reason: string): never => {
+    throw ruleError(file, rule.index, rule.id, reason);
+  };
+  const commandRule = rule.tools.has('bash');
+  const matches = (ex: string | string[]): boolean => {
+    const shown = JSON.stringify(ex);
+    if (commandRule) {
+      if (typeof ex !== 'string') return ruleMatchesArgv(rule, ex);
+      const split = splitScript(ex);
+      if (split.complex !== undefined || split.commands.length !== 1) {
+        fail(`example ${shown} is not one simple command${split.complex ? ` (${split.complex})` : ''}`);
+      }
+      return ruleMatchesArgv(rule, split.commands[0]!);
+    }
+    if (typeof ex !== 'string') return fail(`example ${shown}: file rules take path examples (strings)`);
+    const p = normalizeWorkspacePath(ex);
+    if (!p.ok) return fail(`example ${shown}: ${p.reason}`);
+    return ruleMatchesPath(rule, p.path);
+  };
+  for (const ex of r.examples?.match ?? []) {
+    if (!matches(ex)) fail(`example ${JSON.stringify(ex)} is listed in match but the rule does not match it`);
+  }
+  for (const ex of r.examples?.not_match ?? []) {
+    if (matches(ex)) fail(`example ${JSON.stringify(ex)} is listed in not_match but the rule matches it`);
+  }
+}

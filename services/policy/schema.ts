@@ -1,0 +1,65 @@
+// The policy file format of POLICY.md §2 as zod schemas. Strict everywhere:
+// an unknown field is a typo that would otherwise silently disable a rule.
+import { z } from 'zod';
+import { TOOL_NAMES, ToolName } from '../protocol/command.ts';
+import { DECISIONS } from './decision.ts';
+
+export const DEFAULT_KEYS = [...TOOL_NAMES, 'complex_command'] as const;
+export type DefaultKey = (typeof DEFAULT_KEYS)[number];
+
+const DecisionSchema = z.enum(DECISIONS);
+const Token = z.union([z.string().min(1), z.array(z.string().min(1)).min(1)]);
+const CommandPatternSchema = z.array(Token).min(1);
+const Glob = z.string().min(1);
+/** A string is one simple command (shell quoting) or a path; a list is an argv. */
+const Example = z.union([z.string(), z.array(z.string()).min(1)]);
+
+export const RuleSchema = z.strictObject({
+  id: z.string().min(1),
+  tool: z.union([ToolName, z.array(ToolName).min(1)]).optional(),
+  command: CommandPatternSchema.optional(),
+  path: z.union([Glob, z.array(Glob).min(1)]).optional(),
+  decision: DecisionSchema,
+  justification: z.string().optional(),
+  // Command rules: argv patterns; path rules: globs.
+  except: z.array(z.union([CommandPatternSchema, Glob])).min(1).optional(),
+  examples: z
+    .strictObject({
+      match: z.array(Example).optional(),
+      not_match: z.array(Example).optional(),
+    })
+    .optional(),
+});
+export type RuleInput = z.infer<typeof RuleSchema>;
+
+export const DefaultsSchema = z.strictObject(
+  Object.fromEntries(DEFAULT_KEYS.map((k) => [k, DecisionSchema.optional()])) as Record<
+    DefaultKey,
+    z.ZodOptional<typeof DecisionSchema>
+  >,
+);
+export type Defaults = Partial<Record<DefaultKey, z.infer<typeof DecisionSchema>>>;
+
+/**
+ * The file envelope. Rules are validated one by one afterwards so an error
+ * can name the rule's index and id. `version` may be left out of a job's
+ * inline `policy` body; when present it must be 1.
+ */
+export const PolicyFileSchema = z.strictObject({
+  version: z.literal(1).optional(),
+  defaults: DefaultsSchema.optional(),
+  rules: z.array(z.unknown()).optional(),
+});
+
+/** zod issues as `field.sub[2]: message; …` for load errors. */
+export function formatIssues(error: z.ZodError): string {
+  return error.issues
+    .map((i) => {
+      const where = i.path.reduce<string>(
+        (acc, seg) => (typeof seg === 'number' ? `${acc}[${seg}]` : acc ? `${acc}.${String(seg)}` : String(seg)),
+        '',
+      );
+      return where ? `${where}: ${i.message}` : i.message;
+    })
+    .join('; ');
+}

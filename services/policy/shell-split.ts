@@ -1,0 +1,140 @@
+// Script → simple commands (POLICY.md §3.2 and §6 "Splitting").
+//
+// A safe script yields the argv of every simple command, without
+// assignments and redirections. A complex one yields a reason plus the
+// commands that can still be read out of it, which are only ever used to find
+// forbid/prompt rules — never to allow anything.
+import { lex, type Token, type Word } from './shell-lexer.ts';
+
+export type SplitScript = {
+  /** One argv per simple command, in script order; empty commands are dropped. */
+  commands: string[][];
+  /** Why the script cannot be split safely; absent for a simple script. */
+  complex?: string;
+};
+
+// Words that open or continue a compound command when they stand where a
+// command name would be.
+const RESERVED = new Set([
+  'if', 'then', 'else', 'elif', 'fi', 'for', 'while', 'until', 'do', 'done',
+  'case', 'esac', 'select', 'function', 'coproc', '{', '}', '!', '[[', ']]',
+]);
+// Heads whose words are not a command at all (`for x in a b`, `case $x in`).
+const NON_COMMAND_HEADS = new Set(['for', 'case', 'select', 'function']);
+const CONTINUES_ON_NEXT_LINE = new Set(['&&', '||', '|', '|&']);
+const ASSIGNMENT = /^[A-Za-z_][A-Za-z0-9_]*\+?=/;
+
+type Frame = { words: Word[]; dynamicHead: boolean; opener?: string };
+
+export function splitScript(script: string): SplitScript {
+  const { tokens, complex: lexComplex } = lex(script);
+  let complex = lexComplex;
+  const flag = (reason: string): void => {
+    complex ??= reason;
+  };
+  const raw: Frame[] = [];
+  const stack: Frame[] = [];
+  let cur: Frame = { words: [], dynamicHead: false };
+  let expectTarget = false;
+  let lastSep = '';
+  let emptySinceSep = true;
+
+  const finish = (): void => {
+    if (cur.words.length > 0) raw.push(cur);
+    cur = { words: [], dynamicHead: false };
+  };
+
+  for (const t of tokens) {
+    if (expectTarget && t.kind !== 'word') flag('redirection without a target');
+    switch (t.kind) {
+      case 'word':
+        if (expectTarget) expectTarget = false;
+        else cur.words.push(t);
+        emptySinceSep = false;
+        break;
+      case 'redir':
+        expectTarget = true;
+        emptySinceSep = false;
+        break;
+      case 'sep':
+        if (emptySinceSep && !(t.op === '\n' && (lastSep === '' || lastSep === '\n' || lastSep === ';' || lastSep === '&' || CONTINUES_ON_NEXT_LINE.has(lastSep)))) {
+          flag(`empty command before '${t.op === '\n' ? '\\n' : t.op}'`);
+        }
+        expectTarget = false;
+        finish();
+        // A newline right after `&&`, `|`, … continues the same list.
+        if (!(t.op === '\n' && CONTINUES_ON_NEXT_LINE.has(lastSep) && emptySinceSep)) lastSep = t.op;
+        emptySinceSep = true;
+        break;
+      case 'open': {
+        // `$(…)` in command-name position makes the outer command unreadable.
+        if ((t.op === '$(' || t.op === '`') && commandWords(cur.words).length === 0) cur.dynamicHead = true;
+        cur.opener = t.op;
+        stack.push(cur);
+        cur = { words: [], dynamicHead: false };
+        expectTarget = false;
+        emptySinceSep = true;
+        break;
+      }
+      case 'close':
+        finish();
+        cur = stack.pop() ?? { words: [], dynamicHead: false };
+        // After a subshell `( … )` the outer words are done (`f() { …; }` then
+        // reads as `f` and `{ …`); after `$( … )` or `<( … )` they go on.
+        if (cur.opener === '(') finish();
+        emptySinceSep = false;
+        break;
+    }
+  }
+  if (expectTarget) flag('redirection without a target');
+  if (emptySinceSep && CONTINUES_ON_NEXT_LINE.has(lastSep)) flag(`nothing after '${lastSep}'`);
+  finish();
+  for (const f of stack) if (f.words.length > 0) raw.push(f);
+
+  if (complex === undefined) {
+    for (const f of raw) {
+      const head = commandWords(f.words)[0];
+      if (head === undefined) continue;
+      if (!head.quoted && RESERVED.has(head.text)) flag(`compound command '${head.text}'`);
+      else if (head.expanded) flag('expansion in the command word');
+      else if (head.brace) flag('braces in the command word');
+    }
+  }
+  if (complex === undefined) {
+    const commands = raw.map((f) => commandWords(f.words).map((w) => w.text)).filter((a) => a.length > 0);
+    return { commands };
+  }
+  return { commands: readableCommands(raw), complex };
+}
+
+/** Drops leading `NAME=value` words: they set the environment, they are not the command. */
+function commandWords(words: Word[]): Word[] {
+  let k = 0;
+  while (k < words.length && isAssignment(words[k]!)) k++;
+  return k === 0 ? words : words.slice(k);
+}
+
+function isAssignment(w: Word): boolean {
+  const m = ASSIGNMENT.exec(w.text);
+  return m !== null && m[0].length <= w.lit;
+}
+
+/** Best-effort reading of a complex script: keywords are peeled off, heads that are not commands dropped. */
+function readableCommands(raw: Frame[]): string[][] {
+  const out: string[][] = [];
+  for (const f of raw) {
+    if (f.dynamicHead) continue;
+    let words = commandWords(f.words);
+    while (words.length > 0 && !words[0]!.quoted && RESERVED.has(words[0]!.text)) {
+      if (NON_COMMAND_HEADS.has(words[0]!.text)) {
+        words = [];
+        break;
+      }
+      words = commandWords(words.slice(1));
+    }
+    if (words.length > 0) out.push(words.map((w) => w.text));
+  }
+  return out;
+}
+
+export type { Token };
