@@ -1,13 +1,15 @@
 // `bash -lc cmd` in the workspace: own process group, wall-clock timeout,
-// capped output. The timeout and a cancel both kill the whole group so
-// children started in the background die with the command.
+// capped output. The timeout, a cancel and the end of the command all kill
+// the whole group, so children started in the background die with it.
 import { spawn } from 'node:child_process';
 import { constants } from 'node:os';
 import { WORKSPACE, ToolError } from './paths.mjs';
 import { utf8Prefix } from './file-tools.mjs';
 
-// After bash exits, a background child may still hold the pipes open; wait
-// this long for them to close, then stop reading.
+// After bash exits, what is left of its process group is killed: background
+// jobs do not outlive their command (they would pile up against the pids
+// limit, and hold the output pipes open). Processes that left the group on
+// purpose (setsid) are not chased; the pids limit still bounds them.
 const PIPE_GRACE_MS = 200;
 
 class CappedSink {
@@ -90,6 +92,7 @@ export function runBash(cmd, limits, signal) {
     });
     child.on('exit', (code, sig) => {
       exit = { code, signal: sig };
+      killGroup(child.pid);
       if (open === 0) finish();
       else setTimeout(finish, PIPE_GRACE_MS).unref();
     });
