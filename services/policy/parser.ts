@@ -54,7 +54,7 @@ export function parsePolicyDocument(name: string, doc: string | unknown, layer: 
 function parseYaml(name: string, text: string): unknown {
   const d = parseDocument(text, { uniqueKeys: true, prettyErrors: true });
   const err = d.errors[0];
-  if (err) throw new PolicyLoadError(`${name}: YAML error: ${err.message.split('\n')[0]}`, name, { cause: err });
+  if (err) throw new PolicyLoadError(`${name}: YAML error: ${err.message.split('\n')[0]!.replace(/:$/, '')}`, name, { cause: err });
   return d.toJS();
 }
 

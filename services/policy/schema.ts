@@ -8,7 +8,9 @@ export const DEFAULT_KEYS = [...TOOL_NAMES, 'complex_command'] as const;
 export type DefaultKey = (typeof DEFAULT_KEYS)[number];
 
 const DecisionSchema = z.enum(DECISIONS);
-const Token = z.union([z.string().min(1), z.array(z.string().min(1)).min(1)]);
+const Token = z.union([z.string().min(1), z.array(z.string().min(1)).min(1)], {
+  error: 'expected a token (string) or a non-empty list of alternatives',
+});
 const CommandPatternSchema = z.array(Token).min(1);
 const Glob = z.string().min(1);
 /** A string is one simple command (shell quoting) or a path; a list is an argv. */
@@ -16,9 +18,11 @@ const Example = z.union([z.string(), z.array(z.string()).min(1)]);
 
 export const RuleSchema = z.strictObject({
   id: z.string().min(1),
-  tool: z.union([ToolName, z.array(ToolName).min(1)]).optional(),
+  tool: z
+    .union([ToolName, z.array(ToolName).min(1)], { error: `expected one of ${TOOL_NAMES.join(', ')} or a list of them` })
+    .optional(),
   command: CommandPatternSchema.optional(),
-  path: z.union([Glob, z.array(Glob).min(1)]).optional(),
+  path: z.union([Glob, z.array(Glob).min(1)], { error: 'expected a glob or a non-empty list of globs' }).optional(),
   decision: DecisionSchema,
   justification: z.string().optional(),
   // Command rules: argv patterns; path rules: globs.

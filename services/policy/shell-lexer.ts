@@ -215,8 +215,19 @@ class Lexer {
   private dollar(inDq: boolean): void {
     const s = this.s;
     const nx = s[this.i + 1];
+    if (nx === '(' && s[this.i + 2] === '(') {
+      // $(( … )): arithmetic, not commands; only a nested $( ) or `…` would
+      // run anything, and those still make the script complex.
+      this.flag('arithmetic expansion $(( ))');
+      this.expand();
+      const end = s.indexOf('))', this.i + 3);
+      const stop = end < 0 ? s.length : end + 2;
+      this.w.text += s.slice(this.i, stop);
+      this.i = stop;
+      return;
+    }
     if (nx === '(') {
-      this.flag(s[this.i + 2] === '(' ? 'arithmetic expansion $(( ))' : 'command substitution $( )');
+      this.flag('command substitution $( )');
       this.i++; // substitution() skips the '('
       this.substitution('$(');
       return;
