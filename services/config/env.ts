@@ -1,0 +1,87 @@
+import { z } from 'zod';
+
+// One schema for the process environment: defaults live here and nowhere else.
+const int = (d: number) => z.coerce.number().int().nonnegative().default(d);
+
+export const EnvSchema = z.object({
+  PORT: z.coerce.number().int().min(0).max(65535).default(8080),
+  HOST: z.string().min(1).default('127.0.0.1'),
+  REDIS_URL: z.string().url().default('redis://127.0.0.1:6379'),
+  THINKFLOW_ROLE: z.enum(['api', 'worker', 'all']).default('all'),
+  THINKFLOW_API_KEYS: z.string().optional(),
+  THINKFLOW_POLICY_DIR: z.string().default('./policies'),
+  THINKFLOW_APPROVAL_TTL_S: z.coerce.number().int().positive().default(900),
+  /** namespace of every Redis key (tests use a unique one) */
+  THINKFLOW_REDIS_PREFIX: z.string().regex(/^[A-Za-z0-9_.-]{1,32}$/).default('tf'),
+  THINKFLOW_MAX_JSON_BYTES: int(2 * 1024 * 1024),
+  THINKFLOW_MAX_COMMANDS_BYTES: int(16 * 1024 * 1024),
+  /** BullMQ job lock; a dead worker's command is recovered after about lock + stalled interval */
+  THINKFLOW_LOCK_MS: int(30_000),
+  THINKFLOW_STALLED_INTERVAL_MS: int(30_000),
+  /** a session's BullMQ Worker is closed after this long without a job */
+  THINKFLOW_WORKER_IDLE_MS: int(10_000),
+  /** write contents larger than this are kept in the ledger as digest + size only */
+  THINKFLOW_LEDGER_INLINE_BYTES: int(64 * 1024),
+});
+
+export type Role = 'submitter' | 'operator' | 'admin';
+export type ApiKeys = Map<string, Role>;
+
+export type Config = {
+  port: number;
+  host: string;
+  redisUrl: string;
+  role: 'api' | 'worker' | 'all';
+  /** null = dev mode (no keys): loopback only */
+  apiKeys: ApiKeys | null;
+  policyDir: string;
+  approvalTtlS: number;
+  redisPrefix: string;
+  maxJsonBytes: number;
+  maxCommandsBytes: number;
+  lockMs: number;
+  stalledIntervalMs: number;
+  workerIdleMs: number;
+  ledgerInlineBytes: number;
+};
+
+/** `key:role,key:role` → map; throws with the offending pair so a typo never opens the API. */
+export function parseApiKeys(raw: string | undefined): ApiKeys | null {
+  if (raw === undefined || raw.trim() === '') return null;
+  const keys: ApiKeys = new Map();
+  for (const pair of raw.split(',').map((p) => p.trim()).filter(Boolean)) {
+    const at = pair.lastIndexOf(':');
+    const key = pair.slice(0, at);
+    const role = pair.slice(at + 1);
+    if (at <= 0 || !['submitter', 'operator', 'admin'].includes(role)) {
+      throw new Error(`THINKFLOW_API_KEYS: bad pair '${pair.replace(key, '***')}' (expected key:submitter|operator|admin)`);
+    }
+    keys.set(key, role as Role);
+  }
+  return keys;
+}
+
+export function loadConfig(env: Record<string, string | undefined> = process.env): Config {
+  const parsed = EnvSchema.safeParse(env);
+  if (!parsed.success) {
+    const issues = parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ');
+    throw new Error(`invalid environment: ${issues}`);
+  }
+  const e = parsed.data;
+  return {
+    port: e.PORT,
+    host: e.HOST,
+    redisUrl: e.REDIS_URL,
+    role: e.THINKFLOW_ROLE,
+    apiKeys: parseApiKeys(e.THINKFLOW_API_KEYS),
+    policyDir: e.THINKFLOW_POLICY_DIR,
+    approvalTtlS: e.THINKFLOW_APPROVAL_TTL_S,
+    redisPrefix: e.THINKFLOW_REDIS_PREFIX,
+    maxJsonBytes: e.THINKFLOW_MAX_JSON_BYTES,
+    maxCommandsBytes: e.THINKFLOW_MAX_COMMANDS_BYTES,
+    lockMs: e.THINKFLOW_LOCK_MS,
+    stalledIntervalMs: e.THINKFLOW_STALLED_INTERVAL_MS,
+    workerIdleMs: e.THINKFLOW_WORKER_IDLE_MS,
+    ledgerInlineBytes: e.THINKFLOW_LEDGER_INLINE_BYTES,
+  };
+}

@@ -1,0 +1,53 @@
+import type { Command, ParseError } from '../protocol/command.ts';
+import { parseAll } from '../protocol/index.ts';
+import type { LedgerRecord } from './ledger-record.ts';
+import type { CommandHandle, Pipeline } from './pipeline.ts';
+
+// One REST turn (`POST /v1/sessions/:id/commands`, flow `api`): parse the whole
+// body, enqueue commands in completion order, treat a parse error as a failed
+// command (later commands of the turn are skipped, not run), then wait until
+// every command is final.
+
+export type CommandResult = {
+  id: string; tool: string; status: string;
+  error?: string; exit_code?: number; stdout?: string; stderr?: string; bytes_written?: number;
+};
+
+export type TurnOutcome = { turn: number; results: CommandResult[]; errors: ParseError[] };
+
+export function toResult(r: LedgerRecord): CommandResult {
+  const out: CommandResult = { id: r.id, tool: r.tool, status: r.status };
+  if (r.error !== null) out.error = r.error;
+  if (r.exit_code !== null) out.exit_code = r.exit_code;
+  if (r.stdout !== null) out.stdout = r.stdout;
+  if (r.stderr !== null) out.stderr = r.stderr;
+  if (r.bytes_written !== null) out.bytes_written = r.bytes_written;
+  return out;
+}
+
+export async function runCommandsTurn(
+  p: Pipeline, sid: string, text: string, opts: { maxBodyBytes?: number; signal?: AbortSignal } = {},
+): Promise<TurnOutcome> {
+  const { outputs } = parseAll(text, opts.maxBodyBytes ? { maxBodyBytes: opts.maxBodyBytes } : {});
+  return runParsedTurn(p, sid, outputs.map((o) => (o.type === 'command' ? { command: o.command } : { error: o.error })), opts.signal);
+}
+
+/** Also used to seed a session's files: a turn of `write` commands. */
+export async function runParsedTurn(
+  p: Pipeline, sid: string, items: ({ command: Command } | { error: ParseError })[], signal?: AbortSignal,
+): Promise<TurnOutcome> {
+  await p.session(sid);
+  const turn = await p.nextTurn(sid);
+  const handles: CommandHandle[] = [];
+  const errors: ParseError[] = [];
+  for (const item of items) {
+    if ('error' in item) {
+      errors.push(item.error);
+      await p.failTurn(sid, turn, `parse error (${item.error.code}${item.error.id ? ` in tag ${item.error.id}` : ''})`);
+    } else {
+      handles.push(await p.enqueue(sid, turn, item.command, 'api'));
+    }
+  }
+  const records = await p.awaitAll(sid, handles.map((h) => h.index), signal);
+  return { turn, results: records.map(toResult), errors };
+}

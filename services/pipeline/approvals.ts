@@ -1,0 +1,144 @@
+import { randomBytes } from 'node:crypto';
+import type { Redis } from 'ioredis';
+import type { Command } from '../protocol/command.ts';
+import type { PublicApproval } from './events.ts';
+import type { Keys } from './keys.ts';
+import { targetOf, type LedgerRecord } from './ledger-record.ts';
+import type { Evaluation, Grant } from './policy-gate.ts';
+import type { PipelineRedis } from './redis.ts';
+
+// Approvals of POLICY.md §5. A token (256 random bits) names one pending
+// request; `answerApproval` answers it at most once, and treats an answer
+// after `expires_at` as the expiry it is. The worker waiting at the command
+// learns the answer from a pub/sub message, or from its own poll when a
+// message was missed (e.g. during a reconnect).
+
+export type AnswerDecision = 'approve' | 'approve_for_session' | 'reject';
+export type AnswerOutcome = 'ok' | 'unknown' | 'expired' | 'answered';
+export type ApprovalState = PublicApproval & { status: 'pending' | AnswerDecision | 'expired'; index: number };
+
+const POLL_MS = 1000;
+/** Answered approvals are kept this long so a second answer still gets 409, not 404. */
+const KEEP_ANSWERED_S = 7 * 24 * 3600;
+
+export class Approvals {
+  readonly #redis: PipelineRedis;
+  readonly #keys: Keys;
+  readonly #waiters = new Map<string, Set<() => void>>();
+  #sub: Redis | null = null;
+  #subscribed: Promise<unknown> | null = null;
+
+  constructor(redis: PipelineRedis, keys: Keys) {
+    this.#redis = redis;
+    this.#keys = keys;
+  }
+
+  /** Gives this instance a subscriber connection so waits are woken at once. */
+  attachSubscriber(sub: Redis): void {
+    this.#sub = sub;
+    sub.on('message', (channel: string, token: string) => {
+      if (channel !== this.#keys.approvalChannel()) return;
+      for (const wake of this.#waiters.get(token) ?? []) wake();
+    });
+    this.#subscribed = sub.subscribe(this.#keys.approvalChannel());
+  }
+
+  async request(args: {
+    record: LedgerRecord; command: Command; evaluation: Evaluation; grant: Grant; ttlS: number; jobId: string | null;
+  }): Promise<ApprovalState> {
+    const token = randomBytes(32).toString('base64url');
+    const now = Date.now();
+    const expiresMs = now + args.ttlS * 1000;
+    const state: ApprovalState = {
+      token, session_id: args.record.session, job_id: args.jobId, command_id: args.record.id, turn: args.record.turn,
+      tool: args.command.tool, target: targetOf(args.command), matched_rules: args.evaluation.matched_rules,
+      justification: args.evaluation.matched_rules.map((r) => r.justification).filter(Boolean).join('; ') || args.evaluation.reason || null,
+      created_at: new Date(now).toISOString(), expires_at: new Date(expiresMs).toISOString(),
+      status: 'pending', decision: null, decided_by: null, reason: null, decided_at: null, index: args.record.index,
+    };
+    const key = this.#keys.approval(state.session_id, token);
+    await this.#redis.multi()
+      .hset(key, {
+        status: 'pending', expires_ms: String(expiresMs), grant: JSON.stringify(args.grant),
+        public: JSON.stringify(state),
+      })
+      .expire(key, args.ttlS + KEEP_ANSWERED_S)
+      .hset(this.#keys.approvalIndex(), token, state.session_id)
+      .zadd(this.#keys.approvalsPending(), expiresMs, token)
+      .exec();
+    return state;
+  }
+
+  async get(token: string): Promise<ApprovalState | null> {
+    if (!/^[A-Za-z0-9_-]{20,100}$/.test(token)) return null;
+    const sid = await this.#redis.hget(this.#keys.approvalIndex(), token);
+    if (!sid) return null;
+    const h = await this.#redis.hgetall(this.#keys.approval(sid, token));
+    if (!h.public) return null;
+    const base = JSON.parse(h.public) as ApprovalState;
+    return {
+      ...base, status: h.status as ApprovalState['status'], decision: h.decision ?? null,
+      decided_by: h.decided_by ?? null, reason: h.reason ?? null, decided_at: h.decided_at ?? null,
+    };
+  }
+
+  async answer(token: string, decision: AnswerDecision | 'expire', reason: string | null, decidedBy: string): Promise<AnswerOutcome> {
+    if (!/^[A-Za-z0-9_-]{20,100}$/.test(token)) return 'unknown';
+    const sid = await this.#redis.hget(this.#keys.approvalIndex(), token);
+    if (!sid) return 'unknown';
+    const res = String(await this.#redis.answerApproval(
+      this.#keys.approval(sid, token), this.#keys.grants(sid), this.#keys.approvalsPending(),
+      decision, reason ?? '', decidedBy, Date.now(), new Date().toISOString(), token, this.#keys.approvalChannel(),
+    ));
+    if (res === 'ok' || res === 'unknown' || res === 'expired') return res;
+    return 'answered';
+  }
+
+  /** Pending, not yet expired, oldest first. */
+  async listPending(limit = 1000): Promise<ApprovalState[]> {
+    const tokens = await this.#redis.zrangebyscore(this.#keys.approvalsPending(), Date.now(), '+inf', 'LIMIT', 0, limit);
+    const out: ApprovalState[] = [];
+    for (const t of tokens) {
+      const a = await this.get(t);
+      if (a && a.status === 'pending') out.push(a);
+    }
+    return out.sort((a, b) => a.created_at.localeCompare(b.created_at));
+  }
+
+  /**
+   * Blocks until the token is answered or expired (expiry = reject with
+   * `approval timed out`), then returns its final state.
+   */
+  async waitForAnswer(token: string, signal?: AbortSignal): Promise<ApprovalState> {
+    await this.#subscribed;
+    for (;;) {
+      const state = await this.get(token);
+      if (!state) throw new Error(`approval ${token.slice(0, 8)}… vanished`);
+      if (state.status !== 'pending') return state;
+      const left = Date.parse(state.expires_at) - Date.now();
+      if (left <= 0) {
+        await this.answer(token, 'expire', null, 'system');
+        continue;
+      }
+      if (signal?.aborted) throw signal.reason ?? new Error('aborted');
+      await this.#sleepOrWake(token, Math.min(left, this.#sub ? POLL_MS * 5 : POLL_MS), signal);
+    }
+  }
+
+  #sleepOrWake(token: string, ms: number, signal?: AbortSignal): Promise<void> {
+    return new Promise((resolve) => {
+      let set = this.#waiters.get(token);
+      if (!set) this.#waiters.set(token, (set = new Set()));
+      const done = () => {
+        clearTimeout(timer);
+        signal?.removeEventListener('abort', done);
+        set!.delete(done);
+        if (set!.size === 0) this.#waiters.delete(token);
+        resolve();
+      };
+      const timer = setTimeout(done, ms);
+      set.add(done);
+      signal?.addEventListener('abort', done, { once: true });
+    });
+  }
+}

@@ -1,0 +1,13 @@
+// Errors the pipeline throws on purpose; the API maps each code to a status.
+export type PipelineErrorCode = 'session_not_found' | 'session_deleted' | 'duplicate_id' | 'invalid_policy' | 'invalid_files';
+
+export class PipelineError extends Error {
+  readonly code: PipelineErrorCode;
+  readonly details: unknown;
+  constructor(code: PipelineErrorCode, message: string, details?: unknown) {
+    super(message);
+    this.name = 'PipelineError';
+    this.code = code;
+    this.details = details;
+  }
+}

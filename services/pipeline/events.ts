@@ -1,0 +1,97 @@
+import type { Redis } from 'ioredis';
+import type { Keys } from './keys.ts';
+import type { LedgerRecord } from './ledger-record.ts';
+
+// Events of a session. They are written by the Lua scripts together with the
+// state change they describe (a Redis stream per session, entry id `seq-0`, so
+// any API process can replay them from a `Last-Event-ID`), and published on a
+// per-session channel for live waiters. `EventHub` fans one subscriber
+// connection per process out to any number of listeners.
+
+export const EVENT_TYPES = [
+  'command_queued', 'approval_requested', 'approval_resolved', 'command_started', 'command_finished',
+] as const;
+export type PipelineEventType = (typeof EVENT_TYPES)[number];
+
+export type PublicApproval = {
+  token: string; session_id: string; job_id: string | null; command_id: string; turn: number;
+  tool: string; target: string; matched_rules: LedgerRecord['matched_rules']; justification: string | null;
+  created_at: string; expires_at: string;
+  status?: string; decision?: string | null; decided_by?: string | null; reason?: string | null; decided_at?: string | null;
+};
+
+export type PipelineEvent = {
+  seq: number;
+  /** ledger index of the command the event is about */
+  index: number;
+  type: PipelineEventType;
+  session_id: string;
+  job_id: string | null;
+  at: string;
+  record?: LedgerRecord;
+  approval?: PublicApproval;
+};
+
+/** The JSON a script receives: everything but seq/index, which the script prepends. */
+export function eventJson(type: PipelineEventType, body: Omit<PipelineEvent, 'seq' | 'index' | 'type'>): string {
+  return JSON.stringify({ type, ...body });
+}
+
+/** Events after `afterSeq` (0 = from the first), oldest first. */
+export async function readEvents(redis: Redis, keys: Keys, sid: string, afterSeq = 0, count = 1000): Promise<PipelineEvent[]> {
+  const rows = await redis.xrange(keys.events(sid), `(${afterSeq}-0`, '+', 'COUNT', count);
+  return rows.map(([, fields]) => JSON.parse(fields[fields.indexOf('d') + 1]!) as PipelineEvent);
+}
+
+type Listener = (event: PipelineEvent) => void;
+
+/** One subscriber connection per process (shared, not owned), fanned out to every waiter. */
+export class EventHub {
+  readonly #sub: Redis;
+  readonly #keys: Keys;
+  readonly #listeners = new Map<string, Set<Listener>>();
+  readonly #subscribing = new Map<string, Promise<unknown>>();
+  constructor(subscriber: Redis, keys: Keys) {
+    this.#sub = subscriber;
+    this.#keys = keys;
+    this.#sub.on('message', (channel: string, message: string) => {
+      const set = this.#listeners.get(channel);
+      if (!set) return;
+      let event: PipelineEvent;
+      try { event = JSON.parse(message) as PipelineEvent; } catch { return; }
+      for (const l of set) {
+        try { l(event); } catch { /* a listener must not break the others */ }
+      }
+    });
+  }
+
+  /** Resolves once Redis confirmed the subscription, so a state read after it misses nothing. */
+  async subscribe(sid: string, listener: Listener): Promise<() => void> {
+    const channel = this.#keys.eventChannel(sid);
+    let set = this.#listeners.get(channel);
+    if (!set) {
+      set = new Set();
+      this.#listeners.set(channel, set);
+      this.#subscribing.set(channel, this.#sub.subscribe(channel));
+    }
+    set.add(listener);
+    await this.#subscribing.get(channel);
+    return () => {
+      const s = this.#listeners.get(channel);
+      if (!s) return;
+      s.delete(listener);
+      if (s.size === 0) {
+        this.#listeners.delete(channel);
+        this.#subscribing.delete(channel);
+        this.#sub.unsubscribe(channel).catch(() => {});
+      }
+    };
+  }
+
+  /** Drops every listener; the subscriber connection belongs to the caller. */
+  close(): void {
+    for (const channel of this.#listeners.keys()) this.#sub.unsubscribe(channel).catch(() => {});
+    this.#listeners.clear();
+    this.#subscribing.clear();
+  }
+}

@@ -1,0 +1,48 @@
+import type { Command } from '../protocol/command.ts';
+import type { ExecutionResult, ReadPathResult, SandboxManager } from '../sandbox/index.ts';
+
+// The pipeline's only view of the sandbox: three verbs and a health probe.
+// Tests inject an in-memory fake; the service injects `SandboxExecutor`.
+
+export type { ExecutionResult, ReadPathResult };
+
+export interface Executor {
+  /** Must not throw for a failing command (failures are `ok: false`); may throw for infrastructure errors. */
+  execute(sessionId: string, command: Command, opts?: { signal?: AbortSignal }): Promise<ExecutionResult>;
+  readPath(sessionId: string, path: string): Promise<ReadPathResult>;
+  /** Removes the session's sandbox (container and workspace). Idempotent. */
+  remove(sessionId: string): Promise<void>;
+  ping(): Promise<boolean>;
+  close(): Promise<void>;
+}
+
+/** The real executor: one Docker sandbox per session. */
+export class SandboxExecutor implements Executor {
+  readonly #manager: SandboxManager;
+
+  constructor(manager: SandboxManager) {
+    this.#manager = manager;
+  }
+
+  async execute(sessionId: string, command: Command, opts?: { signal?: AbortSignal }): Promise<ExecutionResult> {
+    const sandbox = await this.#manager.sandboxFor(sessionId);
+    return sandbox.execute(command, opts);
+  }
+
+  async readPath(sessionId: string, path: string): Promise<ReadPathResult> {
+    const sandbox = await this.#manager.sandboxFor(sessionId);
+    return sandbox.readPath(path);
+  }
+
+  remove(sessionId: string): Promise<void> {
+    return this.#manager.remove(sessionId);
+  }
+
+  ping(): Promise<boolean> {
+    return this.#manager.ping();
+  }
+
+  close(): Promise<void> {
+    return this.#manager.close();
+  }
+}

@@ -1,0 +1,56 @@
+// Every Redis key and BullMQ queue name the pipeline touches is built here, so a
+// prefix change (tests use a unique one per file) isolates everything at once.
+// Session keys carry the session id as a hash tag (`{sid}`) so that, on a Redis
+// Cluster, one session's ledger, events and queue live in the same slot and the
+// Lua scripts that touch several of them stay single-slot.
+
+const NAME = /^[A-Za-z0-9_-]{1,64}$/;
+
+/** Session ids and prefixes must not contain `:` or braces (BullMQ forbids `:` in names). */
+export function assertName(kind: string, value: string): string {
+  if (!NAME.test(value)) throw new Error(`invalid ${kind} '${value}': expected ${NAME}`);
+  return value;
+}
+
+export type Keys = ReturnType<typeof createKeys>;
+
+export function createKeys(prefix = 'tf') {
+  if (!/^[A-Za-z0-9_.-]{1,32}$/.test(prefix)) throw new Error(`invalid redis prefix '${prefix}'`);
+  const s = (sid: string) => `${prefix}:{${assertName('session id', sid)}}`;
+  return {
+    prefix,
+    /** BullMQ's own prefix: its keys become `${prefix}:q:{sid}:wait` etc. */
+    bullPrefix: `${prefix}:q`,
+    queueName: (sid: string) => `{${assertName('session id', sid)}}`,
+    sessionFromQueue: (name: string) => name.slice(1, -1),
+    /** hash: owner, project, approval, policy, created_at, deleted_at */
+    sessionMeta: (sid: string) => `${s(sid)}:meta`,
+    /** zset of every session (score = creation ms) */
+    sessions: () => `${prefix}:sessions`,
+    /** zset of sessions that had non-final commands at some point; pruned by the worker pool */
+    busy: () => `${prefix}:busy`,
+    /** pub/sub channel: a session got work (payload: session id) */
+    wakeChannel: () => `${prefix}:wake`,
+    ledgerCounter: (sid: string) => `${s(sid)}:ledger:n`,
+    ledgerIds: (sid: string) => `${s(sid)}:ledger:ids`,
+    recordPrefix: (sid: string) => `${s(sid)}:rec:`,
+    record: (sid: string, n: number) => `${s(sid)}:rec:${n}`,
+    /** count of records not yet final */
+    open: (sid: string) => `${s(sid)}:open`,
+    turnCounter: (sid: string) => `${s(sid)}:turn`,
+    turnState: (sid: string, turn: number) => `${s(sid)}:turn:${turn}`,
+    turnCommands: (sid: string, turn: number) => `${s(sid)}:turn:${turn}:cmds`,
+    grants: (sid: string) => `${s(sid)}:grants`,
+    eventSeq: (sid: string) => `${s(sid)}:events:seq`,
+    events: (sid: string) => `${s(sid)}:events`,
+    eventChannel: (sid: string) => `${s(sid)}:events:ch`,
+    approval: (sid: string, token: string) => `${s(sid)}:approval:${token}`,
+    /** hash token -> session id, so an answer by token finds its session */
+    approvalIndex: () => `${prefix}:approvals:index`,
+    /** zset token -> expires_at ms, the pending ones only */
+    approvalsPending: () => `${prefix}:approvals:pending`,
+    approvalChannel: () => `${prefix}:approvals:ch`,
+    /** every key pattern of this prefix (tests delete them with SCAN) */
+    all: () => `${prefix}:*`,
+  };
+}

@@ -1,0 +1,198 @@
+import { createHash } from 'node:crypto';
+import { z } from 'zod';
+import { CommandFlow, ToolName, type Command } from '../protocol/command.ts';
+
+// The ledger record of PROTOCOL.md §6, its zod schema, and the pure functions
+// that build it from a command and render it from the Redis hash. No I/O here.
+
+export const LEDGER_STATUSES = [
+  'queued', 'awaiting_approval', 'running',
+  'succeeded', 'failed', 'skipped', 'forbidden', 'rejected', 'interrupted',
+] as const;
+export const LedgerStatus = z.enum(LEDGER_STATUSES);
+export type LedgerStatus = z.infer<typeof LedgerStatus>;
+
+export const FINAL_STATUSES: ReadonlySet<LedgerStatus> = new Set([
+  'succeeded', 'failed', 'skipped', 'forbidden', 'rejected', 'interrupted',
+]);
+/** Statuses that fail the turn: later commands of the turn are skipped. */
+export const FAILURE_STATUSES: ReadonlySet<LedgerStatus> = new Set(['failed', 'forbidden', 'rejected', 'interrupted']);
+export const isFinal = (s: LedgerStatus) => FINAL_STATUSES.has(s);
+
+export const DecisionSchema = z.enum(['allow', 'prompt', 'forbid']);
+export const MatchedRuleSchema = z.object({
+  id: z.string(),
+  layer: z.enum(['global', 'project', 'session', 'builtin']),
+  decision: DecisionSchema,
+  justification: z.string(),
+});
+export const EvaluationSchema = z.object({
+  decision: DecisionSchema,
+  matched_rules: z.array(MatchedRuleSchema),
+  reason: z.string(),
+});
+export type EvaluationData = z.infer<typeof EvaluationSchema>;
+
+export const ApprovalDecision = z.enum(['approve', 'approve_for_session', 'reject', 'expired']);
+export const LedgerApproval = z.object({
+  token: z.string(),
+  requested_at: z.string(),
+  expires_at: z.string(),
+  decided_by: z.string().nullable(),
+  decision: ApprovalDecision.nullable(),
+  reason: z.string().nullable(),
+  decided_at: z.string().nullable(),
+});
+export type LedgerApproval = z.infer<typeof LedgerApproval>;
+
+const nstr = z.string().nullable();
+const nnum = z.number().nullable();
+
+/** Fixed when the record is created. */
+export const LedgerBase = z.object({
+  session: z.string(),
+  turn: z.number().int().nonnegative(),
+  id: z.string(),
+  tool: ToolName,
+  path: nstr, dest: nstr, cmd: nstr,
+  /** null when the content was larger than the inline limit: see content_size/content_sha256 */
+  content: nstr,
+  content_size: nnum,
+  content_sha256: nstr,
+  old_text: nstr, new_text: nstr,
+  need_result: z.boolean(),
+  timeout: nnum,
+  flow: CommandFlow,
+  risk: z.enum(['low', 'medium', 'high']),
+  decision: DecisionSchema,
+  /** the strictest matched rule (the one that decided), null when a default decided */
+  matched_rule: nstr,
+  matched_rules: z.array(MatchedRuleSchema),
+  justification: nstr,
+  policy_reason: nstr,
+  enqueued_at: z.string(),
+});
+export type LedgerBase = z.infer<typeof LedgerBase>;
+
+/** Written when the command becomes final. */
+export const LedgerResult = z.object({
+  error: nstr,
+  error_code: nstr,
+  bytes_written: nnum,
+  stdout: nstr,
+  stderr: nstr,
+  stdout_truncated: z.boolean(),
+  stderr_truncated: z.boolean(),
+  exit_code: nnum,
+  duration_ms: nnum,
+  output_summary: nstr,
+});
+export type LedgerResult = z.infer<typeof LedgerResult>;
+
+export const LedgerRecord = LedgerBase.extend(LedgerResult.shape).extend({
+  /** position in the session's ledger (1-based, execution order) */
+  index: z.number().int().positive(),
+  status: LedgerStatus,
+  approval: LedgerApproval.nullable(),
+  injected: z.boolean(),
+  started_at: nstr,
+  finished_at: nstr,
+});
+export type LedgerRecord = z.infer<typeof LedgerRecord>;
+
+export const EMPTY_RESULT: LedgerResult = {
+  error: null, error_code: null, bytes_written: null, stdout: null, stderr: null,
+  stdout_truncated: false, stderr_truncated: false, exit_code: null, duration_ms: null, output_summary: null,
+};
+
+export function riskOf(tool: ToolName): 'low' | 'medium' | 'high' {
+  if (tool === 'bash') return 'high';
+  if (tool === 'read') return 'low';
+  return 'medium';
+}
+
+/** Strictest rule first: forbid > prompt > allow; the first of equals wins. */
+export function decidingRule(ev: EvaluationData): string | null {
+  const rank = { forbid: 2, prompt: 1, allow: 0 } as const;
+  let best: EvaluationData['matched_rules'][number] | undefined;
+  for (const r of ev.matched_rules) if (!best || rank[r.decision] > rank[best.decision]) best = r;
+  return best && best.decision === ev.decision ? best.id : null;
+}
+
+export function buildBase(args: {
+  session: string; turn: number; command: Command; flow: CommandFlow;
+  evaluation: EvaluationData; now: Date; inlineBytes: number;
+}): LedgerBase {
+  const { command: c, evaluation: ev } = args;
+  const size = c.content === undefined ? null : Buffer.byteLength(c.content);
+  const sha = c.content === undefined ? null : createHash('sha256').update(c.content).digest('hex');
+  const deciding = decidingRule(ev);
+  return {
+    session: args.session, turn: args.turn, id: c.id, tool: c.tool,
+    path: c.path ?? null, dest: c.dest ?? null, cmd: c.cmd ?? null,
+    content: size !== null && size <= args.inlineBytes ? c.content! : null,
+    content_size: size, content_sha256: sha,
+    old_text: c.old_text ?? null, new_text: c.new_text ?? null,
+    need_result: c.need_result || c.tool === 'read',
+    timeout: c.timeout ?? null,
+    flow: args.flow, risk: riskOf(c.tool), decision: ev.decision,
+    matched_rule: deciding,
+    matched_rules: ev.matched_rules,
+    justification: ev.matched_rules.find((r) => r.id === deciding)?.justification ?? null,
+    policy_reason: ev.reason || null,
+    enqueued_at: args.now.toISOString(),
+  };
+}
+
+/** The stored hash (all strings) → a validated record. Throws on a corrupt record: never guess. */
+export function recordFromHash(index: number, h: Record<string, string>): LedgerRecord {
+  if (!h.base || !h.status) throw new Error(`ledger record ${index} is incomplete`);
+  const base = JSON.parse(h.base) as LedgerBase;
+  const result = h.result ? (JSON.parse(h.result) as LedgerResult) : EMPTY_RESULT;
+  return LedgerRecord.parse({
+    ...base, ...EMPTY_RESULT, ...result,
+    index,
+    status: h.status,
+    approval: h.approval ? JSON.parse(h.approval) : null,
+    injected: h.injected === '1',
+    started_at: h.started_at || null,
+    finished_at: h.finished_at || null,
+  });
+}
+
+/** UTF-16-safe cap on a captured stream; the flag says something was cut. */
+export function capText(s: string | undefined, max: number): { text: string | null; truncated: boolean } {
+  if (s === undefined) return { text: null, truncated: false };
+  if (s.length <= max) return { text: s, truncated: false };
+  let end = max;
+  const code = s.charCodeAt(end - 1);
+  if (code >= 0xd800 && code <= 0xdbff) end -= 1; // do not split a surrogate pair
+  return { text: s.slice(0, end), truncated: true };
+}
+
+const oneLine = (s: string, max = 160) => {
+  const line = s.replace(/\s+/g, ' ').trim();
+  return line.length > max ? `${line.slice(0, max - 1)}…` : line;
+};
+
+/** A short human summary for the ledger block fed back to the model. */
+export function summarize(tool: ToolName, r: Partial<LedgerResult> & { status: LedgerStatus }): string {
+  if (r.status !== 'succeeded') return oneLine(r.error ?? r.status);
+  switch (tool) {
+    case 'write': return `wrote ${r.bytes_written ?? 0} bytes`;
+    case 'append': return `appended ${r.bytes_written ?? 0} bytes`;
+    case 'read': return `read ${Buffer.byteLength(r.stdout ?? '')} bytes`;
+    case 'bash': {
+      const last = (r.stdout ?? '').trimEnd().split('\n').pop() ?? '';
+      return last ? `exit ${r.exit_code ?? 0}: ${oneLine(last)}` : `exit ${r.exit_code ?? 0}`;
+    }
+    default: return 'ok';
+  }
+}
+
+/** The target an operator sees: the path, `path -> dest` for copy, or the cmd. */
+export function targetOf(c: Pick<Command, 'tool' | 'path' | 'dest' | 'cmd'>): string {
+  if (c.tool === 'bash') return c.cmd ?? '';
+  if (c.tool === 'copy') return `${c.path ?? ''} -> ${c.dest ?? ''}`;
+  return c.path ?? '';
+}

@@ -1,0 +1,211 @@
+import type { Command, CommandFlow } from '../protocol/command.ts';
+import { eventJson, type PipelineEventType, type PublicApproval } from './events.ts';
+import type { Keys } from './keys.ts';
+import {
+  FAILURE_STATUSES, FINAL_STATUSES, buildBase, recordFromHash,
+  type EvaluationData, type LedgerApproval, type LedgerRecord, type LedgerResult, type LedgerStatus,
+} from './ledger-record.ts';
+import type { PipelineRedis } from './redis.ts';
+
+// The Redis ledger of PROTOCOL.md §6. One hash per record (`status`, `base`,
+// `cmd`, `result`, `approval`, times, `injected`), ordered by a per-session
+// counter. Every status change goes through the `transition` script: a
+// compare-and-set on `status` plus the event, in one atomic step.
+
+export type CreateOutcome =
+  | { kind: 'created'; index: number; record: LedgerRecord }
+  | { kind: 'duplicate'; index: number }
+  | { kind: 'turn_failed'; marker: string };
+
+export type TransitionOutcome = { ok: true } | { ok: false; current: string } | { ok: false; turnFailed: string };
+
+export type TransitionSpec = {
+  from: LedgerStatus[];
+  to: LedgerStatus;
+  /** refuse (and report) when the turn already failed: used for queued → running */
+  unlessTurnFailed?: boolean;
+  events: PipelineEventType[];
+  approval?: PublicApproval;
+  fields?: { result?: LedgerResult; approval?: LedgerApproval; started_at?: string; finished_at?: string; injected?: boolean };
+  /** drop the full command (large write bodies) once it can no longer run */
+  dropCommand?: boolean;
+};
+
+export class Ledger {
+  readonly #redis: PipelineRedis;
+  readonly #keys: Keys;
+  readonly #inlineBytes: number;
+  readonly #streamMax: number;
+
+  constructor(redis: PipelineRedis, keys: Keys, opts: { inlineBytes: number; streamMax?: number }) {
+    this.#redis = redis;
+    this.#keys = keys;
+    this.#inlineBytes = opts.inlineBytes;
+    this.#streamMax = opts.streamMax ?? 100_000;
+  }
+
+  async create(args: {
+    session: string; turn: number; command: Command; flow: CommandFlow; evaluation: EvaluationData;
+    status: 'queued' | 'skipped' | 'forbidden'; error?: string; errorCode?: string; jobId?: string | null;
+  }): Promise<CreateOutcome> {
+    const k = this.#keys;
+    const sid = args.session;
+    const now = new Date();
+    const base = buildBase({ ...args, now, inlineBytes: this.#inlineBytes });
+    const final = FINAL_STATUSES.has(args.status);
+    const result: LedgerResult | null = final
+      ? { ...emptyResult(), error: args.error ?? null, error_code: args.errorCode ?? null, output_summary: args.error ?? null }
+      : null;
+    const finishedAt = final ? now.toISOString() : null;
+    // The record as it will read right after this script; the script fills in the index.
+    const rendered = recordFromHash(1, {
+      base: JSON.stringify(base), status: args.status, injected: '0',
+      ...(result ? { result: JSON.stringify(result) } : {}), ...(finishedAt ? { finished_at: finishedAt } : {}),
+    });
+    const { index: _placeholder, ...record } = rendered;
+    const type: PipelineEventType = final ? 'command_finished' : 'command_queued';
+    const res = (await this.#redis.createRecord(
+      k.ledgerCounter(sid), k.ledgerIds(sid), k.open(sid), k.turnState(sid, args.turn), k.turnCommands(sid, args.turn),
+      k.eventSeq(sid), k.events(sid), k.busy(),
+      k.recordPrefix(sid), `${args.turn}:${args.command.id}`, args.status, final ? '1' : '0',
+      FAILURE_STATUSES.has(args.status) ? '1' : '0', args.status === 'queued' ? '1' : '0',
+      JSON.stringify(args.command), JSON.stringify(base), result ? JSON.stringify(result) : '', finishedAt ?? '',
+      k.eventChannel(sid), this.#streamMax, sid, now.getTime(), type,
+      eventJson(type, { session_id: sid, job_id: args.jobId ?? null, at: now.toISOString(), record: { index: -1, ...record } as unknown as LedgerRecord }),
+    )) as [number, number | string, number?];
+    if (res[0] === 0) return { kind: 'duplicate', index: Number(res[1]) };
+    if (res[0] === 2) return { kind: 'turn_failed', marker: String(res[1]) };
+    const index = Number(res[1]);
+    return { kind: 'created', index, record: { ...record, index } };
+  }
+
+  /** Compare-and-set on the status, with events. `record` is the record before the change. */
+  async transition(record: LedgerRecord, spec: TransitionSpec, jobId: string | null = null): Promise<TransitionOutcome> {
+    const k = this.#keys;
+    const sid = record.session;
+    const at = new Date().toISOString();
+    const f = spec.fields ?? {};
+    const next: LedgerRecord = {
+      ...record,
+      ...(f.result ?? {}),
+      status: spec.to,
+      approval: f.approval ?? record.approval,
+      started_at: f.started_at ?? record.started_at,
+      finished_at: f.finished_at ?? record.finished_at,
+      injected: f.injected ?? record.injected,
+    };
+    const pairs: string[] = [];
+    if (f.result) pairs.push('result', JSON.stringify(f.result));
+    if (f.approval) pairs.push('approval', JSON.stringify(f.approval));
+    if (f.started_at) pairs.push('started_at', f.started_at);
+    if (f.finished_at) pairs.push('finished_at', f.finished_at);
+    if (f.injected !== undefined) pairs.push('injected', f.injected ? '1' : '0');
+    if (spec.dropCommand) pairs.push('cmd', '');
+    const events = spec.events.flatMap((type) => [type, eventJson(type, {
+      session_id: sid, job_id: jobId, at,
+      ...(type.startsWith('approval_') ? { approval: spec.approval } : { record: next }),
+    })]);
+    const becomesFinal = FINAL_STATUSES.has(spec.to) && spec.from.every((s) => !FINAL_STATUSES.has(s));
+    const res = (await this.#redis.transition(
+      k.record(sid, record.index), k.open(sid), k.turnState(sid, record.turn), k.eventSeq(sid), k.events(sid),
+      spec.from.join(' '), spec.to, spec.unlessTurnFailed ? '1' : '0', record.index,
+      becomesFinal ? '1' : '0', FAILURE_STATUSES.has(spec.to) ? '1' : '0',
+      k.eventChannel(sid), this.#streamMax, spec.events.length, ...events, ...pairs,
+    )) as [number, string | number];
+    if (res[0] === 1) return { ok: true };
+    if (res[0] === 2) return { ok: false, turnFailed: String(res[1]) };
+    return { ok: false, current: String(res[1]) };
+  }
+
+  async get(sid: string, index: number): Promise<LedgerRecord | null> {
+    const h = await this.#redis.hgetall(this.#keys.record(sid, index));
+    return h.status ? recordFromHash(index, h) : null;
+  }
+
+  /** The full command, for execution (absent once final and dropped). */
+  async command(sid: string, index: number): Promise<Command | null> {
+    const raw = await this.#redis.hget(this.#keys.record(sid, index), 'cmd');
+    return raw ? (JSON.parse(raw) as Command) : null;
+  }
+
+  async statuses(sid: string, indexes: number[]): Promise<(LedgerStatus | null)[]> {
+    if (indexes.length === 0) return [];
+    const p = this.#redis.pipeline();
+    for (const i of indexes) p.hget(this.#keys.record(sid, i), 'status');
+    const out = await p.exec();
+    return (out ?? []).map(([err, v]) => (err ? null : ((v as LedgerStatus | null) ?? null)));
+  }
+
+  async many(sid: string, indexes: number[]): Promise<LedgerRecord[]> {
+    if (indexes.length === 0) return [];
+    const p = this.#redis.pipeline();
+    for (const i of indexes) p.hgetall(this.#keys.record(sid, i));
+    const out = (await p.exec()) ?? [];
+    const records: LedgerRecord[] = [];
+    out.forEach(([err, h], j) => {
+      if (err) throw err;
+      const hash = h as Record<string, string>;
+      if (hash.status) records.push(recordFromHash(indexes[j]!, hash));
+    });
+    return records;
+  }
+
+  /** The whole ledger, in execution order (= queue order, = index order). */
+  async list(sid: string): Promise<LedgerRecord[]> {
+    const n = Number((await this.#redis.get(this.#keys.ledgerCounter(sid))) ?? 0);
+    const out: LedgerRecord[] = [];
+    for (let from = 1; from <= n; from += 500) {
+      const idx = Array.from({ length: Math.min(500, n - from + 1) }, (_, i) => from + i);
+      out.push(...(await this.many(sid, idx)));
+    }
+    return out;
+  }
+
+  async turnIndexes(sid: string, turn: number): Promise<number[]> {
+    return (await this.#redis.lrange(this.#keys.turnCommands(sid, turn), 0, -1)).map(Number);
+  }
+
+  async indexOf(sid: string, turn: number, id: string): Promise<number | null> {
+    const v = await this.#redis.hget(this.#keys.ledgerIds(sid), `${turn}:${id}`);
+    return v === null ? null : Number(v);
+  }
+
+  /**
+   * Marks a turn failed without a record (a parse error): every command
+   * created after this call is recorded skipped; earlier ones are unaffected.
+   */
+  async failTurn(sid: string, turn: number, label: string): Promise<number> {
+    const last = Number((await this.#redis.get(this.#keys.ledgerCounter(sid))) ?? 0);
+    return Number(await this.#redis.failTurn(this.#keys.turnState(sid, turn), last, label));
+  }
+
+  /** The turn's earliest failure: commands with a larger index are skipped. */
+  async turnFailure(sid: string, turn: number): Promise<{ index: number; id: string } | null> {
+    const [index, id] = await this.#redis.hmget(this.#keys.turnState(sid, turn), 'failed', 'failed_id');
+    return index === null || index === undefined ? null : { index: Number(index), id: id ?? '' };
+  }
+
+  /** How many records of the session are not final yet. */
+  async openCount(sid: string): Promise<number> {
+    return Number((await this.#redis.get(this.#keys.open(sid))) ?? 0);
+  }
+
+  /** Records the model has not seen yet, in order. */
+  async uninjected(sid: string): Promise<LedgerRecord[]> {
+    return (await this.list(sid)).filter((r) => !r.injected && FINAL_STATUSES.has(r.status));
+  }
+
+  async markInjected(sid: string, indexes: number[]): Promise<void> {
+    if (indexes.length === 0) return;
+    const p = this.#redis.pipeline();
+    for (const i of indexes) p.hset(this.#keys.record(sid, i), 'injected', '1');
+    await p.exec();
+  }
+}
+
+export function emptyResult(): LedgerResult {
+  return {
+    error: null, error_code: null, bytes_written: null, stdout: null, stderr: null,
+    stdout_truncated: false, stderr_truncated: false, exit_code: null, duration_ms: null, output_summary: null,
+  };
+}

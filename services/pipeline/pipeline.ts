@@ -1,0 +1,212 @@
+import type { Redis } from 'ioredis';
+import type { Command, CommandFlow } from '../protocol/command.ts';
+import { Approvals } from './approvals.ts';
+import { PipelineError } from './errors.ts';
+import { EventHub, type PipelineEvent } from './events.ts';
+import type { Executor } from './executor.ts';
+import type { Keys } from './keys.ts';
+import { emptyResult, Ledger } from './ledger.ts';
+import { FINAL_STATUSES, type LedgerRecord, type LedgerStatus } from './ledger-record.ts';
+import type { PipelineMetrics } from './metrics.ts';
+import type { Grant, PolicyGate } from './policy-gate.ts';
+import { SessionQueues } from './queues.ts';
+import type { PipelineRedis } from './redis.ts';
+import { Sessions, type ApprovalMode, type SessionMeta } from './sessions.ts';
+import { skipOne, skipReason, skipRestOfTurn } from './turns.ts';
+
+// The pipeline as callers see it (REST routes now, the model-driven job runner
+// later): sessions, enqueue in stream order, await one command or a whole
+// turn, the ledger and its injected marks. Execution itself happens in the
+// WorkerPool, in whichever process holds the session's queue.
+
+export type CommandHandle = { sessionId: string; turn: number; id: string; index: number; status: LedgerStatus };
+
+export type PipelineDeps = {
+  redis: PipelineRedis;
+  /** the process's subscriber connection (owned by the caller, shared with the worker pool) */
+  subscriber: Redis;
+  keys: Keys;
+  executor: Executor;
+  gate: PolicyGate;
+  metrics: PipelineMetrics;
+  inlineBytes: number;
+};
+
+const FALLBACK_POLL_MS = 2000;
+
+export class Pipeline {
+  readonly ledger: Ledger;
+  readonly sessions: Sessions;
+  readonly approvals: Approvals;
+  readonly queues: SessionQueues;
+  readonly hub: EventHub;
+  readonly #d: PipelineDeps;
+  /** per-session chain: one process enqueues a session's commands strictly one after the other */
+  readonly #chains = new Map<string, Promise<unknown>>();
+  #closing: Promise<void> | null = null;
+
+  constructor(deps: PipelineDeps) {
+    this.#d = deps;
+    this.ledger = new Ledger(deps.redis, deps.keys, { inlineBytes: deps.inlineBytes });
+    this.sessions = new Sessions(deps.redis, deps.keys);
+    this.approvals = new Approvals(deps.redis, deps.keys);
+    this.queues = new SessionQueues(deps.redis, deps.keys);
+    this.hub = new EventHub(deps.subscriber, deps.keys);
+  }
+
+  get executor(): Executor { return this.#d.executor; }
+
+  async createSession(input: {
+    owner: string | null; project?: string | null; approval?: ApprovalMode; policy?: unknown; jobId?: string | null; sessionId?: string;
+  }): Promise<SessionMeta> {
+    try {
+      this.#d.gate.validateSession(input.project ?? null, input.policy ?? null);
+    } catch (err) {
+      throw new PipelineError('invalid_policy', (err as Error).message, { reason: (err as Error).message });
+    }
+    const meta = await this.sessions.create({
+      ...(input.sessionId ? { session_id: input.sessionId } : {}),
+      owner: input.owner, project: input.project ?? null, approval: input.approval ?? 'never',
+      policy: input.policy ?? null, job_id: input.jobId ?? null,
+    });
+    await this.queues.configure(meta.session_id);
+    return meta;
+  }
+
+  async session(sid: string): Promise<SessionMeta> {
+    const meta = await this.sessions.get(sid, true);
+    if (!meta) throw new PipelineError('session_not_found', `session ${sid} not found`);
+    return meta;
+  }
+
+  /** A new turn number for the session (the REST flow: one POST = one turn). */
+  async nextTurn(sid: string): Promise<number> {
+    return this.#d.redis.incr(this.#d.keys.turnCounter(sid));
+  }
+
+  /**
+   * Records the command (`queued` before it is enqueued), or records it final
+   * at once: `forbidden` by policy or by approval mode `never`, `skipped`
+   * when its turn already failed. Calls for one session are serialized here so
+   * ledger order equals queue order.
+   */
+  enqueue(sid: string, turn: number, command: Command, flow: CommandFlow): Promise<CommandHandle> {
+    const prev = this.#chains.get(sid) ?? Promise.resolve();
+    const next = prev.catch(() => {}).then(() => this.#enqueue(sid, turn, command, flow));
+    this.#chains.set(sid, next);
+    void next.finally(() => { if (this.#chains.get(sid) === next) this.#chains.delete(sid); }).catch(() => {});
+    return next;
+  }
+
+  async #enqueue(sid: string, turn: number, command: Command, flow: CommandFlow): Promise<CommandHandle> {
+    const session = await this.sessions.get(sid);
+    if (!session) throw new PipelineError('session_not_found', `session ${sid} not found`);
+    if (await this.sessions.isDeleted(sid)) throw new PipelineError('session_deleted', `session ${sid} was deleted`);
+    const grants = (await this.#d.redis.lrange(this.#d.keys.grants(sid), 0, -1)).map((g) => JSON.parse(g) as Grant);
+    const evaluation = this.#d.gate.evaluate(session, command, grants);
+    let status: 'queued' | 'forbidden' = 'queued';
+    let error: string | undefined;
+    if (evaluation.decision === 'forbid') {
+      status = 'forbidden';
+      error = evaluation.reason || 'forbidden by policy';
+    } else {
+      const action = this.#d.gate.decide(evaluation, session, command, grants);
+      if (action.action === 'refuse') { status = 'forbidden'; error = action.reason ?? 'refused by policy'; }
+    }
+    const common = { session: sid, turn, command, flow, evaluation, jobId: session.job_id };
+    let out = await this.ledger.create({ ...common, status, ...(error ? { error, errorCode: 'forbidden' } : {}) });
+    if (out.kind === 'turn_failed') {
+      const failure = await this.ledger.turnFailure(sid, turn);
+      out = await this.ledger.create({ ...common, status: 'skipped', error: skipReason(failure ?? { id: '?' }), errorCode: 'skipped' });
+    }
+    if (out.kind === 'duplicate') throw new PipelineError('duplicate_id', `command id ${command.id} already used in turn ${turn}`);
+    if (out.kind !== 'created') throw new Error('unreachable: ledger refused a skipped record');
+    const rec = out.record;
+    this.#d.metrics.commandsEnqueued.inc({ status: rec.status });
+    if (rec.status === 'queued') {
+      try {
+        await this.queues.add(sid, rec.index);
+      } catch (err) {
+        // Never leave a `queued` record without a job: it would hold its turn open forever.
+        await this.ledger.transition(rec, {
+          from: ['queued'], to: 'failed', events: ['command_finished'],
+          fields: { result: { ...emptyResult(), error: `enqueue failed: ${(err as Error).message}`, error_code: 'queue_error' }, finished_at: new Date().toISOString() },
+        });
+        throw err;
+      }
+      await this.#d.redis.publish(this.#d.keys.wakeChannel(), sid);
+    } else if (rec.status === 'forbidden') {
+      await skipRestOfTurn(this.ledger, sid, turn, session.job_id);
+    }
+    return { sessionId: sid, turn, id: command.id, index: rec.index, status: rec.status };
+  }
+
+  /** A parse error (or any failure without a record) fails the turn from here on. */
+  async failTurn(sid: string, turn: number, label: string): Promise<void> {
+    await this.ledger.failTurn(sid, turn, label);
+    await skipRestOfTurn(this.ledger, sid, turn);
+  }
+
+  skipRestOfTurn(sid: string, turn: number): Promise<number> {
+    return skipRestOfTurn(this.ledger, sid, turn);
+  }
+
+  async awaitResult(handle: CommandHandle, signal?: AbortSignal): Promise<LedgerRecord> {
+    const [rec] = await this.awaitAll(handle.sessionId, [handle.index], signal);
+    return rec!;
+  }
+
+  /** Every command of the turn final (PROTOCOL.md §5.5), in ledger order. */
+  async drainTurn(sid: string, turn: number, signal?: AbortSignal): Promise<LedgerRecord[]> {
+    return this.awaitAll(sid, await this.ledger.turnIndexes(sid, turn), signal);
+  }
+
+  /** Waits until every given record is final; event-driven, with a slow poll as a safety net. */
+  async awaitAll(sid: string, indexes: number[], signal?: AbortSignal): Promise<LedgerRecord[]> {
+    const pending = new Set(indexes);
+    let wake: (() => void) | null = null;
+    const unsubscribe = await this.hub.subscribe(sid, (e: PipelineEvent) => {
+      if (e.type === 'command_finished' && pending.delete(e.index) && pending.size === 0) wake?.();
+    });
+    try {
+      while (pending.size > 0) {
+        const list = [...pending];
+        const statuses = await this.ledger.statuses(sid, list);
+        list.forEach((i, j) => { const s = statuses[j]; if (!s || FINAL_STATUSES.has(s)) pending.delete(i); });
+        if (pending.size === 0) break;
+        if (signal?.aborted) throw signal.reason ?? new Error('aborted');
+        await new Promise<void>((resolve) => {
+          const t = setTimeout(done, FALLBACK_POLL_MS);
+          function done() { clearTimeout(t); wake = null; signal?.removeEventListener('abort', done); resolve(); }
+          wake = done;
+          signal?.addEventListener('abort', done, { once: true });
+        });
+      }
+    } finally {
+      unsubscribe();
+    }
+    return this.ledger.many(sid, indexes);
+  }
+
+  entries(sid: string): Promise<LedgerRecord[]> { return this.ledger.list(sid); }
+  uninjected(sid: string): Promise<LedgerRecord[]> { return this.ledger.uninjected(sid); }
+  markInjected(sid: string, indexes: number[]): Promise<void> { return this.ledger.markInjected(sid, indexes); }
+
+  /** Removes the sandbox; queued commands become skipped; the ledger stays. */
+  async deleteSession(sid: string): Promise<void> {
+    await this.session(sid);
+    await this.sessions.markDeleted(sid);
+    const records = await this.ledger.list(sid);
+    for (const r of records) if (r.status === 'queued') await skipOne(this.ledger, r, 'skipped: the session was deleted');
+    await this.#d.executor.remove(sid);
+  }
+
+  close(): Promise<void> {
+    this.#closing ??= (async () => {
+      await Promise.allSettled([...this.#chains.values()]);
+      try { await this.queues.close(); } catch { /* keep closing */ }
+      this.hub.close();
+    })();
+    return this.#closing;
+  }
+}

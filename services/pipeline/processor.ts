@@ -1,0 +1,197 @@
+import type { Command } from '../protocol/command.ts';
+import type { Approvals, ApprovalState } from './approvals.ts';
+import type { PublicApproval } from './events.ts';
+import type { Executor, ExecutionResult } from './executor.ts';
+import { emptyResult, type Ledger } from './ledger.ts';
+import { capText, summarize, type LedgerApproval, type LedgerRecord, type LedgerResult } from './ledger-record.ts';
+import type { PipelineMetrics } from './metrics.ts';
+import type { Grant, PolicyGate } from './policy-gate.ts';
+import type { PipelineRedis } from './redis.ts';
+import type { Keys } from './keys.ts';
+import type { Sessions } from './sessions.ts';
+import { skipOne, skipReason, skipRestOfTurn } from './turns.ts';
+
+// What a worker does with one job: the command state machine. The ledger
+// status read first decides everything, which is what makes a re-delivered
+// (stalled) job safe:
+//   queued            → policy/approval check, then running → final
+//   awaiting_approval → wait again on the same token (no side effect happened)
+//   running           → the previous worker died mid-way: interrupted, never re-run
+//   final             → nothing to do
+
+export type ProcessorDeps = {
+  redis: PipelineRedis; keys: Keys; ledger: Ledger; sessions: Sessions; approvals: Approvals;
+  gate: PolicyGate; executor: Executor; metrics: PipelineMetrics;
+  approvalTtlS: number; outputCapChars?: number;
+};
+
+const INTERRUPTED = 'the worker executing this command died mid-way; it was not run again';
+
+export async function processCommand(d: ProcessorDeps, sid: string, index: number, signal?: AbortSignal): Promise<void> {
+  const rec = await d.ledger.get(sid, index);
+  if (!rec) return;
+  switch (rec.status) {
+    case 'queued': return handleQueued(d, rec, signal);
+    case 'awaiting_approval': return awaitApproval(d, rec, signal);
+    case 'running': return interrupt(d, rec);
+    default: return; // final already (e.g. skipped eagerly)
+  }
+}
+
+/** Marks a command whose executor died `interrupted`; exported for the stalled-job handler. */
+export async function interrupt(d: ProcessorDeps, rec: LedgerRecord): Promise<void> {
+  const result: LedgerResult = { ...emptyResult(), error: INTERRUPTED, error_code: 'interrupted', output_summary: INTERRUPTED };
+  const out = await d.ledger.transition(rec, {
+    from: ['running'], to: 'interrupted', events: ['command_finished'],
+    fields: { result, finished_at: new Date().toISOString() },
+  });
+  if (out.ok) {
+    d.metrics.commandsFinished.inc({ status: 'interrupted', tool: rec.tool });
+    await skipRestOfTurn(d.ledger, rec.session, rec.turn);
+  }
+}
+
+async function grantsOf(d: ProcessorDeps, sid: string): Promise<Grant[]> {
+  return (await d.redis.lrange(d.keys.grants(sid), 0, -1)).map((g) => JSON.parse(g) as Grant);
+}
+
+async function handleQueued(d: ProcessorDeps, rec: LedgerRecord, signal?: AbortSignal): Promise<void> {
+  const sid = rec.session;
+  const failure = await d.ledger.turnFailure(sid, rec.turn);
+  if (failure && failure.index < rec.index) {
+    await skipOne(d.ledger, rec, skipReason(failure));
+    return;
+  }
+  const [session, command] = await Promise.all([d.sessions.get(sid), d.ledger.command(sid, rec.index)]);
+  if (!session || !command) {
+    await refuse(d, rec, 'failed', 'internal', `session or command data missing for ${sid}#${rec.index}`);
+    return;
+  }
+  if (session.deleted_at || (await d.sessions.isDeleted(sid))) {
+    await skipOne(d.ledger, rec, 'skipped: the session was deleted');
+    return;
+  }
+  // Evaluated again here, with the grants of this moment: an approve_for_session
+  // answered while this command waited in the queue must count.
+  const grants = await grantsOf(d, sid);
+  const evaluation = d.gate.evaluate(session, command, grants);
+  if (evaluation.decision === 'forbid') return refuse(d, rec, 'forbidden', 'forbidden', evaluation.reason || 'forbidden by policy');
+  const action = d.gate.decide(evaluation, session, command, grants);
+  if (action.action === 'refuse') return refuse(d, rec, 'forbidden', 'forbidden', action.reason ?? 'refused by policy');
+  if (action.action === 'run') return run(d, rec, command, ['queued'], null, signal);
+
+  const state = await d.approvals.request({
+    record: rec, command, evaluation, grant: d.gate.grantFor(command, evaluation), ttlS: d.approvalTtlS, jobId: session.job_id,
+  });
+  const moved = await d.ledger.transition(rec, {
+    from: ['queued'], to: 'awaiting_approval', unlessTurnFailed: true, events: ['approval_requested'],
+    approval: publicOf(state), fields: { approval: ledgerApproval(state) },
+  }, session.job_id);
+  d.metrics.approvals.inc({ event: 'requested' });
+  if (!moved.ok) {
+    // Skipped or changed meanwhile: withdraw the request so nobody answers a dead token.
+    await d.approvals.answer(state.token, 'reject', 'withdrawn: the command no longer waits', 'system');
+    if ('turnFailed' in moved) await skipRestOfTurn(d.ledger, sid, rec.turn);
+    return;
+  }
+  return awaitApproval(d, { ...rec, status: 'awaiting_approval', approval: ledgerApproval(state) }, signal);
+}
+
+async function awaitApproval(d: ProcessorDeps, rec: LedgerRecord, signal?: AbortSignal): Promise<void> {
+  if (!rec.approval) return refuse(d, rec, 'failed', 'internal', 'awaiting approval without a token', ['awaiting_approval']);
+  const state = await d.approvals.waitForAnswer(rec.approval.token, signal);
+  const decided = ledgerApproval(state);
+  d.metrics.approvals.inc({ event: state.status });
+  if (state.status === 'approve' || state.status === 'approve_for_session') {
+    const command = await d.ledger.command(rec.session, rec.index);
+    if (!command) return refuse(d, rec, 'failed', 'internal', 'command data missing', ['awaiting_approval']);
+    return run(d, { ...rec, approval: decided }, command, ['awaiting_approval'], state, signal);
+  }
+  const reason = state.status === 'expired' ? 'approval timed out' : state.reason || 'rejected by operator';
+  const result: LedgerResult = { ...emptyResult(), error: reason, error_code: 'rejected', output_summary: reason };
+  const out = await d.ledger.transition(rec, {
+    from: ['awaiting_approval'], to: 'rejected', events: ['approval_resolved', 'command_finished'],
+    approval: publicOf(state), fields: { result, approval: decided, finished_at: new Date().toISOString() }, dropCommand: true,
+  }, state.job_id);
+  if (out.ok) {
+    d.metrics.commandsFinished.inc({ status: 'rejected', tool: rec.tool });
+    await skipRestOfTurn(d.ledger, rec.session, rec.turn);
+  }
+}
+
+async function run(
+  d: ProcessorDeps, rec: LedgerRecord, command: Command, from: ('queued' | 'awaiting_approval')[],
+  approval: ApprovalState | null, signal?: AbortSignal,
+): Promise<void> {
+  const startedAt = new Date();
+  const started = await d.ledger.transition(rec, {
+    from, to: 'running', unlessTurnFailed: true,
+    events: approval ? ['approval_resolved', 'command_started'] : ['command_started'],
+    ...(approval ? { approval: publicOf(approval) } : {}),
+    fields: { started_at: startedAt.toISOString(), ...(rec.approval ? { approval: rec.approval } : {}) },
+  });
+  if (!started.ok) {
+    if ('turnFailed' in started) await skipRestOfTurn(d.ledger, rec.session, rec.turn);
+    return;
+  }
+  d.metrics.queueWait.observe((startedAt.getTime() - Date.parse(rec.enqueued_at)) / 1000);
+  let result: ExecutionResult;
+  try {
+    result = await d.executor.execute(rec.session, command, signal ? { signal } : {});
+  } catch (err) {
+    result = {
+      ok: false, tool: command.tool, status: 'failed', duration_ms: Date.now() - startedAt.getTime(),
+      error: `executor error: ${(err as Error).message}`, error_code: 'executor_error',
+    };
+  }
+  await finish(d, { ...rec, status: 'running', started_at: startedAt.toISOString() }, result);
+}
+
+async function finish(d: ProcessorDeps, rec: LedgerRecord, r: ExecutionResult): Promise<void> {
+  const cap = d.outputCapChars ?? 64 * 1024;
+  const out = capText(r.stdout, cap);
+  const err = capText(r.stderr, cap);
+  const status = r.ok ? 'succeeded' : 'failed';
+  const base = {
+    error: r.ok ? null : r.error ?? `exit code ${r.exit_code ?? '?'}`, error_code: r.ok ? null : r.error_code ?? null,
+    bytes_written: r.bytes_written ?? null, stdout: out.text, stderr: err.text,
+    stdout_truncated: out.truncated || Boolean(r.stdout_truncated), stderr_truncated: err.truncated || Boolean(r.stderr_truncated),
+    exit_code: r.exit_code ?? null, duration_ms: r.duration_ms,
+  };
+  const result: LedgerResult = { ...base, output_summary: summarize(rec.tool, { ...base, status }) };
+  const moved = await d.ledger.transition(rec, {
+    from: ['running'], to: status, events: ['command_finished'], dropCommand: (rec.content_size ?? 0) > 64 * 1024,
+    fields: { result, finished_at: new Date().toISOString() },
+  });
+  d.metrics.execution.observe(r.duration_ms / 1000, { tool: rec.tool });
+  if (moved.ok) d.metrics.commandsFinished.inc({ status, tool: rec.tool });
+  if (moved.ok && status === 'failed') await skipRestOfTurn(d.ledger, rec.session, rec.turn);
+}
+
+async function refuse(
+  d: ProcessorDeps, rec: LedgerRecord, status: 'forbidden' | 'failed', code: string, reason: string,
+  from: ('queued' | 'awaiting_approval')[] = ['queued'],
+): Promise<void> {
+  const result: LedgerResult = { ...emptyResult(), error: reason, error_code: code, output_summary: reason };
+  const out = await d.ledger.transition(rec, {
+    from, to: status, events: ['command_finished'], dropCommand: true, fields: { result, finished_at: new Date().toISOString() },
+  });
+  if (out.ok) {
+    d.metrics.commandsFinished.inc({ status, tool: rec.tool });
+    await skipRestOfTurn(d.ledger, rec.session, rec.turn);
+  }
+}
+
+export function ledgerApproval(s: ApprovalState): LedgerApproval {
+  return {
+    token: s.token, requested_at: s.created_at, expires_at: s.expires_at,
+    decided_by: s.decided_by ?? null,
+    decision: s.status === 'pending' ? null : s.status,
+    reason: s.reason ?? null, decided_at: s.decided_at ?? null,
+  };
+}
+
+export function publicOf(s: ApprovalState): PublicApproval {
+  const { index: _index, ...rest } = s;
+  return rest;
+}

@@ -1,0 +1,74 @@
+import type { Redis } from 'ioredis';
+import type { Config } from '../config/env.ts';
+import { SandboxManager } from '../sandbox/index.ts';
+import { SandboxExecutor, type Executor } from './executor.ts';
+import { createKeys, type Keys } from './keys.ts';
+import { PipelineMetrics } from './metrics.ts';
+import { Pipeline } from './pipeline.ts';
+import { FilePolicyGate, type PolicyGate } from './policy-gate.ts';
+import { Approvals } from './approvals.ts';
+import { createRedis, type PipelineRedis } from './redis.ts';
+import { WorkerPool } from './worker-pool.ts';
+
+// The composition root of one process: two Redis connections (commands, and a
+// subscriber shared by events, approvals and wake-ups), the pipeline, and the
+// worker pool when this process runs the worker role. Plus one blocking
+// connection per open session Worker, which BullMQ requires.
+
+export type Runtime = {
+  config: Config;
+  keys: Keys;
+  redis: PipelineRedis;
+  subscriber: Redis;
+  executor: Executor;
+  gate: PolicyGate;
+  metrics: PipelineMetrics;
+  pipeline: Pipeline;
+  pool: WorkerPool | null;
+  close(): Promise<void>;
+};
+
+export type RuntimeOverrides = { executor?: Executor; gate?: PolicyGate; worker?: boolean };
+
+/** @example const rt = await createRuntime(loadConfig()); ...; await rt.close(); */
+export async function createRuntime(config: Config, overrides: RuntimeOverrides = {}): Promise<Runtime> {
+  const keys = createKeys(config.redisPrefix);
+  const gate = overrides.gate ?? (await FilePolicyGate.load(config.policyDir));
+  const redis = createRedis(config.redisUrl, `thinkflow-${config.role}`);
+  const subscriber = createRedis(config.redisUrl, `thinkflow-${config.role}-sub`);
+  const executor = overrides.executor ?? new SandboxExecutor(new SandboxManager());
+  const metrics = new PipelineMetrics();
+  const pipeline = new Pipeline({ redis, subscriber, keys, executor, gate, metrics, inlineBytes: config.ledgerInlineBytes });
+  const runWorker = overrides.worker ?? config.role !== 'api';
+  let pool: WorkerPool | null = null;
+  if (runWorker) {
+    const approvals = new Approvals(redis, keys);
+    approvals.attachSubscriber(subscriber);
+    pool = new WorkerPool(
+      { redis, keys, ledger: pipeline.ledger, sessions: pipeline.sessions, approvals, gate, executor, metrics, approvalTtlS: config.approvalTtlS },
+      subscriber,
+      { lockMs: config.lockMs, stalledIntervalMs: config.stalledIntervalMs, idleMs: config.workerIdleMs },
+    );
+    await pool.start();
+  }
+  let closing: Promise<void> | null = null;
+  return {
+    config, keys, redis, subscriber, executor, gate, metrics, pipeline, pool,
+    // Reverse creation order; each step in its own try so one failure does not skip the rest.
+    close() {
+      closing ??= (async () => {
+        const steps: [string, () => Promise<unknown>][] = [
+          ['workers', async () => pool?.close()],
+          ['pipeline', () => pipeline.close()],
+          ['executor', () => executor.close()],
+          ['subscriber', () => subscriber.quit()],
+          ['redis', () => redis.quit()],
+        ];
+        for (const [name, step] of steps) {
+          try { await step(); } catch (err) { process.stderr.write(`thinkflow: closing ${name}: ${(err as Error).message}\n`); }
+        }
+      })();
+      return closing;
+    },
+  };
+}

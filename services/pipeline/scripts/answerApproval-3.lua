@@ -1,0 +1,38 @@
+--[[
+  Answers a pending approval exactly once. An answer after expires_at, a second
+  answer, or an expiry of an answered token changes nothing.
+
+  KEYS[1] approval hash   KEYS[2] session grants list   KEYS[3] pending approvals zset
+  ARGV[1] decision: approve | approve_for_session | reject | expire
+  ARGV[2] reason   ARGV[3] decided_by   ARGV[4] now (ms)   ARGV[5] decided_at (ISO)
+  ARGV[6] token    ARGV[7] approvals channel
+  Returns "ok" | "unknown" | "expired" | "pending" (expire asked too early) | the earlier decision
+]]
+local status = redis.call('HGET', KEYS[1], 'status')
+if not status then return 'unknown' end
+if status ~= 'pending' then return status end
+local expires = tonumber(redis.call('HGET', KEYS[1], 'expires_ms'))
+local now = tonumber(ARGV[4])
+local decision = ARGV[1]
+if decision == 'expire' then
+  if now < expires then return 'pending' end
+elseif now >= expires then
+  decision = 'expire'
+end
+if decision == 'expire' then
+  redis.call('HSET', KEYS[1], 'status', 'expired', 'decision', 'expired', 'reason', 'approval timed out',
+    'decided_by', 'system', 'decided_at', ARGV[5])
+  redis.call('ZREM', KEYS[3], ARGV[6])
+  redis.call('PUBLISH', ARGV[7], ARGV[6])
+  if ARGV[1] == 'expire' then return 'ok' end
+  return 'expired'
+end
+redis.call('HSET', KEYS[1], 'status', decision, 'decision', decision, 'reason', ARGV[2],
+  'decided_by', ARGV[3], 'decided_at', ARGV[5])
+if decision == 'approve_for_session' then
+  local grant = redis.call('HGET', KEYS[1], 'grant')
+  if grant then redis.call('RPUSH', KEYS[2], grant) end
+end
+redis.call('ZREM', KEYS[3], ARGV[6])
+redis.call('PUBLISH', ARGV[7], ARGV[6])
+return 'ok'

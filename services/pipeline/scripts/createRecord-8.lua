@@ -1,0 +1,50 @@
+--[[
+  Creates one ledger record and emits its event, atomically, so a record never
+  exists without its event and the ledger order equals the counter order.
+
+  KEYS[1] ledger counter        KEYS[2] ids hash ("turn:id" -> index)
+  KEYS[3] open-command counter  KEYS[4] turn state hash (field "failed")
+  KEYS[5] turn commands list    KEYS[6] event seq counter
+  KEYS[7] event stream          KEYS[8] busy sessions zset
+  ARGV[1] record key prefix (same hash tag as KEYS)   ARGV[2] "turn:id"
+  ARGV[3] status    ARGV[4] "1" status is final    ARGV[5] "1" status fails the turn
+  ARGV[6] "1" refuse when the turn already failed (caller then records it skipped);
+          a failure marker always has a smaller index than a record created now
+  ARGV[7] full command JSON   ARGV[8] base JSON   ARGV[9] result JSON ("" = none)
+  ARGV[10] finished_at ("" = none)  ARGV[11] event channel  ARGV[12] stream max length
+  ARGV[13] session id   ARGV[14] now (ms)  ARGV[15] event type  ARGV[16] event JSON without seq/index
+  Returns {1, index, seq} | {0, existing index} (duplicate id) | {2, failure marker}
+]]
+local existing = redis.call('HGET', KEYS[2], ARGV[2])
+if existing then return {0, tonumber(existing)} end
+if ARGV[6] == '1' then
+  local failed = redis.call('HGET', KEYS[4], 'failed')
+  if failed then return {2, failed} end
+end
+local n = redis.call('INCR', KEYS[1])
+local rec = ARGV[1] .. n
+local id = string.sub(ARGV[2], string.find(ARGV[2], ':', 1, true) + 1)
+redis.call('HSET', rec, 'status', ARGV[3], 'id', id, 'cmd', ARGV[7], 'base', ARGV[8], 'injected', '0')
+if ARGV[9] ~= '' then redis.call('HSET', rec, 'result', ARGV[9]) end
+if ARGV[10] ~= '' then redis.call('HSET', rec, 'finished_at', ARGV[10]) end
+redis.call('HSET', KEYS[2], ARGV[2], n)
+redis.call('RPUSH', KEYS[5], n)
+if ARGV[4] ~= '1' then
+  redis.call('INCR', KEYS[3])
+  redis.call('ZADD', KEYS[8], ARGV[14], ARGV[13])
+end
+if ARGV[5] == '1' then
+  local f = tonumber(redis.call('HGET', KEYS[4], 'failed'))
+  if not f or n < f then redis.call('HSET', KEYS[4], 'failed', n, 'failed_id', id) end
+end
+local seq = redis.call('INCR', KEYS[6])
+-- The record inside the event was rendered before its index existed: it carries
+-- the placeholder "index":-1 as its first key (a quote inside a JSON string is
+-- escaped, so the placeholder cannot occur in user text).
+local data = ARGV[16]
+local s, e = string.find(data, '"index":-1', 1, true)
+if s then data = string.sub(data, 1, s - 1) .. '"index":' .. n .. string.sub(data, e + 1) end
+local payload = '{"seq":' .. seq .. ',"index":' .. n .. ',' .. string.sub(data, 2)
+redis.call('XADD', KEYS[7], 'MAXLEN', '~', ARGV[12], seq .. '-0', 't', ARGV[15], 'd', payload)
+redis.call('PUBLISH', ARGV[11], payload)
+return {1, n, seq}

@@ -1,0 +1,14 @@
+--[[
+  Records a turn failure that has no ledger record (a parse error), keeping the
+  earliest failure: commands with a larger ledger index than the marker are skipped.
+  KEYS[1] turn state hash
+  ARGV[1] marker (the ledger index of the last command before the failure)  ARGV[2] label
+  Returns the marker in force.
+]]
+local f = tonumber(redis.call('HGET', KEYS[1], 'failed'))
+local m = tonumber(ARGV[1])
+if not f or m < f then
+  redis.call('HSET', KEYS[1], 'failed', m, 'failed_id', ARGV[2])
+  return m
+end
+return f

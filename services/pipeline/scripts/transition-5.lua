@@ -1,0 +1,45 @@
+--[[
+  Moves one ledger record from an expected status to a new one and emits its
+  events, atomically. The compare-and-set on `status` is what makes every state
+  change single-winner: a skip racing a start, a recovery racing a finish.
+
+  KEYS[1] record hash   KEYS[2] open-command counter   KEYS[3] turn state hash
+  KEYS[4] event seq counter   KEYS[5] event stream
+  ARGV[1] expected statuses, space separated   ARGV[2] new status
+  ARGV[3] "1" refuse when the turn failed at an earlier command (smaller index)   ARGV[4] record index
+  ARGV[5] "1" new status is final (and the old one was not)   ARGV[6] "1" new status fails the turn
+  ARGV[7] event channel   ARGV[8] stream max length
+  ARGV[9] number of events E, then E pairs (type, JSON without seq), then field/value pairs to HSET
+  Returns {1, last seq} | {0, current status} | {2, failure marker}
+]]
+local cur = redis.call('HGET', KEYS[1], 'status')
+if not cur then return {0, ''} end
+local ok = false
+for s in string.gmatch(ARGV[1], '%S+') do if s == cur then ok = true end end
+if not ok then return {0, cur} end
+local n = tonumber(ARGV[4])
+if ARGV[3] == '1' then
+  local failed = tonumber(redis.call('HGET', KEYS[3], 'failed'))
+  if failed and failed < n then return {2, failed} end
+end
+redis.call('HSET', KEYS[1], 'status', ARGV[2])
+local e = tonumber(ARGV[9])
+local i = 10 + 2 * e
+while i < #ARGV do
+  redis.call('HSET', KEYS[1], ARGV[i], ARGV[i + 1])
+  i = i + 2
+end
+if ARGV[5] == '1' then redis.call('DECR', KEYS[2]) end
+if ARGV[6] == '1' then
+  -- the turn's failure is its earliest failing command: later ones are skipped, earlier ones are not
+  local f = tonumber(redis.call('HGET', KEYS[3], 'failed'))
+  if not f or n < f then redis.call('HSET', KEYS[3], 'failed', n, 'failed_id', redis.call('HGET', KEYS[1], 'id') or '') end
+end
+local seq = 0
+for k = 0, e - 1 do
+  seq = redis.call('INCR', KEYS[4])
+  local payload = '{"seq":' .. seq .. ',"index":' .. ARGV[4] .. ',' .. string.sub(ARGV[11 + 2 * k], 2)
+  redis.call('XADD', KEYS[5], 'MAXLEN', '~', ARGV[8], seq .. '-0', 't', ARGV[10 + 2 * k], 'd', payload)
+  redis.call('PUBLISH', ARGV[7], payload)
+end
+return {1, seq}

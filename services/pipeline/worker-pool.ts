@@ -1,0 +1,164 @@
+import { Worker, type Job } from 'bullmq';
+import type { Redis } from 'ioredis';
+import { interrupt, processCommand, type ProcessorDeps } from './processor.ts';
+import type { CommandJobData } from './queues.ts';
+import { skipRestOfTurn } from './turns.ts';
+import { emptyResult } from './ledger.ts';
+
+// The worker service: one BullMQ Worker per *busy* session in this process.
+// A Worker holds its own blocking connection, so Workers of idle sessions are
+// closed after `idleMs`; a wake message (published on every enqueue) or the
+// periodic reconcile (sessions with non-final commands) opens them again. The
+// reconcile is also what recovers a session whose worker process died: some
+// live process must have a Worker on that queue for BullMQ's stalled-job
+// check to hand the job over.
+
+export type WorkerPoolOptions = {
+  lockMs: number;
+  stalledIntervalMs: number;
+  idleMs: number;
+  /** @default 2000 */
+  reconcileMs?: number;
+};
+
+type Entry = { worker: Worker<CommandJobData>; busy: boolean; lastActive: number; closing?: Promise<void> };
+export type PoolStatus = 'idle' | 'running' | 'closing' | 'closed';
+
+export class WorkerPool {
+  readonly #d: ProcessorDeps;
+  readonly #opts: Required<WorkerPoolOptions>;
+  readonly #sub: Redis;
+  readonly #entries = new Map<string, Entry>();
+  readonly #opening = new Map<string, Promise<void>>();
+  #timers: NodeJS.Timeout[] = [];
+  #status: PoolStatus = 'idle';
+  #closing: Promise<void> | null = null;
+
+  constructor(deps: ProcessorDeps, subscriber: Redis, opts: WorkerPoolOptions) {
+    this.#d = deps;
+    this.#sub = subscriber;
+    this.#opts = { reconcileMs: 2000, ...opts };
+    deps.metrics.openWorkers.set(0);
+  }
+
+  get status(): PoolStatus { return this.#status; }
+  get openWorkers(): number { return this.#entries.size; }
+
+  async start(): Promise<void> {
+    if (this.#status !== 'idle') throw new Error(`worker pool is ${this.#status}`);
+    this.#status = 'running';
+    const channel = this.#d.keys.wakeChannel();
+    this.#sub.on('message', (ch: string, sid: string) => {
+      if (ch === channel) void this.ensure(sid).catch(() => {});
+    });
+    await this.#sub.subscribe(channel);
+    await this.reconcile();
+    this.#timers.push(setInterval(() => void this.reconcile().catch(() => {}), this.#opts.reconcileMs));
+    this.#timers.push(setInterval(() => this.#sweep(), Math.max(100, Math.min(1000, this.#opts.idleMs / 2))));
+    for (const t of this.#timers) t.unref();
+  }
+
+  /** Opens a Worker for every session that still has non-final commands; forgets the others. */
+  async reconcile(): Promise<void> {
+    const { redis, keys } = this.#d;
+    const busy = await redis.zrange(keys.busy(), 0, -1, 'WITHSCORES');
+    const sids: string[] = [];
+    const scores: number[] = [];
+    for (let i = 0; i < busy.length; i += 2) { sids.push(busy[i]!); scores.push(Number(busy[i + 1])); }
+    if (sids.length === 0) return;
+    const p = redis.pipeline();
+    for (const s of sids) p.get(keys.open(s));
+    const open = (await p.exec()) ?? [];
+    const now = Date.now();
+    await Promise.all(sids.map(async (sid, i) => {
+      const n = Number(open[i]?.[1] ?? 0);
+      if (n > 0) return this.ensure(sid);
+      // A session idle for a minute leaves the busy set; an enqueue puts it back.
+      if (now - scores[i]! > 60_000) await redis.zrem(keys.busy(), sid);
+    }));
+  }
+
+  /** Makes sure this process has a Worker on the session's queue. */
+  async ensure(sid: string): Promise<void> {
+    if (this.#status !== 'running') return;
+    const e = this.#entries.get(sid);
+    if (e && !e.closing) { e.lastActive = Date.now(); return; }
+    let opening = this.#opening.get(sid);
+    if (!opening) {
+      opening = (async () => {
+        await e?.closing; // reopen only once the previous Worker is fully closed
+        if (this.#status === 'running' && !this.#entries.get(sid)) this.#open(sid);
+      })().finally(() => this.#opening.delete(sid));
+      this.#opening.set(sid, opening);
+    }
+    return opening;
+  }
+
+  #open(sid: string): void {
+    const { keys, redis } = this.#d;
+    const worker = new Worker<CommandJobData>(
+      keys.queueName(sid),
+      async (job: Job<CommandJobData>) => processCommand(this.#d, job.data.sid, job.data.index),
+      {
+        connection: redis, prefix: keys.bullPrefix, concurrency: 1, autorun: true,
+        lockDuration: this.#opts.lockMs, stalledInterval: this.#opts.stalledIntervalMs,
+        // Re-delivery is safe (the ledger decides), so let a stalled job come back
+        // many times rather than have BullMQ fail it behind the ledger's back.
+        maxStalledCount: 1000, drainDelay: 5,
+        removeOnComplete: { count: 0 }, removeOnFail: { count: 0 },
+      },
+    );
+    const entry: Entry = { worker, busy: false, lastActive: Date.now() };
+    worker.on('active', () => { entry.busy = true; entry.lastActive = Date.now(); });
+    worker.on('completed', () => { entry.busy = false; entry.lastActive = Date.now(); });
+    worker.on('failed', (job) => {
+      entry.busy = false;
+      entry.lastActive = Date.now();
+      if (job) void this.#recoverFailedJob(job).catch(() => {});
+    });
+    worker.on('error', () => {}); // connection errors: BullMQ reconnects; the ledger stays authoritative
+    this.#entries.set(sid, entry);
+    this.#d.metrics.openWorkers.set(this.#entries.size);
+  }
+
+  /** A job BullMQ failed (processor threw, or stalled too often): never leave its record hanging. */
+  async #recoverFailedJob(job: Job<CommandJobData>): Promise<void> {
+    const rec = await this.#d.ledger.get(job.data.sid, job.data.index);
+    if (!rec) return;
+    if (rec.status === 'running') return interrupt(this.#d, rec);
+    if (rec.status !== 'queued' && rec.status !== 'awaiting_approval') return;
+    const reason = `queue error: ${job.failedReason ?? 'unknown'}`;
+    const out = await this.#d.ledger.transition(rec, {
+      from: [rec.status], to: 'failed', events: ['command_finished'], dropCommand: true,
+      fields: { result: { ...emptyResult(), error: reason, error_code: 'queue_error', output_summary: reason }, finished_at: new Date().toISOString() },
+    });
+    if (out.ok) await skipRestOfTurn(this.#d.ledger, rec.session, rec.turn);
+  }
+
+  #sweep(): void {
+    const now = Date.now();
+    for (const [sid, e] of this.#entries) {
+      if (e.busy || e.closing || now - e.lastActive < this.#opts.idleMs) continue;
+      e.closing = this.#closeEntry(sid, e);
+    }
+  }
+
+  async #closeEntry(sid: string, e: Entry): Promise<void> {
+    try { await e.worker.close(); } catch { /* closing anyway */ }
+    if (this.#entries.get(sid) === e) this.#entries.delete(sid);
+    this.#d.metrics.openWorkers.set(this.#entries.size);
+  }
+
+  /** Stops taking jobs, lets running commands finish, closes every Worker. Memoized. */
+  close(): Promise<void> {
+    this.#closing ??= (async () => {
+      this.#status = 'closing';
+      for (const t of this.#timers) clearInterval(t);
+      await Promise.allSettled([...this.#opening.values()]);
+      await Promise.allSettled([...this.#entries].map(([sid, e]) => (e.closing ??= this.#closeEntry(sid, e))));
+      await this.#sub.unsubscribe(this.#d.keys.wakeChannel()).catch(() => {});
+      this.#status = 'closed';
+    })();
+    return this.#closing;
+  }
+}
