@@ -1,0 +1,76 @@
+import { mkdtemp, mkdir, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { evaluate, loadPolicyDir, PolicyLoadError, UnknownProjectError } from '../../../services/policy/index.ts';
+import { bash } from './helpers.ts';
+
+const dirs: string[] = [];
+afterEach(async () => {
+  for (const d of dirs.splice(0)) await rm(d, { recursive: true, force: true });
+});
+
+async function policyDir(files: Record<string, string>): Promise<string> {
+  const dir = await mkdtemp(join(tmpdir(), 'tf-policy-'));
+  dirs.push(dir);
+  for (const [rel, text] of Object.entries(files)) {
+    await mkdir(join(dir, rel, '..'), { recursive: true });
+    await writeFile(join(dir, rel), text);
+  }
+  return dir;
+}
+
+const OK = 'version: 1\nrules:\n  - {id: ls, tool: bash, command: [ls], decision: allow}\n';
+
+describe('loadPolicyDir', () => {
+  it('reads global/ and projects/<name>/ into their layers', async () => {
+    const dir = await policyDir({
+      'global/a.yaml': OK,
+      'projects/web/p.yml': 'version: 1\nrules:\n  - {id: no-ls, tool: bash, command: [ls], decision: prompt}\n',
+      'projects/empty/README.md': 'not a policy',
+      'README.md': 'ignored',
+    });
+    const store = await loadPolicyDir(dir);
+    expect(evaluate(store.layers(), bash('ls')).decision).toBe('allow');
+    expect(evaluate(store.layers('empty'), bash('ls')).decision).toBe('allow');
+    const e = evaluate(store.layers('web'), bash('ls'));
+    expect(e.decision).toBe('prompt');
+    expect(e.matched_rules.map((r) => `${r.layer}:${r.id}`)).toEqual(['global:ls', 'project:no-ls']);
+  });
+
+  it('an unknown project is an error', async () => {
+    const store = await loadPolicyDir(await policyDir({ 'global/a.yaml': OK, 'projects/web/p.yaml': OK }));
+    expect(() => store.layers('nope')).toThrow(UnknownProjectError);
+    expect(() => store.layers('nope')).toThrow(PolicyLoadError);
+    expect(() => store.layers('../global')).toThrow(/unknown project '\.\.\/global' \(known: web\)/);
+  });
+
+  it.each([
+    ['a bad global file', 'global/z.yaml'],
+    ['a bad file of an unused project', 'projects/other/x.yaml'],
+    ['a bad file outside the layers', 'drafts/x.yaml'],
+  ])('%s stops the whole load, naming the file and the rule', async (_name, rel) => {
+    const dir = await policyDir({
+      'global/a.yaml': OK,
+      [rel]: 'version: 1\nrules:\n  - {id: bad, tool: bash, command: [git], decision: allow, examples: {not_match: ["git push"]}}\n',
+    });
+    const err = await loadPolicyDir(dir).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(PolicyLoadError);
+    expect((err as Error).message).toBe(
+      `${join(dir, rel)}: rules[0] (bad): example "git push" is listed in not_match but the rule matches it`,
+    );
+  });
+
+  it('reports every bad file, one per line', async () => {
+    const dir = await policyDir({ 'global/a.yaml': 'version: 1\nrules: [\n', 'global/b.yaml': 'version: 1\nextra: 1\n' });
+    const err = (await loadPolicyDir(dir).catch((e: unknown) => e)) as Error;
+    const lines = err.message.split('\n');
+    expect(lines).toHaveLength(2);
+    expect(lines[0]).toMatch(/a\.yaml: YAML error/);
+    expect(lines[1]).toMatch(/b\.yaml: Unrecognized key: "extra"/);
+  });
+
+  it('a missing directory is an error', async () => {
+    await expect(loadPolicyDir('/nonexistent/policies')).rejects.toThrow(/policy directory not found/);
+  });
+});
