@@ -68,7 +68,9 @@ export class SandboxManager {
 
   /** Stops the session's container, keeping it and its workspace for a later sandboxFor(). */
   async stop(sessionId: string): Promise<void> {
-    this.#detach(sessionId);
+    const entry = this.#entries.get(sessionId);
+    await entry?.connecting?.catch(() => {});
+    entry?.client?.close();
     const c = this.#docker.getContainer(containerName(this.options.namePrefix, sessionId));
     await c.stop({ t: 2 }).catch((err: { statusCode?: number }) => {
       if (err.statusCode !== 304 && err.statusCode !== 404) throw err;
@@ -125,8 +127,11 @@ export class SandboxManager {
     let entry = this.#entries.get(sessionId);
     if (!entry) {
       const e: Entry = { lastUsed: Date.now() } as Entry;
-      e.sandbox = new DockerSandbox(sessionId, () => this.#connect(sessionId, e), this.options, () => {
-        e.lastUsed = Date.now();
+      // Looked up again on every use: a Sandbox held across a remove() or a
+      // reap gets a fresh container instead of a dead handle.
+      const connect = () => this.#connect(sessionId, this.#entry(sessionId));
+      e.sandbox = new DockerSandbox(sessionId, connect, this.options, () => {
+        (this.#entries.get(sessionId) ?? e).lastUsed = Date.now();
       });
       this.#entries.set(sessionId, e);
       entry = e;

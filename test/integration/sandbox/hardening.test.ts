@@ -150,26 +150,25 @@ except OSError as e:
 });
 
 describe('every hardening item is an option', () => {
-  let loose: SandboxManager;
   const loosePrefix = testPrefix('loose');
+  const loose = newManager(loosePrefix, {
+    user: '0:0',
+    capDrop: [],
+    noNewPrivileges: false,
+    readOnlyRootfs: false,
+    networkMode: 'bridge',
+    pidsLimit: 100,
+    memoryBytes: 512 * 1024 ** 2,
+    memorySwapBytes: 768 * 1024 ** 2,
+    cpus: 0.5,
+    nofile: 1024,
+    outputCapBytes: 1000,
+    bashTimeoutMs: 1500,
+    tmpfs: { '/scratch': 'rw,size=8m' },
+  });
   afterAll(() => reapAll(loose, loosePrefix));
 
   it('loosened options show up inside the container', async () => {
-    loose = newManager(loosePrefix, {
-      user: '0:0',
-      capDrop: [],
-      noNewPrivileges: false,
-      readOnlyRootfs: false,
-      networkMode: 'bridge',
-      pidsLimit: 100,
-      memoryBytes: 512 * 1024 ** 2,
-      memorySwapBytes: 768 * 1024 ** 2,
-      cpus: 0.5,
-      nofile: 1024,
-      outputCapBytes: 1000,
-      bashTimeoutMs: 1500,
-      tmpfs: { '/scratch': 'rw,size=8m' },
-    });
     const s = await loose.sandboxFor(sessionId());
     const r = await bash(
       s,

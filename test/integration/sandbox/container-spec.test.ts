@@ -1,0 +1,72 @@
+// The option bag maps one to one onto the container spec (no Docker needed).
+import { describe, expect, it } from 'vitest';
+import { resolveSandboxOptions, sessionSlug, toContainerSpec } from '../../../services/sandbox/index.ts';
+
+describe('resolveSandboxOptions', () => {
+  it('defaults to the hardened settings of the issue', () => {
+    const o = resolveSandboxOptions({});
+    expect(o).toMatchObject({
+      networkMode: 'none',
+      capDrop: ['ALL'],
+      capAdd: [],
+      noNewPrivileges: true,
+      readOnlyRootfs: true,
+      user: '1000:1000',
+      pidsLimit: 256,
+      memoryBytes: 1024 ** 3,
+      memorySwapBytes: 1024 ** 3,
+      cpus: 1,
+      bashTimeoutMs: 120_000,
+      outputCapBytes: 65_536,
+    });
+    expect(Object.keys(o.tmpfs)).toContain('/tmp');
+  });
+
+  it('takes the image from THINKFLOW_SANDBOX_IMAGE unless given', () => {
+    const before = process.env.THINKFLOW_SANDBOX_IMAGE;
+    process.env.THINKFLOW_SANDBOX_IMAGE = 'example/img:1';
+    try {
+      expect(resolveSandboxOptions().image).toBe('example/img:1');
+      expect(resolveSandboxOptions({ image: 'x:2' }).image).toBe('x:2');
+    } finally {
+      if (before === undefined) delete process.env.THINKFLOW_SANDBOX_IMAGE;
+      else process.env.THINKFLOW_SANDBOX_IMAGE = before;
+    }
+  });
+});
+
+describe('toContainerSpec', () => {
+  it('maps every hardening option and mounts only the workspace volume', () => {
+    const spec = toContainerSpec('ses_abc', 'vol-1', resolveSandboxOptions({ nofile: 99, cpus: 0.5 }));
+    expect(spec.name).toBe('thinkflow-ses_abc');
+    expect(spec.Labels).toMatchObject({ 'thinkflow.managed': 'true', 'thinkflow.session': 'ses_abc' });
+    expect(spec.User).toBe('1000:1000');
+    expect(spec.HostConfig).toMatchObject({
+      NetworkMode: 'none',
+      CapDrop: ['ALL'],
+      SecurityOpt: ['no-new-privileges'],
+      ReadonlyRootfs: true,
+      PidsLimit: 256,
+      Memory: 1024 ** 3,
+      MemorySwap: 1024 ** 3,
+      NanoCpus: 500_000_000,
+      Ulimits: [{ Name: 'nofile', Soft: 99, Hard: 99 }],
+      Mounts: [{ Type: 'volume', Source: 'vol-1', Target: '/workspace' }],
+      Privileged: false,
+    });
+    expect(spec.HostConfig?.Binds).toBeUndefined();
+    expect(toContainerSpec('s', 'v', resolveSandboxOptions({ noNewPrivileges: false })).HostConfig?.SecurityOpt).toEqual([]);
+  });
+});
+
+describe('sessionSlug', () => {
+  it('keeps ordinary ids and makes any other id safe and distinct', () => {
+    expect(sessionSlug('ses_abc234')).toBe('ses_abc234');
+    const a = sessionSlug('Ses/../X');
+    const b = sessionSlug('ses/../x');
+    expect(a).toMatch(/^[a-z0-9][a-z0-9_.-]*$/);
+    expect(a).not.toBe(b);
+    expect(sessionSlug('x'.repeat(500)).length).toBeLessThan(90);
+    expect(() => sessionSlug('')).toThrow();
+  });
+});

@@ -1,0 +1,116 @@
+// Create, reuse, restart, recover and remove one container per session.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { containerName, SandboxManager, volumeName } from '../../../services/sandbox/index.ts';
+import { bash, cmd, docker, leftovers, newManager, reapAll, requireImage, sessionId, testPrefix } from './helpers.ts';
+
+const prefix = testPrefix('life');
+let manager: SandboxManager;
+
+beforeAll(async () => {
+  await requireImage();
+  manager = newManager(prefix);
+});
+afterAll(() => reapAll(manager, prefix));
+
+const inspect = (sid: string) => docker.getContainer(containerName(prefix, sid)).inspect();
+
+describe('one container per session', () => {
+  it('is labelled with its session and reused by later calls', async () => {
+    const sid = sessionId();
+    const [a, b] = await Promise.all([manager.sandboxFor(sid), manager.sandboxFor(sid)]);
+    expect(a).toBe(b);
+    expect(a.sessionId).toBe(sid);
+    const info = await inspect(sid);
+    expect(info.Config.Labels).toMatchObject({ 'thinkflow.managed': 'true', 'thinkflow.session': sid });
+    const vol = await docker.getVolume(volumeName(prefix, sid)).inspect();
+    expect(vol.Labels).toMatchObject({ 'thinkflow.session': sid });
+    expect((await leftovers(prefix)).containers.filter((n) => n === containerName(prefix, sid))).toHaveLength(1);
+  });
+
+  it('keeps separate workspaces per session', async () => {
+    const [s1, s2] = [sessionId(), sessionId()];
+    const a = await manager.sandboxFor(s1);
+    const b = await manager.sandboxFor(s2);
+    await a.execute(cmd({ tool: 'write', path: 'mine.txt', content: 'a' }));
+    expect((await b.execute(cmd({ tool: 'read', path: 'mine.txt' }))).error_code).toBe('not_found');
+  });
+
+  it('is found again by a new manager after a restart, workspace intact', async () => {
+    const sid = sessionId();
+    const first = newManager(prefix);
+    await (await first.sandboxFor(sid)).execute(cmd({ tool: 'write', path: 'keep.txt', content: 'kept' }));
+    const id = (await inspect(sid)).Id;
+    await first.close(); // detach only: the container keeps running
+    expect((await inspect(sid)).State.Running).toBe(true);
+    const second = newManager(prefix);
+    const again = await second.sandboxFor(sid);
+    expect((await inspect(sid)).Id).toBe(id);
+    expect((await again.execute(cmd({ tool: 'read', path: 'keep.txt' }))).stdout).toBe('kept');
+    await second.close();
+  });
+
+  it('restarts a stopped container and recovers from a killed one', async () => {
+    const sid = sessionId();
+    const sb = await manager.sandboxFor(sid);
+    await sb.execute(cmd({ tool: 'write', path: 'f.txt', content: 'persist' }));
+    await manager.stop(sid);
+    expect((await inspect(sid)).State.Running).toBe(false);
+    expect((await (await manager.sandboxFor(sid)).execute(cmd({ tool: 'read', path: 'f.txt' }))).stdout).toBe('persist');
+    await docker.getContainer(containerName(prefix, sid)).kill();
+    // The same Sandbox object brings its container back on the next command.
+    const r = await sb.execute(cmd({ tool: 'read', path: 'f.txt' }));
+    expect(r).toMatchObject({ ok: true, stdout: 'persist' });
+  });
+
+  it('serialises overlapping commands of one session', async () => {
+    const sb = await manager.sandboxFor(sessionId());
+    const results = await Promise.all([
+      bash(sb, 'sleep 0.3; echo first > order.txt'),
+      sb.execute(cmd({ tool: 'append', path: 'order.txt', content: 'second\n' })),
+    ]);
+    expect(results.map((r) => r.ok)).toEqual([true, true]);
+    expect((await sb.execute(cmd({ tool: 'read', path: 'order.txt' }))).stdout).toBe('first\nsecond\n');
+  });
+
+  it('remove() deletes the container and the volume', async () => {
+    const sid = sessionId();
+    await manager.sandboxFor(sid);
+    await manager.remove(sid);
+    await expect(inspect(sid)).rejects.toMatchObject({ statusCode: 404 });
+    await expect(docker.getVolume(volumeName(prefix, sid)).inspect()).rejects.toMatchObject({ statusCode: 404 });
+    await manager.remove(sid); // idempotent
+  });
+
+  it('makes safe names from odd session ids', async () => {
+    const sid = 'Ses:With/Odd..Chars';
+    const sb = await manager.sandboxFor(sid);
+    expect((await bash(sb, 'echo ok')).stdout).toBe('ok\n');
+    expect((await inspect(sid)).Config.Labels['thinkflow.session']).toBe(sid);
+    await manager.remove(sid);
+  });
+});
+
+describe('docker reachability and a missing image', () => {
+  it('ping() is true with a live engine and false without one', async () => {
+    expect(await manager.ping()).toBe(true);
+    const Docker = (await import('dockerode')).default;
+    const dead = new SandboxManager({ docker: new Docker({ socketPath: '/nonexistent.sock' }), reapIntervalMs: 0 });
+    expect(await dead.ping()).toBe(false);
+  });
+
+  it('sandboxFor() names the fix when the image is missing', async () => {
+    const m = newManager(prefix, { image: 'thinkflow/no-such-image:none' });
+    await expect(m.sandboxFor(sessionId())).rejects.toThrow(/npm run sandbox:image/);
+    await m.close();
+  });
+
+  it('a closed manager refuses new work but leaves containers running', async () => {
+    const m = newManager(prefix);
+    const sid = sessionId();
+    await m.sandboxFor(sid);
+    await m.close();
+    expect(m.status).toBe('closed');
+    await expect(m.sandboxFor(sid)).rejects.toThrow(/closed/);
+    expect((await inspect(sid)).State.Running).toBe(true);
+  });
+});
