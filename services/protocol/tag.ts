@@ -69,12 +69,8 @@ const ID_PATTERN = /^[0-9]+$/;
 
 /** Checks a finished tag in the precedence order of PROTOCOL.md §7. */
 export function completeTag(tag: TagRecord, ctx: CompletionContext): TagOutcome {
-  const attrs = new Map<string, string>();
-  let repeated: string | null = null;
-  for (const [key, value] of tag.attrs) {
-    if (attrs.has(key)) repeated ??= key;
-    else attrs.set(key, value);
-  }
+  const attrs = new AttributeView(tag.attrs);
+  const repeated = attrs.repeated();
   const rawId = attrs.get('id');
   const wellFormedId = rawId !== undefined && ID_PATTERN.test(rawId) ? rawId : undefined;
   // Any tag with a well-formed id uses it up, broken or not (§7).
@@ -124,9 +120,31 @@ export function completeTag(tag: TagRecord, ctx: CompletionContext): TagOutcome 
   return { ok: true, command: toCommand(tool, wellFormedId, attrs, tag) };
 }
 
-function checkAttributes(tool: ToolName, attrs: Map<string, string>): string | null {
+/** Attribute lookup over the tag's few attributes; the first of a repeated name wins. */
+class AttributeView {
+  constructor(readonly list: ReadonlyArray<readonly [string, string]>) {}
+
+  get(key: string): string | undefined {
+    for (const [k, v] of this.list) if (k === key) return v;
+    return undefined;
+  }
+
+  has(key: string): boolean {
+    return this.get(key) !== undefined;
+  }
+
+  repeated(): string | null {
+    const list = this.list;
+    for (let i = 1; i < list.length; i++) {
+      for (let j = 0; j < i; j++) if (list[i]![0] === list[j]![0]) return list[i]![0];
+    }
+    return null;
+  }
+}
+
+function checkAttributes(tool: ToolName, attrs: AttributeView): string | null {
   const allowed = TOOL_ATTRIBUTES[tool];
-  for (const [key, value] of attrs) {
+  for (const [key, value] of attrs.list) {
     if (key === 'id') continue;
     if (key !== 'need_result' && !allowed.includes(key)) return `attribute '${key}' is not taken by ${tool}`;
     if ((key === 'need_result' || key === 'allow_empty') && value !== 'true' && value !== 'false') {
@@ -139,7 +157,7 @@ function checkAttributes(tool: ToolName, attrs: Map<string, string>): string | n
   return null;
 }
 
-function toCommand(tool: ToolName, id: string, attrs: Map<string, string>, tag: TagRecord): Command {
+function toCommand(tool: ToolName, id: string, attrs: AttributeView, tag: TagRecord): Command {
   const command: Command = { id, tool, need_result: tool === 'read' || attrs.get('need_result') === 'true' };
   const path = attrs.get('path');
   if (path !== undefined) command.path = path;
@@ -158,10 +176,23 @@ function toCommand(tool: ToolName, id: string, attrs: Map<string, string>, tag: 
   return command;
 }
 
-const ENTITIES: Record<string, string> = { quot: '"', apos: "'", amp: '&', lt: '<', gt: '>' };
+const ENTITIES: ReadonlyArray<[string, string]> = [['&quot;', '"'], ['&apos;', "'"], ['&amp;', '&'], ['&lt;', '<'], ['&gt;', '>']];
 
 /** Decodes the five named entities; any other `&…` stays as written (§1). */
 export function decodeAttributeValue(raw: string): string {
-  if (!raw.includes('&')) return raw;
-  return raw.replace(/&(quot|apos|amp|lt|gt);/g, (_, name: string) => ENTITIES[name]!);
+  let amp = raw.indexOf('&');
+  if (amp < 0) return raw;
+  // A hand loop: this runs for every attribute of every tag, and a regex with a
+  // replacer callback was the parser's hottest spot on tag-dense streams.
+  let out = '';
+  let from = 0;
+  while (amp >= 0) {
+    const entity = ENTITIES.find(([name]) => raw.startsWith(name, amp));
+    if (entity) {
+      out += raw.slice(from, amp) + entity[1];
+      from = amp + entity[0].length;
+    }
+    amp = raw.indexOf('&', amp + 1);
+  }
+  return out + raw.slice(from);
 }

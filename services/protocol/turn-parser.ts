@@ -21,12 +21,14 @@ export interface ParserOptions {
 
 const NOTHING: readonly ParserOutput[] = Object.freeze([]);
 
+// Plain `private` fields on the per-delta path: cheaper than `#fields` when
+// deltas are a single byte.
 export class TurnParser {
   readonly #ids = new Set<string>();
-  readonly #parsers: Record<StreamName, StreamParser>;
-  readonly #decoders: Partial<Record<StreamName, Utf8StreamDecoder>> = {};
-  #out: ParserOutput[] = [];
-  #ended = false;
+  private readonly parsers: Record<StreamName, StreamParser>;
+  private readonly decoders: Partial<Record<StreamName, Utf8StreamDecoder>> = {};
+  private out: ParserOutput[] = [];
+  private ended = false;
 
   constructor(options: ParserOptions = {}) {
     const make = (stream: StreamName) =>
@@ -38,47 +40,47 @@ export class TurnParser {
             this.#ids.add(id);
             return true;
           },
-          command: (command) => this.#out.push({ type: 'command', stream, command }),
-          error: (error) => this.#out.push({ type: 'error', stream, error }),
+          command: (command) => this.out.push({ type: 'command', stream, command }),
+          error: (error) => this.out.push({ type: 'error', stream, error }),
         },
       );
-    this.#parsers = { reasoning: make('reasoning'), text: make('text') };
+    this.parsers = { reasoning: make('reasoning'), text: make('text') };
   }
 
   /** Feeds one delta; returns the commands and errors it completed, in order. */
   feed(stream: StreamName, delta: string | Uint8Array): readonly ParserOutput[] {
-    if (this.#ended) throw new Error('TurnParser.feed called after end()');
-    const text = typeof delta === 'string' ? delta : (this.#decoders[stream] ??= new Utf8StreamDecoder()).decode(delta);
-    if (text.length > 0) this.#parsers[stream].feed(text);
-    return this.#drain();
+    if (this.ended) throw new Error('TurnParser.feed called after end()');
+    const text = typeof delta === 'string' ? delta : (this.decoders[stream] ??= new Utf8StreamDecoder()).decode(delta);
+    if (text.length > 0) this.parsers[stream].feed(text);
+    return this.drain();
   }
 
   /** Both streams ended: reports tags left open (reasoning first, then text). */
   end(): readonly ParserOutput[] {
-    if (this.#ended) return NOTHING;
-    this.#ended = true;
+    if (this.ended) return NOTHING;
+    this.ended = true;
     for (const stream of STREAM_NAMES) {
-      const rest = this.#decoders[stream]?.end();
-      if (rest) this.#parsers[stream].feed(rest);
-      this.#parsers[stream].end();
+      const rest = this.decoders[stream]?.end();
+      if (rest) this.parsers[stream].feed(rest);
+      this.parsers[stream].end();
     }
-    return this.#drain();
+    return this.drain();
   }
 
   /** The text stream with protocol blocks removed, so far. */
   visibleText(): string {
-    return this.#parsers.text.visibleText;
+    return this.parsers.text.visibleText;
   }
 
   /** Visible text produced since the last call (for streaming it to users). */
   takeVisible(): string {
-    return this.#parsers.text.takeVisible();
+    return this.parsers.text.takeVisible();
   }
 
-  #drain(): readonly ParserOutput[] {
-    if (this.#out.length === 0) return NOTHING;
-    const out = this.#out;
-    this.#out = [];
+  private drain(): readonly ParserOutput[] {
+    if (this.out.length === 0) return NOTHING;
+    const out = this.out;
+    this.out = [];
     return out;
   }
 }

@@ -189,7 +189,7 @@ describe('chunking (§4)', () => {
     const doc = '<tf-write id="1" path="a">x</tf-write>';
     let seen = -1;
     const parser = new TurnParser();
-    for (let i = 0; i < doc.length; i++) if (parser.feed('text', doc[i]).length > 0) seen = i;
+    for (let i = 0; i < doc.length; i++) if (parser.feed('text', doc[i]!).length > 0) seen = i;
     expect(seen).toBe(doc.length - 1);
   });
 });
