@@ -1,0 +1,84 @@
+// npm run bench:sandbox — latency of the in-container executor next to plain
+// `docker exec` doing the same work, plus container cold start.
+// `--update-results` also writes the `## Sandbox` section of bench/RESULTS.md.
+import Docker from 'dockerode';
+import { execFile } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import os from 'node:os';
+import { PassThrough } from 'node:stream';
+import { promisify } from 'node:util';
+import type { Command } from '../../services/protocol/command.ts';
+import { containerName, SandboxManager } from '../../services/sandbox/index.ts';
+import { updateResults } from './results.ts';
+import { formatTable, measure, row, type Row } from './stats.ts';
+
+const N = Number(process.env.BENCH_N ?? 300);
+const COLD_N = Number(process.env.BENCH_COLD_N ?? 15);
+const CLI_N = Number(process.env.BENCH_CLI_N ?? 40);
+const docker = new Docker();
+const prefix = `tfbench-${randomBytes(3).toString('hex')}-`;
+const manager = new SandboxManager({ docker, namePrefix: prefix, reapIntervalMs: 0 });
+const run = promisify(execFile);
+const KiB = 'x'.repeat(1023) + '\n';
+
+/** One `docker exec` through the Engine API: create, start attached, wait for the end, read the exit code. */
+async function apiExec(container: Docker.Container, cmd: string[]): Promise<string> {
+  const exec = await container.exec({ Cmd: cmd, AttachStdout: true, AttachStderr: true });
+  const stream = await exec.start({ hijack: true, stdin: false });
+  const out = new PassThrough();
+  const chunks: Buffer[] = [];
+  out.on('data', (c: Buffer) => chunks.push(c));
+  docker.modem.demuxStream(stream, out, new PassThrough());
+  await new Promise((resolve) => stream.on('end', resolve));
+  const { ExitCode } = await exec.inspect();
+  if (ExitCode !== 0) throw new Error(`${cmd.join(' ')} exited ${ExitCode}`);
+  return Buffer.concat(chunks).toString();
+}
+
+async function main(): Promise<void> {
+  try {
+    await manager.start();
+    const rows: Row[] = [];
+    let seq = 0;
+    const c = (p: Omit<Command, 'id' | 'need_result'>): Command => ({ id: String(++seq), need_result: false, ...p });
+
+    const cold = await measure(COLD_N, 1, async () => {
+      await manager.sandboxFor(`ses_cold${randomBytes(5).toString('hex')}`);
+    });
+    rows.push(row('container cold start (volume + create + start + executor ready)', 'SandboxManager.sandboxFor', cold, 500));
+    await manager.reap({ liveSessions: new Set() });
+
+    const sid = `ses_bench${randomBytes(5).toString('hex')}`;
+    const sb = await manager.sandboxFor(sid);
+    const must = async (cmd: Command) => {
+      const r = await sb.execute(cmd);
+      if (!r.ok) throw new Error(`${cmd.tool} failed: ${r.error}`);
+    };
+    rows.push(row('write 1 KiB', 'executor', await measure(N, 20, () => must(c({ tool: 'write', path: 'bench/w.txt', content: KiB }))), 5));
+    rows.push(row('read 1 KiB', 'executor', await measure(N, 20, () => must(c({ tool: 'read', path: 'bench/w.txt' }))), 5));
+    rows.push(row('bash -lc true', 'executor', await measure(N, 10, () => must(c({ tool: 'bash', cmd: 'true' }))), 25));
+
+    const container = docker.getContainer(containerName(prefix, sid));
+    const writeCmd = ['sh', '-c', 'printf %s "$1" > /workspace/bench/e.txt', 'sh', KiB];
+    rows.push(row('write 1 KiB', 'docker exec (Engine API)', await measure(N, 10, () => apiExec(container, writeCmd))));
+    rows.push(row('read 1 KiB', 'docker exec (Engine API)', await measure(N, 10, () => apiExec(container, ['cat', '/workspace/bench/e.txt']))));
+    rows.push(row('bash -lc true', 'docker exec (Engine API)', await measure(N, 10, () => apiExec(container, ['bash', '-lc', 'true']))));
+    const name = containerName(prefix, sid);
+    rows.push(row('write 1 KiB', 'docker exec (CLI)', await measure(CLI_N, 3, () => run('docker', ['exec', name, ...writeCmd]))));
+    rows.push(row('read 1 KiB', 'docker exec (CLI)', await measure(CLI_N, 3, () => run('docker', ['exec', name, 'cat', '/workspace/bench/e.txt']))));
+    rows.push(row('bash -lc true', 'docker exec (CLI)', await measure(CLI_N, 3, () => run('docker', ['exec', name, 'bash', '-lc', 'true']))));
+
+    const { stdout: engine } = await run('docker', ['version', '-f', '{{.Server.Version}}']);
+    const header =
+      `machine: ${os.cpus().length} cores, ${Math.round(os.totalmem() / 1024 ** 3)} GiB, Node ${process.version}, ` +
+      `Docker ${engine.trim()}; n=${N} per row (CLI ${CLI_N}, cold start ${COLD_N}), sequential, after warm-up`;
+    const output = `${header}\n\n${formatTable(rows)}`;
+    console.log(output);
+    if (process.argv.includes('--update-results')) await updateResults('npm run bench:sandbox -- --update-results', output);
+  } finally {
+    await manager.reap({ liveSessions: new Set() });
+    await manager.close();
+  }
+}
+
+await main();
