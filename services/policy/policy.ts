@@ -22,11 +22,11 @@ export type Grant = { tool: ToolName; prefix?: string[]; path?: string; dest?: s
 
 /** What one checked part (a simple command, or a path of a file tool) came to. */
 export type Part = {
-  subject: string;
   decision: Decision;
-  /** bash: the argv; file tools: the normalised path. */
+  /** bash: the argv; file tools: the normalised path and which field it was. */
   argv?: string[];
   path?: string;
+  field?: 'path' | 'dest';
   /** The rule that decided this part, absent when a default did. */
   rule?: Rule;
   /** Longest literal prefix among the prompt rules of this part (0: none). */
@@ -35,12 +35,19 @@ export type Part = {
 };
 export type EvaluationDetail = { tool: ToolName; complex?: string; parts: Part[] };
 
-// Details stay off the public object (which goes to JSON, the ledger and the
-// CLI unchanged) but are there for grantFor()/decideApproval() on the same object.
-const details = new WeakMap<Evaluation, EvaluationDetail>();
+// Details ride on the evaluation under a non-enumerable symbol: invisible to
+// JSON, the ledger, spreads and equality checks, but there for grantFor() and
+// decideApproval() on the same object. (A WeakMap side table cost a third of
+// the evaluation time in GC work; see bench/policy.)
+const DETAIL = Symbol('policy.evaluationDetail');
 
 export function detailOf(e: Evaluation): EvaluationDetail | undefined {
-  return details.get(e);
+  return (e as { [DETAIL]?: EvaluationDetail })[DETAIL];
+}
+
+function attach(e: Evaluation, d: EvaluationDetail): Evaluation {
+  Object.defineProperty(e, DETAIL, { value: d, enumerable: false });
+  return e;
 }
 
 export function evaluate(layers: PolicyLayers, command: Command, grants: readonly Grant[] = []): Evaluation {
@@ -65,7 +72,7 @@ function evaluateBash(layers: PolicyLayers, command: Command, grants: readonly G
       }
     }
     const decisive = hits.find((h) => h.rule.decision === decision);
-    parts.push({ subject: command.cmd ?? '', decision, promptPrefix: 0, granted: false });
+    parts.push({ decision, promptPrefix: 0, granted: false });
     const why = decisive
       ? ruleReason(decisive.rule, show(decisive.argv))
       : `complex_command default (${defaultSource(dflt.layer)}): ${decision}`;
@@ -74,7 +81,7 @@ function evaluateBash(layers: PolicyLayers, command: Command, grants: readonly G
   for (const argv of split.commands) {
     const rules = layers.matchArgv(argv);
     for (const r of rules) matched.add(r);
-    parts.push(partFrom(layers, 'bash', show(argv), rules, { argv }, grants));
+    parts.push(partFrom(layers, 'bash', rules, { argv }, grants));
   }
   if (parts.length === 0) {
     const d = layers.defaultFor('bash');
@@ -84,7 +91,7 @@ function evaluateBash(layers: PolicyLayers, command: Command, grants: readonly G
 }
 
 function evaluateFile(layers: PolicyLayers, command: Command, grants: readonly Grant[]): Evaluation {
-  const targets: [string, string | undefined][] = [['path', command.path]];
+  const targets: ['path' | 'dest', string | undefined][] = [['path', command.path]];
   if (command.tool === 'copy') targets.push(['dest', command.dest]);
   const matched = new Set<Rule>();
   const parts: Part[] = [];
@@ -95,7 +102,7 @@ function evaluateFile(layers: PolicyLayers, command: Command, grants: readonly G
     if (!n.ok) return refuse(command.tool, `${n.reason} (${field})`);
     const rules = layers.matchPath(command.tool, n.path);
     for (const r of rules) matched.add(r);
-    parts.push(partFrom(layers, command.tool, `${command.tool} ${field} ${n.path}`, rules, { path: n.path }, []));
+    parts.push(partFrom(layers, command.tool, rules, { path: n.path, field }, []));
   }
   const grant = grants.find((g) => fileGrantCovers(g, command.tool, parts));
   if (grant) for (const p of parts) if (p.decision === 'prompt') p.granted = true;
@@ -105,9 +112,8 @@ function evaluateFile(layers: PolicyLayers, command: Command, grants: readonly G
 function partFrom(
   layers: PolicyLayers,
   tool: ToolName,
-  subject: string,
   rules: Rule[],
-  where: { argv?: string[]; path?: string },
+  where: { argv?: string[]; path?: string; field?: 'path' | 'dest' },
   grants: readonly Grant[],
 ): Part {
   let rule: Rule | undefined;
@@ -117,7 +123,7 @@ function partFrom(
     if (r.decision === 'prompt') promptPrefix = Math.max(promptPrefix, prefixLength(r));
   }
   const decision = rule?.decision ?? layers.defaultFor(tool).decision;
-  const part: Part = { subject, decision, rule, promptPrefix, granted: false, ...where };
+  const part: Part = { decision, rule, promptPrefix, granted: false, ...where };
   if (decision === 'prompt' && where.argv) part.granted = grants.some((g) => bashGrantCovers(g, where.argv!));
   return part;
 }
@@ -141,16 +147,17 @@ function finish(layers: PolicyLayers, detail: EvaluationDetail, matched: Set<Rul
       .map((r) => ({ id: r.id, layer: r.layer, decision: r.decision, justification: r.justification })),
     reason: reason ?? partReason(layers, detail, decisive!, decision),
   };
-  details.set(e, detail);
-  return e;
+  return attach(e, detail);
 }
 
 function partReason(layers: PolicyLayers, detail: EvaluationDetail, p: Part, decision: Decision): string {
-  if (p.granted && p.decision === 'prompt' && decision === 'allow') return `prompt for ${p.subject} satisfied by a session grant`;
-  if (p.rule) return ruleReason(p.rule, p.subject);
+  // Built only for the deciding part: formatting every part is measurable.
+  const subject = p.argv ? show(p.argv) : `${detail.tool} ${p.field ?? 'path'} ${p.path ?? ''}`;
+  if (p.granted && p.decision === 'prompt' && decision === 'allow') return `prompt for ${subject} satisfied by a session grant`;
+  if (p.rule) return ruleReason(p.rule, subject);
   const key: DefaultKey = detail.tool;
   const d = layers.defaultFor(key);
-  return `no rule matched ${p.subject}; ${key} default (${defaultSource(d.layer)}): ${p.decision}`;
+  return `no rule matched ${subject}; ${key} default (${defaultSource(d.layer)}): ${p.decision}`;
 }
 
 function ruleReason(r: Rule, subject: string): string {
@@ -163,8 +170,7 @@ function defaultSource(layer: Layer | 'builtin'): string {
 
 function refuse(tool: ToolName, reason: string): Evaluation {
   const e: Evaluation = { decision: 'forbid', matched_rules: [], reason };
-  details.set(e, { tool, parts: [] });
-  return e;
+  return attach(e, { tool, parts: [] });
 }
 
 function show(argv: readonly string[]): string {

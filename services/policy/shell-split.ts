@@ -29,9 +29,6 @@ type Frame = { words: Word[]; dynamicHead: boolean; opener?: string };
 export function splitScript(script: string): SplitScript {
   const { tokens, complex: lexComplex } = lex(script);
   let complex = lexComplex;
-  const flag = (reason: string): void => {
-    complex ??= reason;
-  };
   const raw: Frame[] = [];
   const stack: Frame[] = [];
   let cur: Frame = { words: [], dynamicHead: false };
@@ -39,13 +36,8 @@ export function splitScript(script: string): SplitScript {
   let lastSep = '';
   let emptySinceSep = true;
 
-  const finish = (): void => {
-    if (cur.words.length > 0) raw.push(cur);
-    cur = { words: [], dynamicHead: false };
-  };
-
   for (const t of tokens) {
-    if (expectTarget && t.kind !== 'word') flag('redirection without a target');
+    if (expectTarget && t.kind !== 'word') complex ??= 'redirection without a target';
     switch (t.kind) {
       case 'word':
         if (expectTarget) expectTarget = false;
@@ -58,10 +50,10 @@ export function splitScript(script: string): SplitScript {
         break;
       case 'sep':
         if (emptySinceSep && !(t.op === '\n' && (lastSep === '' || lastSep === '\n' || lastSep === ';' || lastSep === '&' || CONTINUES_ON_NEXT_LINE.has(lastSep)))) {
-          flag(`empty command before '${t.op === '\n' ? '\\n' : t.op}'`);
+          complex ??= `empty command before '${t.op === '\n' ? '\\n' : t.op}'`;
         }
         expectTarget = false;
-        finish();
+        cur = finish(raw, cur);
         // A newline right after `&&`, `|`, … continues the same list.
         if (!(t.op === '\n' && CONTINUES_ON_NEXT_LINE.has(lastSep) && emptySinceSep)) lastSep = t.op;
         emptySinceSep = true;
@@ -77,27 +69,27 @@ export function splitScript(script: string): SplitScript {
         break;
       }
       case 'close':
-        finish();
+        cur = finish(raw, cur);
         cur = stack.pop() ?? { words: [], dynamicHead: false };
         // After a subshell `( … )` the outer words are done (`f() { …; }` then
         // reads as `f` and `{ …`); after `$( … )` or `<( … )` they go on.
-        if (cur.opener === '(') finish();
+        if (cur.opener === '(') cur = finish(raw, cur);
         emptySinceSep = false;
         break;
     }
   }
-  if (expectTarget) flag('redirection without a target');
-  if (emptySinceSep && CONTINUES_ON_NEXT_LINE.has(lastSep)) flag(`nothing after '${lastSep}'`);
-  finish();
+  if (expectTarget) complex ??= 'redirection without a target';
+  if (emptySinceSep && CONTINUES_ON_NEXT_LINE.has(lastSep)) complex ??= `nothing after '${lastSep}'`;
+  cur = finish(raw, cur);
   for (const f of stack) if (f.words.length > 0) raw.push(f);
 
   if (complex === undefined) {
     for (const f of raw) {
       const head = commandWords(f.words)[0];
       if (head === undefined) continue;
-      if (!head.quoted && RESERVED.has(head.text)) flag(`compound command '${head.text}'`);
-      else if (head.expanded) flag('expansion in the command word');
-      else if (head.brace) flag('braces in the command word');
+      if (!head.quoted && RESERVED.has(head.text)) complex ??= `compound command '${head.text}'`;
+      else if (head.expanded) complex ??= 'expansion in the command word';
+      else if (head.brace) complex ??= 'braces in the command word';
     }
   }
   if (complex === undefined) {
@@ -105,6 +97,12 @@ export function splitScript(script: string): SplitScript {
     return { commands };
   }
   return { commands: readableCommands(raw), complex };
+}
+
+/** Ends a frame: keeps it if it has words, hands back a fresh one. (No closure: see bench/policy.) */
+function finish(raw: Frame[], cur: Frame): Frame {
+  if (cur.words.length > 0) raw.push(cur);
+  return { words: [], dynamicHead: false };
 }
 
 /** Drops leading `NAME=value` words: they set the environment, they are not the command. */
