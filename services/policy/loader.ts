@@ -1,7 +1,7 @@
 // The only module of policy/ that touches the file system: reads a policy
 // directory, validates every YAML file under it (used or not) and hands out
 // the layers for a project. One bad file anywhere fails the whole load.
-import { readdir, readFile, stat } from 'node:fs/promises';
+import { readdir, readFile, realpath, stat } from 'node:fs/promises';
 import { join, relative, sep } from 'node:path';
 import { PolicyLoadError, UnknownProjectError } from './errors.ts';
 import { PolicyLayers } from './layers.ts';
@@ -40,7 +40,8 @@ export async function loadPolicyDir(dir: string): Promise<PolicyStore> {
   const projects = new Map<string, PolicyFile[]>();
   const projectsDir = join(dir, 'projects');
   for (const entry of await readdir(projectsDir, { withFileTypes: true }).catch(() => [])) {
-    if (entry.isDirectory()) projects.set(entry.name, []);
+    const kind = entry.isSymbolicLink() ? await stat(join(projectsDir, entry.name)).catch(() => undefined) : entry;
+    if (kind?.isDirectory()) projects.set(entry.name, []);
   }
   const errors: PolicyLoadError[] = [];
   for (const file of await walk(dir)) {
@@ -62,15 +63,24 @@ export async function loadPolicyDir(dir: string): Promise<PolicyStore> {
   return new PolicyStore(dir, global, projects);
 }
 
-/** Every policy file under `dir`, sorted, so layer order is stable across machines. */
-async function walk(dir: string): Promise<string[]> {
+/**
+ * Every policy file under `dir`, sorted, so layer order is stable across
+ * machines. Symlinks are followed (a Kubernetes ConfigMap mount is all
+ * symlinks; skipping them would silently drop rules), each real directory once.
+ */
+async function walk(dir: string, seen = new Set<string>()): Promise<string[]> {
+  const real = await realpath(dir);
+  if (seen.has(real)) return [];
+  seen.add(real);
   const out: string[] = [];
   const entries = await readdir(dir, { withFileTypes: true });
   entries.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
   for (const e of entries) {
     const full = join(dir, e.name);
-    if (e.isDirectory()) out.push(...(await walk(full)));
-    else if (e.isFile() && POLICY_FILE.test(e.name)) out.push(full);
+    const kind = e.isSymbolicLink() ? await stat(full).catch(() => undefined) : e;
+    if (kind?.isDirectory()) out.push(...(await walk(full, seen)));
+    else if (kind?.isFile() && POLICY_FILE.test(e.name)) out.push(full);
+    else if (!kind && POLICY_FILE.test(e.name)) out.push(full); // dangling link: let the read fail loudly
   }
   return out;
 }

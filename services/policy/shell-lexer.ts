@@ -70,46 +70,36 @@ class Lexer {
       if (c === ' ' || c === '\t') { this.i++; continue; }
       if (c === '\\' && s[this.i + 1] === '\n') { this.i += 2; continue; }
       if (term === '`' && c === '`') { this.i++; return; }
-      if (c === '#') {
-        const nl = s.indexOf('\n', this.i);
-        this.i = nl < 0 ? s.length : nl;
-        continue;
-      }
+      if (c === '#') { const nl = s.indexOf('\n', this.i); this.i = nl < 0 ? s.length : nl; continue; }
       if (c === ')') {
         this.i++;
-        if (depth > 0) { depth--; this.push({ kind: 'close', op: ')' }); continue; }
+        if (depth > 0) { depth--; this.tokens.push({ kind: 'close', op: ')' }); continue; }
         if (term === ')') return;
         this.flag('unbalanced )');
-        this.push({ kind: 'close', op: ')' });
+        this.tokens.push({ kind: 'close', op: ')' });
         continue;
       }
-      if (c === '(') {
-        this.i++;
-        this.flag('subshell ( )');
-        depth++;
-        this.push({ kind: 'open', op: '(' });
-        continue;
-      }
+      if (c === '(') { this.i++; depth++; this.flag('subshell ( )'); this.tokens.push({ kind: 'open', op: '(' }); continue; }
       const op = OPERATOR_START.has(c) ? this.operatorAt() : undefined;
       if (op !== undefined) {
         this.i += op.length;
         if (PROCESS_SUBST.has(op)) {
           this.flag('process substitution <( )');
           depth++;
-          this.push({ kind: 'open', op });
-        } else if (SEPARATORS.has(op) || c === '\n') {
-          this.push({ kind: 'sep', op });
+          this.tokens.push({ kind: 'open', op });
+        } else if (SEPARATORS.has(op)) {
+          this.tokens.push({ kind: 'sep', op });
         } else if (CASE_SEPARATORS.has(op)) {
           this.flag('case clause');
-          this.push({ kind: 'sep', op });
+          this.tokens.push({ kind: 'sep', op });
         } else {
           if (HEREDOCS.has(op)) this.flag('here-document');
-          this.push({ kind: 'redir', op: this.fd + op });
+          this.tokens.push({ kind: 'redir', op: this.fd + op });
         }
         this.fd = '';
         continue;
       }
-      if (c === '\n') { this.i++; this.push({ kind: 'sep', op: '\n' }); continue; }
+      if (c === '\n') { this.i++; this.tokens.push({ kind: 'sep', op: '\n' }); continue; }
       this.word(term);
     }
     if (term === ')') this.flag('unterminated $( )');
@@ -119,10 +109,6 @@ class Lexer {
   private operatorAt(): string | undefined {
     for (const op of OPERATORS) if (this.s.startsWith(op, this.i)) return op;
     return undefined;
-  }
-
-  private push(t: Token): void {
-    this.tokens.push(t);
   }
 
   private word(term: ')' | '`' | null): void {
@@ -187,7 +173,7 @@ class Lexer {
     const w = this.w;
     if (w.text.length > 0 || w.quoted || w.expanded) {
       if (w.lit < 0) w.lit = w.text.length;
-      this.push(w);
+      this.tokens.push(w);
     }
     this.w = newWord();
   }
@@ -286,9 +272,9 @@ class Lexer {
     const outer = this.w;
     this.flushWord();
     this.i++;
-    this.push({ kind: 'open', op: kind });
+    this.tokens.push({ kind: 'open', op: kind });
     this.list(kind === '`' ? '`' : ')');
-    this.push({ kind: 'close', op: kind === '`' ? '`' : ')' });
+    this.tokens.push({ kind: 'close', op: kind === '`' ? '`' : ')' });
     // The word after the substitution stands for its output (even when empty),
     // so argument positions stay where the shell would put them.
     this.w = newWord();

@@ -74,3 +74,21 @@ describe('loadPolicyDir', () => {
     await expect(loadPolicyDir('/nonexistent/policies')).rejects.toThrow(/policy directory not found/);
   });
 });
+
+describe('loadPolicyDir: symlinks', () => {
+  it('follows symlinked files and folders (ConfigMap-style mounts), and reports dangling links', async () => {
+    const { symlink } = await import('node:fs/promises');
+    const real = await policyDir({ 'store/forbid-ls.yaml': 'version: 1\nrules:\n  - {id: no-ls, tool: bash, command: [ls], decision: forbid}\n', 'store/p/x.yaml': OK });
+    const dir = await policyDir({});
+    await mkdir(join(dir, 'global'));
+    await mkdir(join(dir, 'projects'));
+    await symlink(join(real, 'store/forbid-ls.yaml'), join(dir, 'global/link.yaml'));
+    await symlink(join(real, 'store/p'), join(dir, 'projects/linked'));
+    await symlink(dir, join(dir, 'projects/loop')); // a loop must not hang the walk
+    const store = await loadPolicyDir(dir);
+    expect(evaluate(store.layers(), bash('ls')).decision).toBe('forbid');
+    expect(store.projects.get('linked')).toHaveLength(1);
+    await symlink(join(real, 'missing.yaml'), join(dir, 'global/dangling.yaml'));
+    await expect(loadPolicyDir(dir)).rejects.toThrow(/dangling\.yaml/);
+  });
+});
