@@ -1,17 +1,38 @@
 import Docker from 'dockerode';
-import { randomBytes } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
+import { readdirSync, readFileSync } from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
 import type { Command } from '../../../services/protocol/command.ts';
 import { SandboxManager, type Sandbox, type SandboxOptions } from '../../../services/sandbox/index.ts';
 
 export const docker = new Docker();
 export const IMAGE = process.env.THINKFLOW_SANDBOX_IMAGE ?? 'thinkflow/sandbox:latest';
 
-/** Fails loudly (instead of with a confusing 404 mid-test) when the image was never built. */
+const IMAGE_DIR = fileURLToPath(new URL('../../../sandbox-image/', import.meta.url));
+
+/** The inputs hash build.sh puts on the image: sha256sum of Dockerfile + executor files, hashed again. */
+export function expectedInputsHash(): string {
+  const files = ['Dockerfile', ...readdirSync(path.join(IMAGE_DIR, 'executor'), { recursive: true, withFileTypes: true })
+    .filter((d) => d.isFile())
+    .map((d) => path.relative(IMAGE_DIR, path.join(d.parentPath ?? d.path, d.name)))
+    .sort((a, b) => (a < b ? -1 : a > b ? 1 : 0))];
+  const listing = files
+    .map((f) => `${createHash('sha256').update(readFileSync(path.join(IMAGE_DIR, f))).digest('hex')}  ${f}\n`)
+    .join('');
+  return createHash('sha256').update(listing).digest('hex').slice(0, 16);
+}
+
+/** Fails loudly (instead of with a confusing 404 mid-test) when the image was never built or is stale. */
 export async function requireImage(): Promise<void> {
+  let labels: Record<string, string> | undefined;
   try {
-    await docker.getImage(IMAGE).inspect();
+    labels = (await docker.getImage(IMAGE).inspect()).Config.Labels ?? {};
   } catch {
     throw new Error(`sandbox image ${IMAGE} is missing: run \`npm run sandbox:image\` (or .ci/run) before these tests`);
+  }
+  if (!process.env.THINKFLOW_SANDBOX_IMAGE && labels['thinkflow.inputs-hash'] !== expectedInputsHash()) {
+    throw new Error(`sandbox image ${IMAGE} is older than sandbox-image/: run \`npm run sandbox:image\``);
   }
 }
 

@@ -72,6 +72,17 @@ describe('one container per session', () => {
     expect((await sb.execute(cmd({ tool: 'read', path: 'order.txt' }))).stdout).toBe('first\nsecond\n');
   });
 
+  it('two managers attached to one container each get their own answers', async () => {
+    const sid = sessionId();
+    const other = newManager(prefix);
+    const [a, b] = await Promise.all([manager.sandboxFor(sid), other.sandboxFor(sid)]);
+    const results = await Promise.all(
+      Array.from({ length: 10 }, (_, i) => bash(i % 2 ? a : b, `echo ${i}`)),
+    );
+    expect(results.map((r) => r.stdout)).toEqual(Array.from({ length: 10 }, (_, i) => `${i}\n`));
+    await other.close();
+  });
+
   it('remove() deletes the container and the volume', async () => {
     const sid = sessionId();
     await manager.sandboxFor(sid);

@@ -211,6 +211,19 @@ describe('paths stay inside /workspace', () => {
   });
 });
 
+describe('large content', () => {
+  it('writes and reads back 8 MiB through the executor channel intact', async () => {
+    const big = Array.from({ length: 8 * 1024 }, (_, i) => `${String(i).padStart(6, '0')}:${'é'.repeat(508)}\n`).join('');
+    const w = await sb.execute(cmd({ tool: 'write', path: 'large.txt', content: big }));
+    expect(w).toMatchObject({ ok: true, bytes_written: Buffer.byteLength(big) });
+    const f = await sb.readPath('large.txt');
+    expect(f.kind === 'file' && f.bytes.equals(Buffer.from(big))).toBe(true);
+    expect((await bash(sb, 'sha256sum < large.txt')).stdout!.split(' ')[0]).toBe(
+      (await import('node:crypto')).createHash('sha256').update(big).digest('hex'),
+    );
+  });
+});
+
 describe('readPath', () => {
   it('returns file bytes, directory entries and missing', async () => {
     const f = await sb.readPath('r.txt');
