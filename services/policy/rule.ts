@@ -76,12 +76,12 @@ export function prefixLength(r: Rule): number {
 
 /**
  * `**` spans zero or more segments, `*` and `?` stay within one, dotfiles
- * match, case matters. `dir/**` also matches `dir` itself, so `.git/**`
- * protects the `.git` entry too.
+ * match, case matters. picomatch already lets `dir/**` match `dir` itself,
+ * so `.git/**` protects the `.git` entry too (tested in evaluate.test.ts).
  */
 export function compileGlob(glob: string): PathMatcher {
   const re = picomatch.makeRe(glob, { dot: true, nocase: false });
-  const base = glob.endsWith('/**') ? glob.slice(0, -3) : undefined;
-  const baseRe = base !== undefined ? picomatch.makeRe(base, { dot: true, nocase: false }) : undefined;
-  return { glob, test: (p) => re.test(p) || (baseRe !== undefined && baseRe.test(p)) };
+  // The workspace root "." is zero segments: only `**`-only globs (or ".") reach it.
+  const root = glob === '.' || /^\*\*(\/\*\*)*$/.test(glob);
+  return { glob, test: (p) => (p === '.' ? root : re.test(p)) };
 }

@@ -182,6 +182,7 @@ describe('evaluate: file tools, globs and the workspace invariant', () => {
     [file('copy', '.git/HEAD', 'backup/HEAD'), 'forbid', ['protect-git-dir']], // and path
     [file('copy', 'a.txt', 'build/a.txt'), 'prompt', ['build-out']],
     [file('copy', 'a.txt', 'b.txt'), 'allow', []],
+    [file('mkdir', '.'), 'allow', []], // the root: `.git/**` is not it
   ])('%j → %s', (command, decision, ids) => {
     const e = evaluate(layers, command);
     expect(e.decision).toBe(decision);
@@ -198,6 +199,7 @@ describe('evaluate: file tools, globs and the workspace invariant', () => {
   ])('%j is refused with path_outside_workspace before any rule', (command) => {
     // An allow-everything policy must not change a hard invariant.
     const open = layersFrom({ global: ['version: 1\nrules:\n  - {id: all, path: "**", decision: allow}\n'] });
+    expect(evaluate(open, file('touch', '/workspace')).matched_rules.map((r) => r.id)).toEqual(['all']); // `**` reaches the root
     const e = evaluate(open, command);
     expect(e.decision).toBe('forbid');
     expect(e.reason).toContain('path_outside_workspace');
