@@ -66,12 +66,23 @@ async function create(docker: Docker, sessionId: string, o: ResolvedSandboxOptio
     const c = await docker.createContainer(toContainerSpec(sessionId, volume, o));
     return await c.inspect();
   } catch (err) {
-    if (statusOf(err) === 409) return await docker.getContainer(containerName(o.namePrefix, sessionId)).inspect();
+    if (statusOf(err) === 409) return await inspectCreatedElsewhere(docker.getContainer(containerName(o.namePrefix, sessionId)));
     if (statusOf(err) === 404) {
       throw new SandboxImageMissingError(
         `sandbox image ${o.image} is missing: build it with \`npm run sandbox:image\` (sandbox-image/build.sh)`,
       );
     }
     throw err;
+  }
+}
+
+// After a 409 the name is reserved by a concurrent create that may not be
+// inspectable yet; give it a moment instead of failing the session.
+async function inspectCreatedElsewhere(c: Docker.Container): Promise<Docker.ContainerInspectInfo> {
+  for (let attempt = 0; ; attempt++) {
+    const info = await inspectOrNull(c);
+    if (info) return info;
+    if (attempt >= 50) throw new Error(`container ${c.id} was being created elsewhere but never appeared`);
+    await new Promise((r) => setTimeout(r, 20));
   }
 }
