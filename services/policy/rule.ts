@@ -80,7 +80,9 @@ export function prefixLength(r: Rule): number {
  * so `.git/**` protects the `.git` entry too (tested in evaluate.test.ts).
  */
 export function compileGlob(glob: string): PathMatcher {
-  const re = picomatch.makeRe(glob, { dot: true, nocase: false });
+  // nonegate: a leading `!` is a file name here, not "everything but" — that
+  // would turn a narrow forbid into a near-universal one.
+  const re = picomatch.makeRe(glob, { dot: true, nocase: false, nonegate: true });
   // The workspace root "." is zero segments: only `**`-only globs (or ".") reach it.
   const root = glob === '.' || /^\*\*(\/\*\*)*$/.test(glob);
   return { glob, test: (p) => (p === '.' ? root : re.test(p)) };

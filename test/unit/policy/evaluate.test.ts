@@ -207,6 +207,27 @@ describe('evaluate: file tools, globs and the workspace invariant', () => {
   });
 });
 
+describe('evaluate: glob details', () => {
+  it.each<[string, string, boolean]>([
+    ['**/*.md', 'README.md', true], // `**/` = zero segments too
+    ['**/*.md', 'a/b/c.md', true],
+    ['a/*/c', 'a/b/c', true],
+    ['a/*/c', 'a/b/x/c', false],
+    ['?.txt', 'a.txt', true],
+    ['?.txt', 'ab.txt', false],
+    ['*.ts', 'src/a.ts', false],
+    ['!secret', '!secret', true], // a leading ! is literal, not a negation
+    ['!secret', 'src/a.ts', false],
+    ['./docs/**', 'docs/x', true], // globs are normalised like paths
+    ['/workspace/docs/**', 'docs/x', true],
+    ['**', '.', true],
+    ['docs/**', '.', false],
+  ])('%s vs %s → %s', (glob, path, hit) => {
+    const l = layersFrom({ global: [`version: 1\nrules:\n  - {id: g, tool: write, path: ${JSON.stringify(glob)}, decision: forbid}\n`] });
+    expect(evaluate(l, file('write', path)).decision).toBe(hit ? 'forbid' : 'allow');
+  });
+});
+
 describe('evaluate: layers and defaults', () => {
   it.each<[string, string, Decision]>([
     ['allow cannot loosen a global forbid', 'version: 1\nrules:\n  - {id: p, tool: bash, command: [curl], decision: allow}\n', 'forbid'],
