@@ -11,6 +11,7 @@ const subcommands: Record<string, { summary: string; load: () => Promise<Subcomm
     summary: 'policy check ...                          evaluate a command against policy files',
     load: async () => (await import('./commands/policy.ts')).policyMain,
   },
+  serve: { summary: 'serve [--role api|worker|all]              run the API and/or the worker', load: async () => (await import('./commands/serve.ts')).serveMain },
 };
 
 function usage(): string {

@@ -22,6 +22,8 @@ export const EnvSchema = z.object({
   THINKFLOW_WORKER_IDLE_MS: int(10_000),
   /** write contents larger than this are kept in the ledger as digest + size only */
   THINKFLOW_LEDGER_INLINE_BYTES: int(64 * 1024),
+  /** name prefix of session containers and volumes (tests isolate with their own) */
+  THINKFLOW_SANDBOX_PREFIX: z.string().regex(/^[a-z0-9][a-z0-9_.-]{0,40}$/).default('thinkflow-'),
 });
 
 export type Role = 'submitter' | 'operator' | 'admin';
@@ -43,6 +45,7 @@ export type Config = {
   stalledIntervalMs: number;
   workerIdleMs: number;
   ledgerInlineBytes: number;
+  sandboxPrefix: string;
 };
 
 /** `key:role,key:role` → map; throws with the offending pair so a typo never opens the API. */
@@ -83,5 +86,6 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     stalledIntervalMs: e.THINKFLOW_STALLED_INTERVAL_MS,
     workerIdleMs: e.THINKFLOW_WORKER_IDLE_MS,
     ledgerInlineBytes: e.THINKFLOW_LEDGER_INLINE_BYTES,
+    sandboxPrefix: e.THINKFLOW_SANDBOX_PREFIX,
   };
 }

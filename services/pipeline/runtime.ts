@@ -36,7 +36,7 @@ export async function createRuntime(config: Config, overrides: RuntimeOverrides 
   const gate = overrides.gate ?? (await FilePolicyGate.load(config.policyDir));
   const redis = createRedis(config.redisUrl, `thinkflow-${config.role}`);
   const subscriber = createRedis(config.redisUrl, `thinkflow-${config.role}-sub`);
-  const executor = overrides.executor ?? new SandboxExecutor(new SandboxManager());
+  const executor = overrides.executor ?? new SandboxExecutor(new SandboxManager({ namePrefix: config.sandboxPrefix }));
   const metrics = new PipelineMetrics();
   const pipeline = new Pipeline({ redis, subscriber, keys, executor, gate, metrics, inlineBytes: config.ledgerInlineBytes });
   const runWorker = overrides.worker ?? config.role !== 'api';

@@ -25,8 +25,8 @@ export const SessionMeta = z.object({
 export type SessionMeta = z.infer<typeof SessionMeta>;
 
 export function newSessionId(): string {
-  // 120 random bits, URL- and key-safe.
-  return `ses_${randomBytes(15).toString('base64url').replace(/[-_]/g, 'x')}`;
+  // 128 random bits, lower-case hex: URL-, key- and Docker-name-safe as is.
+  return `ses_${randomBytes(16).toString('hex')}`;
 }
 
 export class Sessions {

@@ -53,3 +53,72 @@ export async function cleanupPrefix(prefix: string, url = REDIS_URL): Promise<vo
   const r = createRedis(url, 'tf-test-cleanup');
   try { await deleteByPattern(r, `${prefix}:*`); } finally { r.disconnect(); }
 }
+
+/** A unique Docker name prefix per test file; `removeSandboxes` deletes what it created. */
+export function sandboxPrefix(name: string): string {
+  return `tft-${name}-${Math.random().toString(36).slice(2, 7)}-`;
+}
+
+export async function removeSandboxes(prefix: string): Promise<void> {
+  const { execFileSync } = await import('node:child_process');
+  const ids = (kind: 'ps' | 'volume') =>
+    execFileSync('docker', kind === 'ps' ? ['ps', '-aq', '--filter', `name=^/${prefix}`] : ['volume', 'ls', '-q', '--filter', `name=^${prefix}`])
+      .toString().split('\n').filter(Boolean);
+  const containers = ids('ps');
+  if (containers.length) execFileSync('docker', ['rm', '-f', ...containers], { stdio: 'ignore' });
+  const volumes = ids('volume');
+  if (volumes.length) execFileSync('docker', ['volume', 'rm', '-f', ...volumes], { stdio: 'ignore' });
+}
+
+/** A small HTTP client for the API under test. */
+export function client(base: string, key?: string) {
+  const headers = (extra: Record<string, string> = {}) => ({ ...(key ? { authorization: `Bearer ${key}` } : {}), ...extra });
+  return {
+    get: (path: string) => fetch(`${base}${path}`, { headers: headers() }),
+    del: (path: string) => fetch(`${base}${path}`, { method: 'DELETE', headers: headers() }),
+    json: (path: string, body: unknown) => fetch(`${base}${path}`, {
+      method: 'POST', headers: headers({ 'content-type': 'application/json' }), body: typeof body === 'string' ? body : JSON.stringify(body),
+    }),
+    text: (path: string, body: string) => fetch(`${base}${path}`, {
+      method: 'POST', headers: headers({ 'content-type': 'text/plain' }), body,
+    }),
+  };
+}
+
+/** GET with a raw request target (fetch would normalise `..` away). */
+export async function rawGet(base: string, target: string, key?: string): Promise<{ status: number; body: string }> {
+  const { request } = await import('node:http');
+  const u = new URL(base);
+  return new Promise((resolve, reject) => {
+    const req = request({ agent: false, host: u.hostname, port: u.port, path: target, method: 'GET', headers: key ? { authorization: `Bearer ${key}` } : {} }, (res) => {
+      let body = '';
+      res.on('data', (d: Buffer) => (body += d.toString()));
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
+    });
+    req.on('error', reject);
+    req.end();
+  });
+}
+
+/**
+ * POST that tolerates the server answering (413) before it read the whole body:
+ * the response is what counts, a reset while still sending is expected.
+ */
+export async function rawPost(base: string, path: string, body: string | Buffer, headers: Record<string, string>): Promise<{ status: number; body: string }> {
+  const { request } = await import('node:http');
+  const u = new URL(base);
+  return new Promise((resolve, reject) => {
+    let answered = false;
+    // agent: false = a fresh connection, so no later request reuses one the server is closing.
+    const req = request({ agent: false, host: u.hostname, port: u.port, path, method: 'POST', headers: { ...headers, 'content-length': String(Buffer.byteLength(body)) } }, (res) => {
+      answered = true;
+      let text = '';
+      res.on('data', (d: Buffer) => (text += d.toString()));
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, body: text }));
+      res.on('error', () => resolve({ status: res.statusCode ?? 0, body: text }));
+    });
+    req.on('error', (err) => { if (!answered) reject(err); });
+    req.on('socket', (sock) => sock.on('error', () => {}));
+    req.end(body);
+  });
+}

@@ -1,0 +1,40 @@
+import { Hono } from 'hono';
+import type { Runtime } from '../pipeline/runtime.ts';
+import type { AppEnv } from './env.ts';
+import { AppError, toAppError } from './errors.ts';
+import { auth, requireRole } from './middleware/auth.ts';
+import { httpMetrics } from './middleware/http-metrics.ts';
+import { approvalRoutes } from './routes/approvals.ts';
+import { guardRawFilePaths } from './routes/raw-path.ts';
+import { sessionRoutes } from './routes/sessions.ts';
+import { systemRoutes } from './routes/system.ts';
+
+/**
+ * The REST API of API.md over one runtime. Routes read like a table; every
+ * error leaves through `onError` in the one shape.
+ * @example serve({ fetch: createApp(runtime).fetch, port: 8080 })
+ */
+export function createApp(rt: Runtime): Hono<AppEnv> {
+  const { maxJsonBytes, maxCommandsBytes, apiKeys } = rt.config;
+  const app = new Hono<AppEnv>();
+
+  app.use('*', httpMetrics({ counter: rt.metrics.httpRequests }));
+  app.use('*', auth({ keys: apiKeys }));
+  app.use('*', guardRawFilePaths());
+
+  app.route('/', systemRoutes(rt));
+  app.route('/v1/sessions', sessionRoutes({ pipeline: rt.pipeline, maxJsonBytes, maxCommandsBytes }));
+  app.use('/v1/approvals', requireRole('operator', 'admin'));
+  app.use('/v1/approvals/*', requireRole('operator', 'admin'));
+  app.route('/v1/approvals', approvalRoutes({ pipeline: rt.pipeline, maxJsonBytes }));
+
+  app.notFound((c) => c.json(new AppError(404, 'not_found', 'no such route').toBody(), 404));
+  app.onError((err, c) => {
+    const known = toAppError(err);
+    // After a 413 the unread body makes the connection unusable: tell the client not to reuse it.
+    if (known) return c.json(known.toBody(), known.status, known.status === 413 ? { connection: 'close' } : {});
+    process.stderr.write(`thinkflow api: ${c.req.method} ${c.req.path}: ${(err as Error).stack ?? String(err)}\n`);
+    return c.json({ error: { code: 'internal', message: 'internal error', details: null } }, 500);
+  });
+  return app;
+}

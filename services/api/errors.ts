@@ -1,0 +1,41 @@
+import type { ContentfulStatusCode } from 'hono/utils/http-status';
+import { PipelineError } from '../pipeline/errors.ts';
+
+// One error type that knows its HTTP answer. `app.onError` renders every
+// AppError as {"error":{"code","message","details"}}; anything else is logged
+// and answered as a bare 500 so internals never leak.
+
+export type AppErrorCode =
+  | 'invalid_json' | 'invalid_body' | 'invalid_query' | 'unsupported_media_type' | 'payload_too_large'
+  | 'unauthorized' | 'forbidden' | 'not_found' | 'session_not_found' | 'session_deleted'
+  | 'approval_not_found' | 'approval_closed' | 'path_outside_workspace' | 'invalid_path'
+  | 'invalid_policy' | 'invalid_files' | 'seed_failed' | 'duplicate_id' | 'not_ready' | 'internal';
+
+export class AppError extends Error {
+  readonly code: AppErrorCode;
+  readonly status: ContentfulStatusCode;
+  readonly details: unknown;
+
+  constructor(status: ContentfulStatusCode, code: AppErrorCode, message: string, opts: { details?: unknown; cause?: unknown } = {}) {
+    super(message, opts.cause === undefined ? undefined : { cause: opts.cause });
+    this.name = 'AppError';
+    this.status = status;
+    this.code = code;
+    this.details = opts.details ?? null;
+  }
+
+  toBody(): { error: { code: AppErrorCode; message: string; details: unknown } } {
+    return { error: { code: this.code, message: this.message, details: this.details } };
+  }
+}
+
+const PIPELINE_STATUS: Record<PipelineError['code'], ContentfulStatusCode> = {
+  session_not_found: 404, session_deleted: 410, duplicate_id: 409, invalid_policy: 400, invalid_files: 400,
+};
+
+/** The one boundary where pipeline errors become HTTP errors. */
+export function toAppError(err: unknown): AppError | null {
+  if (err instanceof AppError) return err;
+  if (err instanceof PipelineError) return new AppError(PIPELINE_STATUS[err.code], err.code, err.message, { details: err.details ?? null });
+  return null;
+}

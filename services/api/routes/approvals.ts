@@ -1,0 +1,43 @@
+import { Hono } from 'hono';
+import type { Pipeline } from '../../pipeline/pipeline.ts';
+import type { AppEnv } from '../env.ts';
+import { AppError } from '../errors.ts';
+import { maxBody } from '../middleware/limits.ts';
+import { AnswerApprovalBody, ApprovalsQuery } from '../schemas.ts';
+import { parseWith, readJson } from '../validate.ts';
+
+export type ApprovalRoutesDeps = { pipeline: Pipeline; maxJsonBytes: number };
+
+/** Operator routes (the caller mounts them behind requireRole('operator', 'admin')). */
+export function approvalRoutes({ pipeline: p, maxJsonBytes }: ApprovalRoutesDeps): Hono<AppEnv> {
+  const app = new Hono<AppEnv>();
+
+  app.get('/', async (c) => {
+    parseWith(ApprovalsQuery, c.req.query(), 'invalid_query');
+    const pending = await p.approvals.listPending();
+    return c.json({
+      approvals: pending.map((a) => ({
+        token: a.token, session_id: a.session_id, job_id: a.job_id, command_id: a.command_id, tool: a.tool,
+        target: a.target, matched_rules: a.matched_rules, justification: a.justification,
+        created_at: a.created_at, expires_at: a.expires_at,
+      })),
+    });
+  });
+
+  app.post('/:token', maxBody(maxJsonBytes), async (c) => {
+    const token = c.req.param('token');
+    const body = await readJson(c, AnswerApprovalBody);
+    const outcome = await p.approvals.answer(token, body.decision, body.reason ?? null, c.var.principal.id);
+    if (outcome === 'unknown') throw new AppError(404, 'approval_not_found', 'no such approval token');
+    if (outcome !== 'ok') {
+      const state = await p.approvals.get(token);
+      throw new AppError(409, 'approval_closed', outcome === 'expired' ? 'approval expired' : 'approval already answered', {
+        details: { status: state?.status ?? outcome, decided_by: state?.decided_by ?? null },
+      });
+    }
+    const state = await p.approvals.get(token);
+    return c.json({ approval: state });
+  });
+
+  return app;
+}

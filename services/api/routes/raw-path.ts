@@ -1,0 +1,44 @@
+import type { Context, MiddlewareHandler, Next } from 'hono';
+import { normalizeWorkspacePath } from '../../policy/index.ts';
+import type { AppEnv } from '../env.ts';
+import { AppError } from '../errors.ts';
+
+// Request URLs are normalised (`..` segments resolved) before routing, so
+// `/files/../../etc/passwd` would silently become another route. The files
+// API must answer 403 for such paths, so it judges the *raw* request target
+// that Node received, encoded or not.
+
+const FILES = /^\/v1\/sessions\/[^/?#]+\/files(?:\/([^?#]*))?/;
+
+function rawTarget(c: Context): string {
+  const env = c.env as { incoming?: { url?: string } } | undefined;
+  return env?.incoming?.url ?? new URL(c.req.url).pathname;
+}
+
+function decode(s: string): string {
+  try {
+    return decodeURIComponent(s);
+  } catch {
+    throw new AppError(400, 'invalid_path', 'path has a malformed percent-encoding');
+  }
+}
+
+/** The workspace path of a files request, decoded, from the raw target. */
+export function filePathOf(c: Context): string {
+  const m = FILES.exec(rawTarget(c));
+  return m ? decode(m[1] ?? '') : '';
+}
+
+/** Runs before routing: a raw files path that escapes the workspace is a 403, whatever route it would normalise to. */
+export function guardRawFilePaths(): MiddlewareHandler<AppEnv> {
+  return async function guardRawFilePaths(c: Context<AppEnv>, next: Next) {
+    const m = FILES.exec(rawTarget(c));
+    if (m && c.req.method === 'GET') {
+      const path = decode(m[1] ?? '');
+      if (path !== '' && !normalizeWorkspacePath(path).ok) {
+        throw new AppError(403, 'path_outside_workspace', 'path is outside the workspace', { details: { path } });
+      }
+    }
+    return next();
+  };
+}

@@ -1,0 +1,56 @@
+import { serve, type ServerType } from '@hono/node-server';
+import type { AddressInfo } from 'node:net';
+import type { Config } from '../config/env.ts';
+import { createRuntime, type Runtime, type RuntimeOverrides } from '../pipeline/runtime.ts';
+import { createApp } from './app.ts';
+
+// Starts what THINKFLOW_ROLE asks for: the HTTP API (`api`), the worker pool
+// (`worker`), or both (`all`). Used by `thinkflow serve` and by the tests.
+
+export type ServiceHandle = {
+  runtime: Runtime;
+  /** base URL of the API, null for a worker-only process */
+  url: string | null;
+  close(): Promise<void>;
+};
+
+const LOOPBACK_HOSTS = new Set(['127.0.0.1', '::1', 'localhost']);
+
+export async function startService(config: Config, overrides: RuntimeOverrides = {}, log: (line: string) => void = (l) => process.stderr.write(`${l}\n`)): Promise<ServiceHandle> {
+  const runtime = await createRuntime(config, overrides);
+  let server: ServerType | null = null;
+  let url: string | null = null;
+  if (config.role !== 'worker') {
+    if (!config.apiKeys) {
+      log('!!! WARNING: THINKFLOW_API_KEYS is unset: DEV MODE. Every loopback caller is admin; other clients are refused. !!!');
+      if (!LOOPBACK_HOSTS.has(config.host)) log(`!!! WARNING: dev mode while listening on ${config.host}: set THINKFLOW_API_KEYS before exposing this port. !!!`);
+    }
+    const app = createApp(runtime);
+    server = await new Promise<ServerType>((resolve) => {
+      const s = serve({ fetch: app.fetch, port: config.port, hostname: config.host }, () => resolve(s));
+    });
+    const addr = server.address() as AddressInfo;
+    url = `http://${addr.family === 'IPv6' ? `[${addr.address}]` : addr.address}:${addr.port}`;
+    log(`thinkflow api listening on ${url} (role ${config.role})`);
+  }
+  if (runtime.pool) log(`thinkflow worker running (prefix ${config.redisPrefix})`);
+  let closing: Promise<void> | null = null;
+  return {
+    runtime,
+    url,
+    close() {
+      // HTTP first (no new work), then workers, queues, sandboxes, Redis (runtime.close).
+      closing ??= (async () => {
+        if (server) {
+          const s = server;
+          await new Promise<void>((resolve) => {
+            s.close(() => resolve());
+            (s as unknown as { closeAllConnections?: () => void }).closeAllConnections?.();
+          });
+        }
+        await runtime.close();
+      })();
+      return closing;
+    },
+  };
+}
