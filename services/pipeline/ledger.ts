@@ -68,7 +68,7 @@ export class Ledger {
       k.ledgerCounter(sid), k.ledgerIds(sid), k.open(sid), k.turnState(sid, args.turn), k.turnCommands(sid, args.turn),
       k.eventSeq(sid), k.events(sid), k.busy(),
       k.recordPrefix(sid), `${args.turn}:${args.command.id}`, args.status, final ? '1' : '0',
-      FAILURE_STATUSES.has(args.status) ? '1' : '0', args.status === 'queued' ? '1' : '0',
+      FAILURE_STATUSES.has(args.status) ? '1' : '0', args.status === 'skipped' ? '0' : '1',
       JSON.stringify(args.command), JSON.stringify(base), result ? JSON.stringify(result) : '', finishedAt ?? '',
       k.eventChannel(sid), this.#streamMax, sid, now.getTime(), type,
       eventJson(type, { session_id: sid, job_id: args.jobId ?? null, at: now.toISOString(), record: { index: -1, ...record } as unknown as LedgerRecord }),

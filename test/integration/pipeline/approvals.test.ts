@@ -1,0 +1,133 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startService, type ServiceHandle } from '../../../services/api/server.ts';
+import { principalId } from '../../../services/api/middleware/auth.ts';
+import { client, cleanupPrefix, removeSandboxes, sandboxPrefix, testConfig, testPrefix } from './helpers.ts';
+
+// Approvals of POLICY.md §5 through the REST API, real Redis and Docker.
+// The policy of helpers.ts: bash `rm` prompts, `curl` is forbidden, bash otherwise allowed.
+const prefix = testPrefix('appr');
+const boxes = sandboxPrefix('appr');
+let svc: ServiceHandle;
+let sub: ReturnType<typeof client>;
+let op: ReturnType<typeof client>;
+
+type Result = { id: string; status: string; error?: string; stdout?: string };
+type Pending = { token: string; session_id: string; command_id: string; tool: string; target: string; matched_rules: { id: string }[]; justification: string; created_at: string; expires_at: string; job_id: null };
+
+beforeAll(async () => {
+  svc = await startService(testConfig(prefix, {
+    PORT: '0', THINKFLOW_API_KEYS: 'k-sub:submitter,k-op:operator', THINKFLOW_SANDBOX_PREFIX: boxes, THINKFLOW_APPROVAL_TTL_S: '4',
+  }), {}, () => {});
+  sub = client(svc.url!, 'k-sub');
+  op = client(svc.url!, 'k-op');
+});
+afterAll(async () => {
+  await svc?.close();
+  await cleanupPrefix(prefix);
+  await removeSandboxes(boxes);
+});
+
+async function session(approval: 'never' | 'on-request' = 'on-request'): Promise<string> {
+  const res = await sub.json('/v1/sessions', { approval });
+  return ((await res.json()) as { session_id: string }).session_id;
+}
+
+/** Starts a turn without waiting for it (it blocks until approvals are answered). */
+function turn(sid: string, body: string): Promise<{ results: Result[] }> {
+  return sub.text(`/v1/sessions/${sid}/commands`, body).then((r) => r.json() as Promise<{ results: Result[] }>);
+}
+
+async function pendingFor(sid: string, timeoutMs = 10_000): Promise<Pending> {
+  const end = Date.now() + timeoutMs;
+  while (Date.now() < end) {
+    const list = ((await (await op.get('/v1/approvals?status=pending')).json()) as { approvals: Pending[] }).approvals;
+    const hit = list.find((a) => a.session_id === sid);
+    if (hit) return hit;
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  throw new Error(`no pending approval for ${sid}`);
+}
+
+const answer = (token: string, decision: string, reason?: string) => op.json(`/v1/approvals/${token}`, reason ? { decision, reason } : { decision });
+
+describe('approvals (real Redis and Docker)', () => {
+  it('approve: the queue waits at the command, later commands stay queued in order, then all run', async () => {
+    const sid = await session();
+    const running = turn(sid, '<tf-write id="1" path="x">x</tf-write>\n<tf-bash id="2" cmd="rm -f x" />\n<tf-bash id="3" cmd="ls" />');
+    const p = await pendingFor(sid);
+    expect(p).toMatchObject({ command_id: '2', tool: 'bash', target: 'rm -f x', job_id: null, matched_rules: [{ id: 'rm-asks' }] });
+    expect(p.justification).toContain('deleting needs a human');
+    expect(Date.parse(p.expires_at) - Date.parse(p.created_at)).toBe(4000);
+    expect(p.token).toMatch(/^[A-Za-z0-9_-]{43}$/); // 256 bits, base64url
+    const ledger = ((await (await sub.get(`/v1/sessions/${sid}/ledger`)).json()) as { entries: { status: string }[] }).entries;
+    expect(ledger.map((e) => e.status)).toEqual(['succeeded', 'awaiting_approval', 'queued']);
+    expect((await answer(p.token, 'approve')).status).toBe(200);
+    const { results } = await running;
+    expect(results.map((r) => r.status)).toEqual(['succeeded', 'succeeded', 'succeeded']);
+    expect(results[2]!.stdout).toBe('');
+    const rec = ((await (await sub.get(`/v1/sessions/${sid}/ledger`)).json()) as { entries: { approval: unknown }[] }).entries[1]!;
+    expect(rec.approval).toMatchObject({ token: p.token, decision: 'approve', decided_by: principalId('k-op') });
+    // Answering twice changes nothing: 409.
+    const again = await answer(p.token, 'reject');
+    expect(again.status).toBe(409);
+    expect(((await again.json()) as { error: { code: string } }).error.code).toBe('approval_closed');
+    expect((await answer('A'.repeat(43), 'approve')).status).toBe(404);
+  });
+
+  it('approve_for_session grants the prefix: the next rm runs without asking', async () => {
+    const sid = await session();
+    const first = turn(sid, '<tf-bash id="1" cmd="rm -f a" />');
+    const p = await pendingFor(sid);
+    expect((await answer(p.token, 'approve_for_session')).status).toBe(200);
+    expect((await first).results[0]!.status).toBe('succeeded');
+    const second = await turn(sid, '<tf-bash id="1" cmd="rm -rf b" />');
+    expect(second.results[0]!.status).toBe('succeeded');
+    const ledger = ((await (await sub.get(`/v1/sessions/${sid}/ledger`)).json()) as { entries: { approval: unknown; status: string }[] }).entries;
+    expect(ledger[1]).toMatchObject({ approval: null, status: 'succeeded' });
+    // Another session does not inherit the grant.
+    const other = await session();
+    const asks = turn(other, '<tf-bash id="1" cmd="rm -f c" />');
+    const q = await pendingFor(other);
+    await answer(q.token, 'reject');
+    expect((await asks).results[0]!.status).toBe('rejected');
+  });
+
+  it('reject fails the command with the reason and skips the rest of the turn', async () => {
+    const sid = await session();
+    const running = turn(sid, '<tf-bash id="1" cmd="rm -f x" />\n<tf-touch id="2" path="after" />');
+    const p = await pendingFor(sid);
+    expect((await answer(p.token, 'reject', 'not on a Friday')).status).toBe(200);
+    const { results } = await running;
+    expect(results).toMatchObject([{ status: 'rejected', error: 'not on a Friday' }, { status: 'skipped' }]);
+    expect((await sub.get(`/v1/sessions/${sid}/files/after`)).status).toBe(404);
+  });
+
+  it('no answer before expires_at = reject with "approval timed out"; a late answer is 409', async () => {
+    const sid = await session();
+    const t0 = Date.now();
+    const running = turn(sid, '<tf-bash id="1" cmd="rm -f x" />');
+    const p = await pendingFor(sid);
+    const { results } = await running;
+    expect(Date.now() - t0).toBeGreaterThanOrEqual(3500);
+    expect(results[0]).toMatchObject({ status: 'rejected', error: 'approval timed out' });
+    const late = await answer(p.token, 'approve');
+    expect(late.status).toBe(409);
+    const rec = ((await (await sub.get(`/v1/sessions/${sid}/ledger`)).json()) as { entries: { approval: unknown }[] }).entries[0]!;
+    expect(rec.approval).toMatchObject({ token: p.token, decision: 'expired', decided_by: 'system' });
+    const list = ((await (await op.get('/v1/approvals')).json()) as { approvals: Pending[] }).approvals;
+    expect(list.find((a) => a.token === p.token)).toBeUndefined();
+  });
+
+  it('never mode refuses a prompt at once with the exact reason, and creates no approval', async () => {
+    const sid = await session('never');
+    const t0 = Date.now();
+    const { results } = await turn(sid, '<tf-bash id="1" cmd="rm -f x" />\n<tf-bash id="2" cmd="curl http://example.com" />');
+    expect(Date.now() - t0).toBeLessThan(2000);
+    expect(results).toMatchObject([
+      { status: 'forbidden', error: 'approval required by policy, but approval mode is never' },
+      { status: 'skipped' },
+    ]);
+    const list = ((await (await op.get('/v1/approvals')).json()) as { approvals: Pending[] }).approvals;
+    expect(list.filter((a) => a.session_id === sid)).toEqual([]);
+  });
+});
