@@ -59,14 +59,16 @@ function evaluateBash(layers: PolicyLayers, command: Command, grants: readonly G
   const matched = new Set<Rule>();
   const parts: Part[] = [];
   if (split.complex !== undefined) {
-    // Complex: rules can only restrict. Start from the complex_command default.
+    // Complex: rules can only restrict. Start from the complex_command default;
+    // allow rules that match a readable command are listed (every matching
+    // rule is) but cannot lower the decision.
     const dflt = layers.defaultFor('complex_command');
     let decision = dflt.decision;
     const hits: { rule: Rule; argv: string[] }[] = [];
     for (const argv of split.commands) {
       for (const r of layers.matchArgv(argv)) {
-        if (r.decision === 'allow') continue;
         matched.add(r);
+        if (r.decision === 'allow') continue;
         hits.push({ rule: r, argv });
         decision = stricter(decision, r.decision);
       }

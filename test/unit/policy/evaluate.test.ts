@@ -123,22 +123,25 @@ describe('evaluate: scripts split into simple commands, strictest wins', () => {
 });
 
 describe('evaluate: complex scripts are never allowed by a rule', () => {
+  // matched_rules lists allow rules that match a readable command too (every
+  // matching rule is listed), but only forbid/prompt rules move the decision.
   it.each<[string, Decision, string[]]>([
-    ['echo $(whoami)', 'prompt', []],
-    ['echo `ls`', 'prompt', []],
-    ['(ls)', 'prompt', []],
-    ['{ ls; }', 'prompt', []],
-    ['if true; then ls; fi', 'prompt', []],
-    ['for f in a b; do cat $f; done', 'prompt', []],
-    ['! ls', 'prompt', []],
-    ['diff <(ls) <(ls)', 'prompt', []],
-    ['cat <<EOF\nhi\nEOF', 'prompt', []],
+    ['echo $(whoami)', 'prompt', ['ls']],
+    ['echo `ls`', 'prompt', ['ls']],
+    ['(ls)', 'prompt', ['ls']],
+    ['{ ls; }', 'prompt', ['ls']],
+    ['if true; then ls; fi', 'prompt', ['ls']],
+    ['for f in a b; do cat $f; done', 'prompt', ['ls']],
+    ['! ls', 'prompt', ['ls']],
+    ['diff <(ls) <(ls)', 'prompt', ['ls']],
+    ['cat <<EOF\nhi\nEOF', 'prompt', ['ls']],
     ['$SHELL -c ls', 'prompt', []],
+    ['x=$(whoami)', 'prompt', []],
     // forbid/prompt rules matching any readable simple command still count
-    ['echo $(curl x)', 'forbid', ['no-network']],
-    ['(cd /; rm -rf /)', 'forbid', ['rm-root']],
+    ['echo $(curl x)', 'forbid', ['ls', 'no-network']],
+    ['(cd /; rm -rf /)', 'forbid', ['rm-root', 'rm']],
     ['if true; then curl x; fi', 'forbid', ['no-network']],
-    ['ls $(npm install y)', 'prompt', ['npm-install']],
+    ['ls $(npm install y)', 'prompt', ['ls', 'npm-install']],
     ['for f in *; do terraform apply; done', 'prompt', ['terraform']],
   ])('%j → %s', (cmd, decision, ids) => {
     const e = evaluate(layers, bash(cmd));
