@@ -59,7 +59,7 @@ function parseYaml(name: string, text: string): unknown {
 }
 
 function idOf(raw: unknown): string | undefined {
-  if (raw && typeof raw === 'object' && 'id' in raw && typeof raw.id === 'string') return raw.id;
+  if (raw && typeof raw === 'object' && 'id' in raw && (typeof raw.id === 'string' || typeof raw.id === 'number')) return String(raw.id);
   return undefined;
 }
 

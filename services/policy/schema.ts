@@ -8,7 +8,10 @@ export const DEFAULT_KEYS = [...TOOL_NAMES, 'complex_command'] as const;
 export type DefaultKey = (typeof DEFAULT_KEYS)[number];
 
 const DecisionSchema = z.enum(DECISIONS);
-const Token = z.union([z.string().min(1), z.array(z.string().min(1)).min(1)], {
+// YAML reads `[chmod, 755]` as a number; a token is text, so take it as such
+// rather than fail a file over unquoted digits.
+const Word = z.union([z.string().min(1), z.number().transform(String)]);
+const Token = z.union([Word, z.array(Word).min(1)], {
   error: 'expected a token (string) or a non-empty list of alternatives',
 });
 const CommandPatternSchema = z.array(Token).min(1);
@@ -17,7 +20,7 @@ const Glob = z.string().min(1);
 const Example = z.union([z.string(), z.array(z.string()).min(1)]);
 
 export const RuleSchema = z.strictObject({
-  id: z.string().min(1),
+  id: Word,
   tool: z
     .union([ToolName, z.array(ToolName).min(1)], { error: `expected one of ${TOOL_NAMES.join(', ')} or a list of them` })
     .optional(),

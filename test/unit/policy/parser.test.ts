@@ -65,6 +65,11 @@ rules:
     expect(parsePolicyDocument('job policy', { rules: [] }, 'session').rules).toEqual([]);
   });
 
+  it('takes unquoted YAML numbers in command tokens and ids as text', () => {
+    const f = parsePolicyDocument('p.yaml', 'version: 1\nrules:\n  - {id: 7, tool: bash, command: [chmod, 755], decision: prompt, examples: {match: ["chmod 755 x"], not_match: ["chmod 644 x"]}}\n', 'global');
+    expect(f.rules[0]!.id).toBe('7');
+  });
+
   it('infers bash from command and every file tool from path when tool is left out', () => {
     const f = parsePolicyDocument('p.yaml', 'rules:\n  - {id: a, command: [ls], decision: allow}\n  - {id: b, path: "x/**", decision: forbid}\n', 'global');
     expect([...f.rules[0]!.tools]).toEqual(['bash']);
