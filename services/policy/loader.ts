@@ -16,6 +16,10 @@ export class PolicyStore {
     readonly projects: ReadonlyMap<string, readonly PolicyFile[]>,
   ) {}
 
+  // Indexed layers are reused: callers ask once per command, and a session's
+  // own files are the same array each time (keyed weakly, so they can go).
+  private readonly cache = new Map<string, { plain?: PolicyLayers; bySession: WeakMap<readonly PolicyFile[], PolicyLayers> }>();
+
   /** @throws UnknownProjectError when `project` has no folder under `projects/`. */
   layers(project?: string, session: readonly PolicyFile[] = []): PolicyLayers {
     let projectFiles: readonly PolicyFile[] = [];
@@ -24,7 +28,13 @@ export class PolicyStore {
       if (!files) throw new UnknownProjectError(project, [...this.projects.keys()].sort());
       projectFiles = files;
     }
-    return new PolicyLayers(this.global, projectFiles, session);
+    const key = project === undefined ? '' : `/${project}`;
+    let slot = this.cache.get(key);
+    if (!slot) this.cache.set(key, (slot = { bySession: new WeakMap() }));
+    if (session.length === 0) return (slot.plain ??= new PolicyLayers(this.global, projectFiles, []));
+    let layers = slot.bySession.get(session);
+    if (!layers) slot.bySession.set(session, (layers = new PolicyLayers(this.global, projectFiles, session)));
+    return layers;
   }
 }
 

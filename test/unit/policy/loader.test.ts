@@ -2,7 +2,7 @@ import { mkdtemp, mkdir, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { evaluate, loadPolicyDir, PolicyLoadError, UnknownProjectError } from '../../../services/policy/index.ts';
+import { evaluate, loadPolicyDir, parsePolicyDocument, PolicyLoadError, UnknownProjectError } from '../../../services/policy/index.ts';
 import { bash } from './helpers.ts';
 
 const dirs: string[] = [];
@@ -36,6 +36,17 @@ describe('loadPolicyDir', () => {
     const e = evaluate(store.layers('web'), bash('ls'));
     expect(e.decision).toBe('prompt');
     expect(e.matched_rules.map((r) => `${r.layer}:${r.id}`)).toEqual(['global:ls', 'project:no-ls']);
+  });
+
+  it('reuses indexed layers for the same project and session files', async () => {
+    const store = await loadPolicyDir(await policyDir({ 'global/a.yaml': OK, 'projects/web/p.yaml': OK }));
+    const session = [parsePolicyDocument('s', { rules: [{ id: 'no-ls', tool: 'bash', command: ['ls'], decision: 'forbid' }] }, 'session')];
+    expect(store.layers('web')).toBe(store.layers('web'));
+    expect(store.layers()).not.toBe(store.layers('web'));
+    expect(store.layers('web', session)).toBe(store.layers('web', session));
+    expect(store.layers('web', session)).not.toBe(store.layers('web'));
+    expect(evaluate(store.layers('web', session), bash('ls')).decision).toBe('forbid');
+    expect(evaluate(store.layers('web'), bash('ls')).decision).toBe('allow');
   });
 
   it('an unknown project is an error', async () => {
