@@ -56,12 +56,15 @@ async function handle(req) {
   const limits = { ...DEFAULT_LIMITS, ...(req.limits || {}) };
   switch (req.op) {
     case 'ping':
-      return send({ rid, result: { pong: true, pid: process.pid, startedAt, lastActivity } });
+      // A command still running counts as activity now: the reaper must not take it for idle.
+      return send({ rid, result: { pong: true, pid: process.pid, startedAt, lastActivity: running.size > 0 ? Date.now() : lastActivity } });
     case 'cancel':
       running.get(req.target)?.abort();
       return send({ rid, result: { cancelled: running.has(req.target) } });
     case 'readPath':
-      return send({ rid, result: await serial(() => readPath(req.path, limits)) });
+      // Read-only, so it does not queue behind a long command (the dashboard's view).
+      lastActivity = Date.now();
+      return send({ rid, result: await readPath(req.path, limits) });
     case 'exec': {
       const ac = new AbortController();
       running.set(rid, ac);

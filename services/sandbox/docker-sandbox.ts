@@ -15,9 +15,10 @@ export class DockerSandbox implements Sandbox {
   readonly sessionId: string;
   readonly #connect: () => Promise<ExecutorClient>;
   readonly #opts: ResolvedSandboxOptions;
-  readonly #touch: () => void;
+  /** Marks use: +1 when a command starts, -1 when it ends, 0 for a plain touch. */
+  readonly #touch: (delta: number) => void;
 
-  constructor(sessionId: string, connect: () => Promise<ExecutorClient>, opts: ResolvedSandboxOptions, touch: () => void) {
+  constructor(sessionId: string, connect: () => Promise<ExecutorClient>, opts: ResolvedSandboxOptions, touch: (delta: number) => void) {
     this.sessionId = sessionId;
     this.#connect = connect;
     this.#opts = opts;
@@ -35,7 +36,20 @@ export class DockerSandbox implements Sandbox {
     });
     const fail = (error_code: string, error: string) => done({ ok: false, tool: command.tool, error_code, error });
     if (opts.signal?.aborted) return fail('aborted', 'cancelled before it started');
-    this.#touch();
+    this.#touch(+1);
+    try {
+      return await this.#run(command, opts.signal, done, fail);
+    } finally {
+      this.#touch(-1);
+    }
+  }
+
+  async #run(
+    command: Command,
+    signal: AbortSignal | undefined,
+    done: (r: ExecutorResult) => ExecutionResult,
+    fail: (code: string, error: string) => ExecutionResult,
+  ): Promise<ExecutionResult> {
     let client: ExecutorClient;
     try {
       client = await this.#connect();
@@ -51,20 +65,19 @@ export class DockerSandbox implements Sandbox {
     const hostTimeout = (command.tool === 'bash' ? bashTimeoutMs : 0) + this.#opts.requestTimeoutMs;
     const rid = client.nextRid();
     const onAbort = () => client.cancel(rid);
-    opts.signal?.addEventListener('abort', onAbort, { once: true });
+    signal?.addEventListener('abort', onAbort, { once: true });
     try {
       return done(await client.request<ExecutorResult>('exec', { command, limits }, hostTimeout));
     } catch (err) {
       const code = (err as { code?: string }).code ?? 'sandbox_unavailable';
       return fail(code, errorMessage(err));
     } finally {
-      opts.signal?.removeEventListener('abort', onAbort);
-      this.#touch();
+      signal?.removeEventListener('abort', onAbort);
     }
   }
 
   async readPath(path: string): Promise<ReadPathResult> {
-    this.#touch();
+    this.#touch(0);
     const client = await this.#connect();
     const limits = { readPathCapBytes: this.#opts.readPathCapBytes };
     const r = await client.request<WireReadPath>('readPath', { path, limits }, this.#opts.requestTimeoutMs);

@@ -7,7 +7,7 @@ import { resolveSandboxOptions, type ResolvedSandboxOptions, type SandboxOptions
 import { attachExecutor, connectSession, inspectOrNull } from './session-container.ts';
 import type { Sandbox } from './types.ts';
 
-type Entry = { sandbox: DockerSandbox; client?: ExecutorClient; connecting?: Promise<ExecutorClient>; lastUsed: number };
+type Entry = { sandbox: DockerSandbox; client?: ExecutorClient; connecting?: Promise<ExecutorClient>; lastUsed: number; inflight: number };
 export type ManagerStatus = 'idle' | 'starting' | 'ready' | 'closing' | 'closed';
 
 const PROBE_TIMEOUT_MS = 2_000;
@@ -92,7 +92,10 @@ export class SandboxManager {
       idleTtlMs: opts.idleTtlMs ?? this.options.idleTtlMs,
       namePrefix: this.options.namePrefix,
       liveSessions: opts.liveSessions,
-      lastUsed: (s) => this.#entries.get(s)?.lastUsed,
+      lastUsed: (s) => {
+        const e = this.#entries.get(s);
+        return e && e.inflight > 0 ? Date.now() : e?.lastUsed;
+      },
       probe: (id) => this.#probe(id),
       forget: (s) => this.#detach(s),
     });
@@ -126,12 +129,14 @@ export class SandboxManager {
   #entry(sessionId: string): Entry {
     let entry = this.#entries.get(sessionId);
     if (!entry) {
-      const e: Entry = { lastUsed: Date.now() } as Entry;
+      const e: Entry = { lastUsed: Date.now(), inflight: 0 } as Entry;
       // Looked up again on every use: a Sandbox held across a remove() or a
       // reap gets a fresh container instead of a dead handle.
       const connect = () => this.#connect(sessionId, this.#entry(sessionId));
-      e.sandbox = new DockerSandbox(sessionId, connect, this.options, () => {
-        (this.#entries.get(sessionId) ?? e).lastUsed = Date.now();
+      e.sandbox = new DockerSandbox(sessionId, connect, this.options, (delta) => {
+        const current = this.#entries.get(sessionId) ?? e;
+        current.lastUsed = Date.now();
+        current.inflight = Math.max(0, current.inflight + delta);
       });
       this.#entries.set(sessionId, e);
       entry = e;

@@ -80,6 +80,20 @@ describe('reap', () => {
     await crashed.close();
   });
 
+  it('never takes a session running a long command for idle', async () => {
+    const sid = sessionId();
+    const sb = await manager.sandboxFor(sid);
+    const running = sb.execute(cmd({ tool: 'bash', cmd: 'sleep 2.5' }));
+    await new Promise((r) => setTimeout(r, 1_500));
+    // Judged locally (in-flight command) and by another process (the executor reports it busy).
+    expect(await manager.reap({ idleTtlMs: 500 })).toEqual({ removedContainers: 0, removedVolumes: 0 });
+    const otherProcess = newManager(prefix);
+    expect(await otherProcess.reap({ idleTtlMs: 500 })).toEqual({ removedContainers: 0, removedVolumes: 0 });
+    await otherProcess.close();
+    expect((await running).ok).toBe(true);
+    await manager.remove(sid);
+  });
+
   it('leaves no container or volume of the test suite behind', async () => {
     for (let i = 0; i < 3; i++) await manager.sandboxFor(sessionId());
     expect((await leftovers(prefix)).containers.length).toBeGreaterThanOrEqual(3);
