@@ -4,7 +4,7 @@
 // assignments and redirections. A complex one yields a reason plus the
 // commands that can still be read out of it, which are only ever used to find
 // forbid/prompt rules — never to allow anything.
-import { lex, type Token, type Word } from './shell-lexer.ts';
+import { lex, type Word } from './shell-lexer.ts';
 
 export type SplitScript = {
   /** One argv per simple command, in script order; empty commands are dropped. */
@@ -135,4 +135,3 @@ function readableCommands(raw: Frame[]): string[][] {
   return out;
 }
 
-export type { Token };

@@ -84,7 +84,7 @@ async function check(args: string[]): Promise<number> {
 
 export async function policyMain(args: string[]): Promise<number> {
   const [sub, ...rest] = args;
-  if (sub === '--help' || sub === '-h' || sub === 'help') {
+  if (sub === '--help' || sub === '-h' || sub === 'help' || rest.includes('--help')) {
     process.stdout.write(USAGE);
     return 0;
   }
