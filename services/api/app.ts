@@ -8,13 +8,16 @@ import { approvalRoutes } from './routes/approvals.ts';
 import { guardRawFilePaths } from './routes/raw-path.ts';
 import { sessionRoutes } from './routes/sessions.ts';
 import { systemRoutes } from './routes/system.ts';
+import { jobRoutes } from './routes/jobs.ts';
+import { openApiDocument } from './openapi.ts';
+import type { JobsService } from '../jobs/jobs-service.ts';
 
 /**
  * The REST API of API.md over one runtime. Routes read like a table; every
  * error leaves through `onError` in the one shape.
  * @example serve({ fetch: createApp(runtime).fetch, port: 8080 })
  */
-export function createApp(rt: Runtime): Hono<AppEnv> {
+export function createApp(rt: Runtime, extras: { jobs?: JobsService } = {}): Hono<AppEnv> {
   const { maxJsonBytes, maxCommandsBytes, apiKeys } = rt.config;
   const app = new Hono<AppEnv>();
 
@@ -22,7 +25,9 @@ export function createApp(rt: Runtime): Hono<AppEnv> {
   app.use('*', auth({ keys: apiKeys }));
   app.use('*', guardRawFilePaths());
 
+  app.get('/openapi.json', (c) => c.json(openApiDocument()));
   app.route('/', systemRoutes(rt));
+  if (extras.jobs) app.route('/v1/jobs', jobRoutes({ jobs: extras.jobs, pipeline: rt.pipeline, redis: rt.redis, keys: rt.keys, maxJsonBytes }));
   app.route('/v1/sessions', sessionRoutes({ pipeline: rt.pipeline, maxJsonBytes, maxCommandsBytes }));
   app.use('/v1/approvals', requireRole('operator', 'admin'));
   app.use('/v1/approvals/*', requireRole('operator', 'admin'));

@@ -3,6 +3,7 @@ import type { AddressInfo } from 'node:net';
 import type { Config } from '../config/env.ts';
 import { createRuntime, type Runtime, type RuntimeOverrides } from '../pipeline/runtime.ts';
 import { createApp } from './app.ts';
+import { startJobs, type JobsRuntime } from '../jobs/jobs-runtime.ts';
 
 // Starts what THINKFLOW_ROLE asks for: the HTTP API (`api`), the worker pool
 // (`worker`), or both (`all`). Used by `thinkflow serve` and by the tests.
@@ -19,13 +20,15 @@ const LOOPBACK_HOSTS = new Set(['127.0.0.1', '::1', 'localhost']);
 export async function startService(config: Config, overrides: RuntimeOverrides = {}, log: (line: string) => void = (l) => process.stderr.write(`${l}\n`)): Promise<ServiceHandle> {
   const runtime = await createRuntime(config, overrides);
   let server: ServerType | null = null;
+  let jobsRuntime: JobsRuntime | null = null;
   let url: string | null = null;
   if (config.role !== 'worker') {
     if (!config.apiKeys) {
       log('!!! WARNING: THINKFLOW_API_KEYS is unset: DEV MODE. Every loopback caller is admin; other clients are refused. !!!');
       if (!LOOPBACK_HOSTS.has(config.host)) log(`!!! WARNING: dev mode while listening on ${config.host}: set THINKFLOW_API_KEYS before exposing this port. !!!`);
     }
-    const app = createApp(runtime);
+    jobsRuntime = await startJobs(runtime, process.env, log);
+    const app = createApp(runtime, { jobs: jobsRuntime.jobs });
     server = await new Promise<ServerType>((resolve) => {
       const s = serve({ fetch: app.fetch, port: config.port, hostname: config.host }, () => resolve(s));
     });
@@ -48,6 +51,7 @@ export async function startService(config: Config, overrides: RuntimeOverrides =
             (s as unknown as { closeAllConnections?: () => void }).closeAllConnections?.();
           });
         }
+        await jobsRuntime?.close();
         await runtime.close();
       })();
       return closing;

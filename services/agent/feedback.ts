@@ -1,0 +1,100 @@
+// The feedback builder (PROTOCOL.md §5): turns ledger records and parse errors
+// into the [THINKFLOW …] blocks the model reads on its next call. Pure.
+import type { ParseError } from '../protocol/command.ts';
+
+/** The ledger fields feedback needs; a structural subset of the pipeline's LedgerRecord. */
+export interface FeedbackRecord {
+  id: string;
+  tool: string;
+  path: string | null;
+  dest: string | null;
+  cmd: string | null;
+  status: string;
+  bytes_written: number | null;
+  exit_code: number | null;
+  error: string | null;
+  stdout: string | null;
+  stderr: string | null;
+  stdout_truncated?: boolean;
+  stderr_truncated?: boolean;
+}
+
+const SHORT_ERROR = 160;
+const RESULT_OUTPUT = 16 * 1024;
+
+export function targetOf(r: Pick<FeedbackRecord, 'tool' | 'path' | 'dest' | 'cmd'>): string {
+  if (r.tool === 'bash') return r.cmd ?? '';
+  if (r.tool === 'copy') return `${r.path ?? ''} -> ${r.dest ?? ''}`;
+  return r.path ?? '';
+}
+
+function clip(text: string, max: number): string {
+  const oneLine = text.replace(/\s+/g, ' ').trim();
+  return oneLine.length > max ? `${oneLine.slice(0, max - 1)}…` : oneLine;
+}
+
+/** One line per record: id, tool, target, status, bytes, exit code, short error. */
+export function renderLedger(records: readonly FeedbackRecord[]): string {
+  const lines = records.map((r) => {
+    const parts = [`id=${r.id}`, `tool=${r.tool}`, `target=${JSON.stringify(clip(targetOf(r), 200))}`, `status=${r.status}`];
+    if (r.bytes_written !== null) parts.push(`bytes=${r.bytes_written}`);
+    if (r.exit_code !== null) parts.push(`exit=${r.exit_code}`);
+    if (r.error) parts.push(`error=${JSON.stringify(clip(r.error, SHORT_ERROR))}`);
+    return `- ${parts.join(' ')}`;
+  });
+  return ['[THINKFLOW COMMAND LEDGER]', ...lines, '[/THINKFLOW COMMAND LEDGER]'].join('\n');
+}
+
+export type Interruption =
+  | { kind: 'failure'; record: FeedbackRecord; skipped: string[] }
+  | { kind: 'parse_error'; stream: string; error: ParseError; skipped: string[] }
+  | { kind: 'result'; record: FeedbackRecord };
+
+function output(label: string, text: string | null, truncated?: boolean): string[] {
+  if (!text) return [];
+  const body = text.length > RESULT_OUTPUT ? `${text.slice(0, RESULT_OUTPUT)}\n… (${text.length - RESULT_OUTPUT} more characters not shown)` : text;
+  return [`${label}${truncated ? ' (truncated by the sandbox)' : ''}:`, body];
+}
+
+export function renderInterruption(i: Interruption): string {
+  if (i.kind === 'result') {
+    const r = i.record;
+    return [
+      '[THINKFLOW RESULT]',
+      `Command ${r.id} (${r.tool} ${targetOf(r)}) ${r.status}${r.exit_code !== null ? ` with exit code ${r.exit_code}` : ''}.`,
+      ...output(r.tool === 'read' ? 'content' : 'stdout', r.stdout, r.stdout_truncated),
+      ...output('stderr', r.stderr, r.stderr_truncated),
+      ...(r.error ? [`error: ${r.error}`] : []),
+      'Continue with new ids.',
+      '[/THINKFLOW RESULT]',
+    ].join('\n');
+  }
+  const skipped = i.skipped.length > 0 ? `Skipped, not executed: ${i.skipped.join(', ')}.` : 'No later command of this turn was skipped.';
+  if (i.kind === 'parse_error') {
+    return [
+      '[THINKFLOW ERROR]',
+      `Parse error in the ${i.stream} stream${i.error.id ? ` (id ${i.error.id})` : ''}: ${i.error.code}: ${i.error.message}.`,
+      skipped,
+      'Fix the tag format and continue; do not reuse ids of failed or skipped commands.',
+      '[/THINKFLOW ERROR]',
+    ].join('\n');
+  }
+  const r = i.record;
+  return [
+    '[THINKFLOW ERROR]',
+    `Command ${r.id} (${r.tool} ${targetOf(r)}) ${r.status}: ${r.error ?? 'no error message'}${r.exit_code !== null ? ` (exit code ${r.exit_code})` : ''}.`,
+    ...output('stdout', r.stdout, r.stdout_truncated),
+    ...output('stderr', r.stderr, r.stderr_truncated),
+    skipped,
+    'Re-plan the remaining work with new ids; ids of failed or skipped commands may not be reused.',
+    '[/THINKFLOW ERROR]',
+  ].join('\n');
+}
+
+/** The one user message a model call after the first receives (API.md, feedback messages). */
+export function feedbackMessage(uninjected: readonly FeedbackRecord[], interruption: Interruption | null): string | null {
+  const blocks: string[] = [];
+  if (uninjected.length > 0) blocks.push(renderLedger(uninjected));
+  if (interruption) blocks.push(renderInterruption(interruption));
+  return blocks.length > 0 ? blocks.join('\n\n') : null;
+}

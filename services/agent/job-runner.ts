@@ -1,0 +1,169 @@
+// A job from start to end: seed files, then model calls until a turn ends
+// normally, a limit is hit, or the job is cancelled. Keeps the job's figures
+// and emits the job-level events (API.md, jobs).
+import { countTokens } from 'gpt-tokenizer';
+import type { ChatCompletionMessageParam } from 'openai/resources/chat/completions';
+import { runParsedTurn } from '../pipeline/api-turn.ts';
+import type { LedgerRecord } from '../pipeline/ledger-record.ts';
+import type { Pipeline } from '../pipeline/pipeline.ts';
+import type { JobEvents } from '../jobs/job-events.ts';
+import type { JobRequest, JobView } from '../jobs/job-schemas.ts';
+import { feedbackMessage, targetOf } from './feedback.ts';
+import { FLOWS } from './flows.ts';
+import { toLlmMessages, type AgentMessage } from './messages.ts';
+import type { ModelEndpoint } from './model-client.ts';
+import { decideTurnOutcome } from './turn-outcome.ts';
+import { runTurn, type NativeResult, type TurnReport } from './turn-runner.ts';
+
+export interface JobRunnerDeps {
+  pipeline: Pipeline;
+  events: JobEvents;
+  endpoint: ModelEndpoint;
+  /** Persists the view; called after every change. Must not throw. */
+  save(view: JobView): Promise<void>;
+}
+
+export class JobStopped extends Error {
+  constructor(readonly status: 'failed' | 'cancelled', message: string) {
+    super(message);
+  }
+}
+
+function taskMessage(request: JobRequest): string {
+  const files = Object.keys(request.files ?? {});
+  if (files.length === 0) return request.task;
+  return `${request.task}\n\nFiles already in the workspace: ${files.join(', ')}`;
+}
+
+function nativeResultText(r: NativeResult): string {
+  if (!r.record) return `error: ${r.error}`;
+  const rec = r.record;
+  const head = `${rec.status}${rec.exit_code !== null ? ` (exit code ${rec.exit_code})` : ''}${rec.error ? `: ${rec.error}` : ''}`;
+  return [head, rec.stdout ?? '', rec.stderr ? `stderr:\n${rec.stderr}` : ''].filter(Boolean).join('\n');
+}
+
+function estimateTokens(messages: ChatCompletionMessageParam[], output: string): { prompt: number; completion: number } {
+  let prompt = 0;
+  for (const m of messages) prompt += 4 + countTokens(typeof m.content === 'string' ? m.content : JSON.stringify(m.content ?? ''));
+  return { prompt, completion: countTokens(output) };
+}
+
+/** Runs the job to its end; the returned view is final. `signal` aborts with reason 'cancelled' or 'timeout'. */
+export async function runJob(deps: JobRunnerDeps, view: JobView, request: JobRequest, signal: AbortSignal): Promise<JobView> {
+  const { pipeline, events } = deps;
+  const sid = view.session_id;
+  const flow = FLOWS[view.flow];
+  view.status = 'running';
+  view.started_at = new Date().toISOString();
+  await deps.save(view);
+  const stopOnApproval = await pipeline.hub.subscribe(sid, (e) => {
+    if (e.type === 'approval_requested' && view.status === 'running') view.status = 'awaiting_approval';
+    else if (e.type === 'approval_resolved' && view.status === 'awaiting_approval') view.status = 'running';
+    else return;
+    void deps.save(view);
+  });
+  try {
+    if (request.files && Object.keys(request.files).length > 0) {
+      const seeded = await runParsedTurn(pipeline, sid, Object.entries(request.files).map(([path, content], i) => ({
+        command: { id: String(i + 1), tool: 'write' as const, path, content, allow_empty: true, need_result: false },
+      })), signal);
+      const bad = seeded.results.find((r) => r.status !== 'succeeded');
+      if (bad) throw new JobStopped('failed', `seeding files failed: ${bad.id}: ${bad.status}${bad.error ? `: ${bad.error}` : ''}`);
+      await pipeline.markInjected(sid, (await pipeline.uninjected(sid)).map((r) => r.index));
+    }
+    const history: AgentMessage[] = [{ role: 'system', text: flow.systemPrompt }, { role: 'user', kind: 'task', text: taskMessage(request) }];
+    let issued = 0;
+    for (let call = 1; call <= view.limits.max_turns; call++) {
+      if (signal.aborted) throw stoppedBy(signal, view);
+      const turn = await pipeline.nextTurn(sid);
+      await events.append(sid, view.job_id, 'turn_started', { turn, api_call: call });
+      const messages = toLlmMessages(history);
+      let report: TurnReport;
+      try {
+        report = await runTurn({ pipeline, events, endpoint: deps.endpoint, flow, sessionId: sid, jobId: view.job_id, turn, messages, commandBudget: view.limits.max_commands - issued, signal });
+      } catch (err) {
+        if (signal.aborted) throw stoppedBy(signal, view);
+        throw new JobStopped('failed', `model error: ${(err as Error).message}`);
+      }
+      issued += report.commandsIssued;
+      view.turns += 1;
+      view.api_calls += 1;
+      addUsage(view, report, messages);
+      view.final_text = report.visibleText;
+      if (signal.aborted) throw stoppedBy(signal, view);
+      if (report.budgetExceeded) {
+        await pipeline.failTurn(sid, turn, 'max_commands reached');
+        throw new JobStopped('failed', `max_commands (${view.limits.max_commands}) exceeded`);
+      }
+      const outcome = decideTurnOutcome({ records: report.records, parseError: report.parseError, needResultId: report.needResultId, nativeCalls: report.toolCalls.length });
+      await refreshCounts(pipeline, view);
+      await events.append(sid, view.job_id, 'turn_ended', { turn, api_call: call, outcome: outcome.kind === 'interrupt' ? outcome.interruption.kind : outcome.kind });
+      await deps.save(view);
+      if (outcome.kind === 'done') {
+        view.status = 'succeeded';
+        return view;
+      }
+      history.push({ role: 'assistant', visibleText: report.visibleText, toolCalls: report.toolCalls, interrupted: outcome.kind === 'interrupt' });
+      for (const r of report.nativeResults) history.push({ role: 'tool', toolCallId: r.call.id, text: nativeResultText(r) });
+      // Native results reached the model as tool messages; everything else un-injected goes in one user message.
+      const uninjected = await pipeline.uninjected(sid);
+      const nativeIds = new Set(report.nativeResults.map((r) => r.call.id));
+      const feedback = feedbackMessage(uninjected.filter((r) => !(r.flow === 'native' && nativeIds.has(r.id))), outcome.kind === 'interrupt' ? outcome.interruption : null);
+      if (feedback) history.push({ role: 'user', kind: 'feedback', text: feedback });
+      await pipeline.markInjected(sid, uninjected.map((r) => r.index));
+    }
+    throw new JobStopped('failed', `max_turns (${view.limits.max_turns}) reached before the model finished`);
+  } catch (err) {
+    const stopped = err instanceof JobStopped ? err : new JobStopped('failed', `internal error: ${(err as Error).message}`);
+    view.status = stopped.status;
+    view.error = stopped.message;
+    // Cancel and failures drain nothing further: queued commands of the open turn are skipped.
+    await skipOpenTurn(pipeline, sid).catch(() => {});
+    return view;
+  } finally {
+    stopOnApproval();
+    view.finished_at = new Date().toISOString();
+    await refreshCounts(pipeline, view).catch(() => {});
+  }
+}
+
+function stoppedBy(signal: AbortSignal, view: JobView): JobStopped {
+  if (signal.reason === 'cancelled') return new JobStopped('cancelled', 'cancelled by request');
+  if (signal.reason === 'shutdown') return new JobStopped('failed', 'the service shut down before the job finished');
+  return new JobStopped('failed', `timeout_s (${view.limits.timeout_s}) exceeded`);
+}
+
+async function skipOpenTurn(pipeline: Pipeline, sid: string): Promise<void> {
+  const open = (await pipeline.entries(sid)).filter((r) => r.status === 'queued' || r.status === 'awaiting_approval');
+  for (const turn of new Set(open.map((r) => r.turn))) await pipeline.failTurn(sid, turn, 'job stopped');
+}
+
+function addUsage(view: JobView, report: TurnReport, messages: ChatCompletionMessageParam[]): void {
+  if (report.usage) {
+    view.usage.prompt_tokens += report.usage.prompt_tokens;
+    view.usage.completion_tokens += report.usage.completion_tokens;
+  } else {
+    const est = estimateTokens(messages, report.outputText + report.toolCalls.map((c) => c.name + c.arguments).join(''));
+    view.usage.prompt_tokens += est.prompt;
+    view.usage.completion_tokens += est.completion;
+    view.usage.estimated = true;
+  }
+  view.usage.total_tokens = view.usage.prompt_tokens + view.usage.completion_tokens;
+}
+
+async function refreshCounts(pipeline: Pipeline, view: JobView): Promise<void> {
+  const counts = { total: 0, succeeded: 0, failed: 0, skipped: 0, forbidden: 0, rejected: 0 };
+  for (const r of await pipeline.entries(view.session_id)) {
+    if (r.flow === 'api') continue;
+    counts.total++;
+    if (r.status in counts) counts[r.status as keyof typeof counts]++;
+    else if (r.status === 'interrupted') counts.failed++;
+  }
+  view.commands = counts;
+}
+
+/** A one-line summary per ledger record, for CLIs and the demo. */
+export function ledgerSummary(records: readonly LedgerRecord[]): string[] {
+  return records.map((r) => `${r.id.padStart(4)} ${r.tool.padEnd(6)} ${r.status.padEnd(10)} ${targetOf(r)}${r.error ? `  (${r.error})` : ''}`);
+}
+

@@ -1,0 +1,162 @@
+// One model call of a job: stream it, feed both parsers, enqueue every
+// completed command the moment it completes, stop the stream on a failure, a
+// parse error or a need_result, then settle the turn (PROTOCOL.md §5).
+import type { ChatCompletionMessageParam } from 'openai/resources/chat/completions';
+import type { CommandFlow, ParseError } from '../protocol/command.ts';
+import { TurnParser, type ParserOutput } from '../protocol/index.ts';
+import type { LedgerRecord } from '../pipeline/ledger-record.ts';
+import type { CommandHandle, Pipeline } from '../pipeline/pipeline.ts';
+import type { JobEvents } from '../jobs/job-events.ts';
+import type { Flow } from './flows.ts';
+import type { NativeToolCall } from './messages.ts';
+import { streamChat, type ModelEndpoint } from './model-client.ts';
+import { commandFromToolCall, nativeTools } from './native-tools.ts';
+import { FAILURE_STATUSES } from './turn-outcome.ts';
+
+export interface TurnInput {
+  pipeline: Pipeline;
+  events: JobEvents;
+  endpoint: ModelEndpoint;
+  flow: Flow;
+  sessionId: string;
+  jobId: string;
+  /** The pipeline's turn number (ledger `turn`). */
+  turn: number;
+  messages: ChatCompletionMessageParam[];
+  /** Commands the job may still issue (max_commands). */
+  commandBudget: number;
+  /** Aborted on cancel or job timeout. */
+  signal: AbortSignal;
+}
+
+export interface NativeResult {
+  call: NativeToolCall;
+  record: LedgerRecord | null;
+  error: string | null;
+}
+
+export interface TurnReport {
+  visibleText: string;
+  outputText: string;
+  toolCalls: NativeToolCall[];
+  usage: { prompt_tokens: number; completion_tokens: number; total_tokens: number } | null;
+  /** Records of tag commands, final, in ledger order. */
+  records: LedgerRecord[];
+  nativeResults: NativeResult[];
+  parseError: { stream: string; error: ParseError; commandsBefore: number } | null;
+  needResultId: string | null;
+  commandsIssued: number;
+  budgetExceeded: boolean;
+}
+
+export async function runTurn(input: TurnInput): Promise<TurnReport> {
+  const { pipeline, events, sessionId: sid, jobId, turn, flow } = input;
+  const parser = new TurnParser();
+  const stop = new AbortController();
+  const onJobAbort = () => stop.abort(input.signal.reason);
+  input.signal.addEventListener('abort', onJobAbort, { once: true });
+  const handles: Promise<CommandHandle>[] = [];
+  const report: TurnReport = {
+    visibleText: '', outputText: '', toolCalls: [], usage: null, records: [], nativeResults: [],
+    parseError: null, needResultId: null, commandsIssued: 0, budgetExceeded: false,
+  };
+  let needResult: Promise<CommandHandle> | null = null;
+  // A failure of this turn's command stops the stream as soon as the worker reports it.
+  const unsubscribe = await pipeline.hub.subscribe(sid, (e) => {
+    if (e.type === 'command_finished' && e.record && e.record.turn === turn && FAILURE_STATUSES.has(e.record.status)) stop.abort('command failed');
+  });
+
+  const handle = async (outputs: readonly ParserOutput[]) => {
+    for (const o of outputs) {
+      if (stop.signal.aborted) return;
+      if (o.type === 'error') {
+        report.parseError = { stream: o.stream, error: o.error, commandsBefore: handles.length };
+        await events.append(sid, jobId, 'parse_error', { turn, stream: o.stream, error: o.error });
+        await Promise.allSettled(handles);
+        await pipeline.failTurn(sid, turn, `parse error (${o.error.code}${o.error.id ? ` in tag ${o.error.id}` : ''})`);
+        stop.abort('parse error');
+        return;
+      }
+      if (report.commandsIssued >= input.commandBudget) {
+        report.budgetExceeded = true;
+        stop.abort('max_commands');
+        return;
+      }
+      report.commandsIssued++;
+      await events.append(sid, jobId, 'command_parsed', { turn, stream: o.stream, command: o.command });
+      const h = pipeline.enqueue(sid, turn, o.command, o.stream as CommandFlow);
+      handles.push(h);
+      if (o.command.need_result) {
+        report.needResultId = o.command.id;
+        needResult = h;
+        stop.abort('need_result');
+        return;
+      }
+    }
+  };
+
+  const calls = new Map<number, NativeToolCall>();
+  let completed = false;
+  try {
+    const tools = nativeTools(flow.nativeTools);
+    for await (const ev of streamChat(input.endpoint, input.messages, tools, stop.signal)) {
+      if (ev.type === 'reasoning') {
+        await events.append(sid, jobId, 'reasoning_delta', { turn, text: ev.text });
+        if (flow.parsesTags) await handle(parser.feed('reasoning', ev.text));
+      } else if (ev.type === 'text') {
+        report.outputText += ev.text;
+        let visible = ev.text;
+        if (flow.parsesTags) {
+          const outputs = parser.feed('text', ev.text);
+          visible = parser.takeVisible();
+          if (visible) await events.append(sid, jobId, 'text_delta', { turn, text: visible });
+          await handle(outputs);
+        } else await events.append(sid, jobId, 'text_delta', { turn, text: visible });
+      } else if (ev.type === 'tool_call') {
+        const call = calls.get(ev.index) ?? { id: '', name: '', arguments: '' };
+        if (ev.id) call.id = ev.id;
+        if (ev.name) call.name += ev.name;
+        if (ev.arguments) call.arguments += ev.arguments;
+        calls.set(ev.index, call);
+      } else if (ev.type === 'usage') {
+        report.usage = { prompt_tokens: ev.prompt_tokens, completion_tokens: ev.completion_tokens, total_tokens: ev.total_tokens };
+      }
+      if (stop.signal.aborted) break;
+    }
+    completed = !stop.signal.aborted;
+  } catch (err) {
+    // Our own abort (failure, need_result, cancel) ends the stream; anything else is a model error.
+    if (!stop.signal.aborted) throw err;
+  } finally {
+    input.signal.removeEventListener('abort', onJobAbort);
+  }
+  try {
+    // Only a stream that ended by itself can leave tags open (unclosed_tag).
+    if (completed && flow.parsesTags) await handle(parser.end());
+    report.visibleText = flow.parsesTags ? parser.visibleText() : report.outputText;
+    await Promise.allSettled(handles);
+    if (input.signal.aborted) return report;
+    if (needResult) await pipeline.awaitResult(await needResult, input.signal);
+    report.records = await pipeline.drainTurn(sid, turn, input.signal);
+    report.toolCalls = completed ? [...calls.values()].filter((c) => c.name) : [];
+    for (const [i, call] of report.toolCalls.entries()) {
+      if (!call.id) call.id = `call_${turn}_${i}`;
+      report.nativeResults.push(await runNative(input, call));
+    }
+  } finally {
+    unsubscribe();
+  }
+  return report;
+}
+
+async function runNative(input: TurnInput, call: NativeToolCall): Promise<NativeResult> {
+  const parsed = commandFromToolCall(call.id, call.name, call.arguments, input.flow.nativeTools);
+  if (!parsed.ok) return { call, record: null, error: parsed.error };
+  await input.events.append(input.sessionId, input.jobId, 'command_parsed', { turn: input.turn, stream: 'native', command: parsed.command });
+  try {
+    const h = await input.pipeline.enqueue(input.sessionId, input.turn, parsed.command, 'native');
+    return { call, record: await input.pipeline.awaitResult(h, input.signal), error: null };
+  } catch (err) {
+    return { call, record: null, error: (err as Error).message };
+  }
+}

@@ -1,0 +1,100 @@
+import { Hono, type Context } from 'hono';
+import { streamSSE } from 'hono/streaming';
+import { normalizeWorkspacePath } from '../../policy/index.ts';
+import { readEvents, type PipelineEvent } from '../../pipeline/events.ts';
+import type { Pipeline } from '../../pipeline/pipeline.ts';
+import type { Keys } from '../../pipeline/keys.ts';
+import type { Redis } from 'ioredis';
+import type { JobsService } from '../../jobs/jobs-service.ts';
+import { JobRequest } from '../../jobs/job-schemas.ts';
+import type { StoredJob } from '../../jobs/job-store.ts';
+import type { AppEnv } from '../env.ts';
+import { AppError } from '../errors.ts';
+import { requireRole } from '../middleware/auth.ts';
+import { maxBody } from '../middleware/limits.ts';
+import { readJson } from '../validate.ts';
+
+// Jobs (API.md): submit, read, cancel, and the job's events as Server-Sent
+// Events, resumable with Last-Event-ID and closed after job_finished.
+
+export type JobRoutesDeps = { jobs: JobsService; pipeline: Pipeline; redis: Redis; keys: Keys; maxJsonBytes: number };
+
+const SSE_POLL_MS = 1000;
+
+/** A job the caller may see: a submitter sees only its own (404 for others'). */
+async function visibleJob(c: Context<AppEnv>, jobs: JobsService): Promise<StoredJob> {
+  const id = c.req.param('job_id') ?? '';
+  const job = await jobs.store.get(id);
+  const me = c.var.principal;
+  if (!job || (me.role === 'submitter' && job.owner !== me.id)) throw new AppError(404, 'not_found', `job ${id} not found`);
+  return job;
+}
+
+function lastEventId(c: Context): number {
+  const raw = c.req.header('last-event-id') ?? c.req.query('last_event_id') ?? '0';
+  const n = Number(raw);
+  if (!Number.isInteger(n) || n < 0) throw new AppError(400, 'invalid_query', `Last-Event-ID must be a non-negative integer, got '${raw}'`);
+  return n;
+}
+
+export function jobRoutes({ jobs, pipeline, redis, keys, maxJsonBytes }: JobRoutesDeps): Hono<AppEnv> {
+  const app = new Hono<AppEnv>();
+
+  app.post('/', requireRole('submitter', 'admin'), maxBody(maxJsonBytes), async (c) => {
+    const body = await readJson(c, JobRequest);
+    const bad = Object.keys(body.files ?? {}).map((path) => ({ path, n: normalizeWorkspacePath(path) })).filter((f) => !f.n.ok);
+    if (bad.length) {
+      throw new AppError(400, 'invalid_files', 'file paths must stay inside the workspace', {
+        details: bad.map((b) => ({ path: b.path, reason: b.n.ok ? '' : b.n.reason })),
+      });
+    }
+    const view = await jobs.submit(body, c.var.principal.id);
+    return c.json({ job_id: view.job_id, session_id: view.session_id, status: view.status }, 202);
+  });
+
+  app.get('/:job_id', async (c) => c.json((await visibleJob(c, jobs)).view));
+
+  app.post('/:job_id/cancel', requireRole('submitter', 'admin'), async (c) => {
+    const job = await visibleJob(c, jobs);
+    if (job.view.status === 'succeeded' || job.view.status === 'failed' || job.view.status === 'cancelled') {
+      return c.json(job.view, 202);
+    }
+    await jobs.cancel(job.view.job_id);
+    return c.json((await jobs.store.get(job.view.job_id))!.view, 202);
+  });
+
+  app.get('/:job_id/events', async (c) => {
+    const job = await visibleJob(c, jobs);
+    let after = lastEventId(c);
+    const sid = job.view.session_id;
+    return streamSSE(c, async (stream) => {
+      let wake: (() => void) | null = null;
+      // Pub/sub only wakes the loop; the Redis stream is the source of truth, read in seq order.
+      const unsubscribe = await pipeline.hub.subscribe(sid, () => wake?.());
+      stream.onAbort(() => wake?.());
+      try {
+        for (;;) {
+          const batch: PipelineEvent[] = await readEvents(redis, keys, sid, after, 500);
+          for (const e of batch) {
+            const { seq, type, ...rest } = e;
+            await stream.writeSSE({ id: String(seq), event: type, data: JSON.stringify({ seq, ...rest, job_id: job.view.job_id }) });
+            after = seq;
+            if (type === ('job_finished' as string)) return;
+          }
+          if (stream.aborted) return;
+          if (batch.length === 500) continue;
+          await new Promise<void>((resolve) => {
+            const t = setTimeout(done, SSE_POLL_MS);
+            function done() { clearTimeout(t); wake = null; resolve(); }
+            wake = done;
+          });
+          if (stream.aborted) return;
+        }
+      } finally {
+        unsubscribe();
+      }
+    });
+  });
+
+  return app;
+}

@@ -1,0 +1,32 @@
+import { readFileSync } from 'node:fs';
+import type { Redis } from 'ioredis';
+import type { Keys } from '../pipeline/keys.ts';
+
+// The runner's events (turn_started, reasoning_delta, text_delta,
+// command_parsed, parse_error, turn_ended, job_finished) go into the session's
+// event stream, numbered with the pipeline's own counter: a job's SSE is then
+// one ordered stream, replayable from any Last-Event-ID by any API process.
+
+export const JOB_EVENT_TYPES = ['turn_started', 'reasoning_delta', 'text_delta', 'command_parsed', 'parse_error', 'turn_ended', 'job_finished'] as const;
+export type JobEventType = (typeof JOB_EVENT_TYPES)[number];
+
+const MAX_EVENTS = 200_000;
+const LUA = readFileSync(new URL('./scripts/appendEvent-3.lua', import.meta.url), 'utf8');
+
+type WithAppend = Redis & { appendEvent?: (...args: (string | number)[]) => Promise<number> };
+
+export class JobEvents {
+  readonly #redis: WithAppend;
+  readonly #keys: Keys;
+
+  constructor(redis: Redis, keys: Keys) {
+    this.#redis = redis as WithAppend;
+    this.#keys = keys;
+    if (!this.#redis.appendEvent) this.#redis.defineCommand('appendEvent', { numberOfKeys: 3, lua: LUA });
+  }
+
+  async append(sessionId: string, jobId: string, type: JobEventType, data: Record<string, unknown> = {}): Promise<number> {
+    const body = JSON.stringify({ type, session_id: sessionId, job_id: jobId, at: new Date().toISOString(), ...data });
+    return this.#redis.appendEvent!(this.#keys.eventSeq(sessionId), this.#keys.events(sessionId), this.#keys.eventChannel(sessionId), type, body, MAX_EVENTS);
+  }
+}

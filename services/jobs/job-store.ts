@@ -1,0 +1,62 @@
+import type { Redis } from 'ioredis';
+import { JobView } from './job-schemas.ts';
+
+// Jobs in Redis: one hash per job (`data` = the JobView JSON, `owner`,
+// `cancel`), and a zset of all jobs by creation time. The job's runner is the
+// only writer of `data`; cancel requests go to their own field so they never
+// race it.
+
+export function jobKeys(prefix: string) {
+  return {
+    job: (id: string) => `${prefix}:job:${id}`,
+    jobs: () => `${prefix}:jobs`,
+  };
+}
+
+export type StoredJob = { view: JobView; owner: string | null; cancelRequested: boolean; runner: string | null };
+
+export class JobStore {
+  readonly #redis: Redis;
+  readonly #keys: ReturnType<typeof jobKeys>;
+
+  constructor(redis: Redis, prefix: string) {
+    this.#redis = redis;
+    this.#keys = jobKeys(prefix);
+  }
+
+  async create(view: JobView, owner: string | null, runner: string): Promise<void> {
+    await this.#redis
+      .multi()
+      .hset(this.#keys.job(view.job_id), { data: JSON.stringify(view), owner: owner ?? '', cancel: '0', runner })
+      .zadd(this.#keys.jobs(), Date.parse(view.created_at), view.job_id)
+      .exec();
+  }
+
+  async get(id: string): Promise<StoredJob | null> {
+    if (!/^job_[A-Za-z0-9]{1,64}$/.test(id)) return null;
+    const h = await this.#redis.hgetall(this.#keys.job(id));
+    if (!h.data) return null;
+    return { view: JobView.parse(JSON.parse(h.data)), owner: h.owner || null, cancelRequested: h.cancel === '1', runner: h.runner || null };
+  }
+
+  async save(view: JobView): Promise<void> {
+    await this.#redis.hset(this.#keys.job(view.job_id), 'data', JSON.stringify(view));
+  }
+
+  async requestCancel(id: string): Promise<void> {
+    await this.#redis.hset(this.#keys.job(id), 'cancel', '1');
+  }
+
+  async cancelRequested(id: string): Promise<boolean> {
+    return (await this.#redis.hget(this.#keys.job(id), 'cancel')) === '1';
+  }
+
+  /** Jobs whose runner process is `runner`, or all (newest first). */
+  async list(limit = 100): Promise<string[]> {
+    return this.#redis.zrevrange(this.#keys.jobs(), 0, limit - 1);
+  }
+
+  async runnerOf(id: string): Promise<string | null> {
+    return (await this.#redis.hget(this.#keys.job(id), 'runner')) || null;
+  }
+}

@@ -1,0 +1,128 @@
+// Jobs as the API sees them: submit (session + job record + a runner in this
+// process), read, cancel from any process, and recovery of jobs whose runner
+// process died. The runner itself is agent/job-runner.ts.
+import { randomBytes } from 'node:crypto';
+import type { Redis } from 'ioredis';
+import { runJob } from '../agent/job-runner.ts';
+import type { ModelEndpoint } from '../agent/model-client.ts';
+import type { Pipeline } from '../pipeline/pipeline.ts';
+import { JobEvents } from './job-events.ts';
+import { FINAL_JOB_STATUSES, emptyCounts, type JobRequest, type JobView } from './job-schemas.ts';
+import { JobStore } from './job-store.ts';
+import type { WebhookSender } from './webhooks.ts';
+import type { Keys } from '../pipeline/keys.ts';
+
+export interface JobsServiceDeps {
+  redis: Redis;
+  keys: Keys;
+  pipeline: Pipeline;
+  endpoint: ModelEndpoint;
+  webhooks: WebhookSender;
+  log?: (line: string) => void;
+}
+
+const HEARTBEAT_MS = 5_000;
+const HEARTBEAT_TTL_S = 20;
+
+function newId(prefix: string): string {
+  return `${prefix}_${randomBytes(10).toString('hex')}`;
+}
+
+export class JobsService {
+  readonly store: JobStore;
+  readonly events: JobEvents;
+  readonly runnerId = newId('runner');
+  readonly #d: JobsServiceDeps;
+  readonly #running = new Map<string, { abort: AbortController; done: Promise<void> }>();
+  #timer: NodeJS.Timeout | null = null;
+
+  constructor(deps: JobsServiceDeps) {
+    this.#d = deps;
+    this.store = new JobStore(deps.redis, deps.keys.prefix);
+    this.events = new JobEvents(deps.redis, deps.keys);
+  }
+
+  #heartbeatKey(runner: string): string {
+    return `${this.#d.keys.prefix}:runner:${runner}`;
+  }
+
+  /** Starts the heartbeat and fails jobs left running by a dead process. */
+  async start(): Promise<void> {
+    const beat = () => this.#d.redis.set(this.#heartbeatKey(this.runnerId), '1', 'EX', HEARTBEAT_TTL_S).catch(() => {});
+    await beat();
+    this.#timer = setInterval(() => {
+      void beat();
+      for (const [id, job] of this.#running) void this.store.cancelRequested(id).then((c) => c && job.abort.abort('cancelled')).catch(() => {});
+    }, Math.min(HEARTBEAT_MS, 1000));
+    this.#timer.unref();
+    await this.recoverOrphans();
+  }
+
+  async recoverOrphans(): Promise<number> {
+    let recovered = 0;
+    for (const id of await this.store.list(10_000)) {
+      const job = await this.store.get(id);
+      if (!job || FINAL_JOB_STATUSES.has(job.view.status) || this.#running.has(id)) continue;
+      if (job.runner && (await this.#d.redis.exists(this.#heartbeatKey(job.runner)))) continue;
+      job.view.status = 'failed';
+      job.view.error = 'the process running this job stopped before it finished';
+      job.view.finished_at = new Date().toISOString();
+      await this.store.save(job.view);
+      await this.events.append(job.view.session_id, id, 'job_finished', { job: job.view });
+      recovered++;
+    }
+    return recovered;
+  }
+
+  async submit(request: JobRequest, owner: string | null): Promise<JobView> {
+    const jobId = newId('job');
+    const session = await this.#d.pipeline.createSession({
+      owner, project: request.project ?? null, approval: request.approval, policy: request.policy ?? null, jobId,
+    });
+    const view: JobView = {
+      job_id: jobId, session_id: session.session_id, status: 'queued', task: request.task, project: request.project ?? null,
+      approval: request.approval, flow: request.flow, limits: request.limits, model: this.#d.endpoint.model, model_source: this.#d.endpoint.source,
+      turns: 0, api_calls: 0, usage: { prompt_tokens: 0, completion_tokens: 0, total_tokens: 0 }, commands: emptyCounts(),
+      final_text: null, error: null, webhook: request.webhook ?? null, metadata: request.metadata ?? {},
+      created_at: new Date().toISOString(), started_at: null, finished_at: null,
+    };
+    await this.store.create(view, owner, this.runnerId);
+    const submitted = { ...view };
+    const abort = new AbortController();
+    const timeout = setTimeout(() => abort.abort('timeout'), request.limits.timeout_s * 1000);
+    const done = this.#run(view, request, abort.signal).finally(() => {
+      clearTimeout(timeout);
+      this.#running.delete(jobId);
+    });
+    this.#running.set(jobId, { abort, done });
+    return submitted;
+  }
+
+  async #run(view: JobView, request: JobRequest, signal: AbortSignal): Promise<void> {
+    const save = (v: JobView) => this.store.save(v).catch((err) => this.#d.log?.(`job ${v.job_id}: saving failed: ${(err as Error).message}`));
+    const final = await runJob({ pipeline: this.#d.pipeline, events: this.events, endpoint: this.#d.endpoint, save }, view, request, signal);
+    await save(final);
+    await this.events.append(final.session_id, final.job_id, 'job_finished', { job: final }).catch(() => {});
+    this.#d.log?.(`job ${final.job_id} ${final.status}${final.error ? `: ${final.error}` : ''} (${final.api_calls} model calls)`);
+    if (final.webhook) this.#d.webhooks.send(final.webhook, 'job_finished', { event: 'job_finished', job: final });
+  }
+
+  /** Cancel: the runner (here or in another API process) stops the model and skips the queue. */
+  async cancel(id: string): Promise<void> {
+    await this.store.requestCancel(id);
+    this.#running.get(id)?.abort.abort('cancelled');
+  }
+
+  /** Waits for a job run by this process (tests). */
+  async settled(id: string): Promise<void> {
+    await this.#running.get(id)?.done;
+  }
+
+  async close(): Promise<void> {
+    if (this.#timer) clearInterval(this.#timer);
+    for (const job of this.#running.values()) job.abort.abort('shutdown');
+    await Promise.allSettled([...this.#running.values()].map((j) => j.done));
+    await this.#d.webhooks.drain();
+    await this.#d.redis.del(this.#heartbeatKey(this.runnerId)).catch(() => {});
+  }
+}

@@ -1,0 +1,153 @@
+// The built-in replay model: an OpenAI-compatible chat-completions server that
+// streams scripted transcripts (reasoning and text deltas, native tool calls,
+// usage). Used when OPENAI_BASE_URL is unset, by the demo, tests and benches.
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { countTokens } from 'gpt-tokenizer';
+import { selectTranscript, Transcript, turnFor, type ChatRequestView, type ScriptedTurn, type TranscriptInput } from './transcript.ts';
+
+export const REPLAY_MODEL_NAME = 'thinkflow-replay';
+
+export interface ReplayModelOptions {
+  transcripts: readonly TranscriptInput[];
+  /** @default '127.0.0.1' */
+  host?: string;
+  /** @default 0 (an ephemeral port) */
+  port?: number;
+}
+
+export interface ReplayModel {
+  /** Base URL including `/v1`, as the openai SDK expects. */
+  readonly baseUrl: string;
+  /** Requests served so far (tests and benches count model calls with it). */
+  readonly requests: number;
+  close(): Promise<void>;
+}
+
+type ChatMessage = { role?: string; content?: unknown; tool_calls?: unknown };
+type ChatBody = { messages?: ChatMessage[]; tools?: Array<{ function?: { name?: string } }>; stream?: boolean; stream_options?: { include_usage?: boolean } };
+
+function textOf(content: unknown): string {
+  if (typeof content === 'string') return content;
+  if (Array.isArray(content)) return content.map((p) => (typeof p?.text === 'string' ? p.text : '')).join('');
+  return '';
+}
+
+function viewOf(body: ChatBody): ChatRequestView {
+  const messages = body.messages ?? [];
+  const task = textOf(messages.find((m) => m.role === 'user')?.content);
+  const assistantTurns = messages.filter((m) => m.role === 'assistant').length;
+  const flow = (body.tools ?? []).some((t) => t.function?.name === 'write') ? 'react' : 'thinkflow';
+  return { task, assistantTurns, flow };
+}
+
+function promptTokens(body: ChatBody): number {
+  let total = 0;
+  for (const m of body.messages ?? []) {
+    total += 4 + countTokens(textOf(m.content));
+    if (m.tool_calls) total += countTokens(JSON.stringify(m.tool_calls));
+  }
+  if (body.tools?.length) total += countTokens(JSON.stringify(body.tools));
+  return total;
+}
+
+function fallbackTurn(view: ChatRequestView): ScriptedTurn {
+  return {
+    reasoning: '',
+    text: `The built-in replay model has no script for this task (${view.task.slice(0, 80)}). Point OPENAI_BASE_URL at a real model to run it.`,
+    tool_calls: [],
+  };
+}
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+async function streamTurn(res: ServerResponse, turn: ScriptedTurn, transcript: Transcript | undefined, body: ChatBody, requestNo: number): Promise<void> {
+  const id = `chatcmpl-replay-${requestNo}`;
+  const created = Math.floor(Date.now() / 1000);
+  const chunk = transcript?.chunk ?? 24;
+  const delay = transcript?.delay_ms ?? 0;
+  let open = true;
+  res.on('close', () => { open = false; });
+  const send = (delta: Record<string, unknown>, finish: string | null = null) => {
+    res.write(`data: ${JSON.stringify({ id, object: 'chat.completion.chunk', created, model: REPLAY_MODEL_NAME, system_fingerprint: 'thinkflow-replay', choices: [{ index: 0, delta, finish_reason: finish }] })}\n\n`);
+  };
+  res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache', connection: 'keep-alive' });
+  send({ role: 'assistant', content: '' });
+  for (const [field, text] of [['reasoning_content', turn.reasoning], ['content', turn.text]] as const) {
+    for (let at = 0; at < text.length && open; at += chunk) {
+      send({ [field]: text.slice(at, at + chunk) });
+      if (delay > 0) await sleep(delay);
+    }
+  }
+  turn.tool_calls.forEach((call, index) => {
+    if (!open) return;
+    const args = JSON.stringify(call.arguments);
+    const callId = call.id ?? `call_${requestNo}_${index}`;
+    send({ tool_calls: [{ index, id: callId, type: 'function', function: { name: call.name, arguments: '' } }] });
+    for (let at = 0; at < args.length; at += chunk) send({ tool_calls: [{ index, function: { arguments: args.slice(at, at + chunk) } }] });
+  });
+  if (!open) return;
+  send({}, turn.tool_calls.length > 0 ? 'tool_calls' : 'stop');
+  if (body.stream_options?.include_usage) {
+    const prompt = promptTokens(body);
+    const completion = countTokens(turn.reasoning) + countTokens(turn.text) + turn.tool_calls.reduce((n, c) => n + countTokens(c.name + JSON.stringify(c.arguments)), 0);
+    res.write(`data: ${JSON.stringify({ id, object: 'chat.completion.chunk', created, model: REPLAY_MODEL_NAME, choices: [], usage: { prompt_tokens: prompt, completion_tokens: completion, total_tokens: prompt + completion } })}\n\n`);
+  }
+  res.write('data: [DONE]\n\n');
+  res.end();
+}
+
+function sendJson(res: ServerResponse, status: number, body: unknown): void {
+  res.writeHead(status, { 'content-type': 'application/json' });
+  res.end(JSON.stringify(body));
+}
+
+async function readBody(req: IncomingMessage): Promise<string> {
+  const chunks: Buffer[] = [];
+  for await (const c of req) chunks.push(c as Buffer);
+  return Buffer.concat(chunks).toString('utf8');
+}
+
+/**
+ * Starts a replay model on 127.0.0.1.
+ * @example const model = await startReplayModel({ transcripts: DEMO_TRANSCRIPTS }); // model.baseUrl
+ */
+export async function startReplayModel(options: ReplayModelOptions): Promise<ReplayModel> {
+  const transcripts = options.transcripts.map((t) => Transcript.parse(t));
+  let requests = 0;
+  const server: Server = createServer((req, res) => {
+    void (async () => {
+      if (req.method === 'GET' && req.url?.endsWith('/models')) {
+        return sendJson(res, 200, { object: 'list', data: [{ id: REPLAY_MODEL_NAME, object: 'model', owned_by: 'thinkflow' }] });
+      }
+      if (req.method !== 'POST' || !req.url?.endsWith('/chat/completions')) {
+        return sendJson(res, 404, { error: { message: `no route ${req.method} ${req.url}`, type: 'invalid_request_error' } });
+      }
+      let body: ChatBody;
+      try {
+        body = JSON.parse(await readBody(req)) as ChatBody;
+      } catch {
+        return sendJson(res, 400, { error: { message: 'body is not JSON', type: 'invalid_request_error' } });
+      }
+      if (!Array.isArray(body.messages)) return sendJson(res, 400, { error: { message: 'messages must be an array', type: 'invalid_request_error' } });
+      const requestNo = ++requests;
+      const view = viewOf(body);
+      const transcript = selectTranscript(transcripts, view);
+      const turn = transcript ? turnFor(transcript, view.assistantTurns) : fallbackTurn(view);
+      if (body.stream === false) {
+        return sendJson(res, 400, { error: { message: 'the replay model only streams (stream: true)', type: 'invalid_request_error' } });
+      }
+      await streamTurn(res, turn, transcript, body, requestNo);
+    })().catch((err) => {
+      if (!res.headersSent) sendJson(res, 500, { error: { message: String(err), type: 'server_error' } });
+      else res.end();
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(options.port ?? 0, options.host ?? '127.0.0.1', resolve));
+  const address = server.address() as AddressInfo;
+  return {
+    baseUrl: `http://${address.address}:${address.port}/v1`,
+    get requests() { return requests; },
+    close: () => new Promise<void>((resolve) => { server.closeAllConnections(); server.close(() => resolve()); }),
+  };
+}
