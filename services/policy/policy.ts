@@ -8,6 +8,7 @@ import { normalizeWorkspacePath } from './path.ts';
 import { prefixLength, type Layer, type Rule } from './rule.ts';
 import type { DefaultKey } from './schema.ts';
 import { splitScript } from './shell-split.ts';
+import { innerCommands } from './wrappers.ts';
 
 export type MatchedRule = {
   id: string;
@@ -66,7 +67,7 @@ function evaluateBash(layers: PolicyLayers, command: Command, grants: readonly G
     let decision = dflt.decision;
     const hits: { rule: Rule; argv: string[] }[] = [];
     for (const argv of split.commands) {
-      for (const r of layers.matchArgv(argv)) {
+      for (const r of [...layers.matchArgv(argv), ...wrappedRestrictions(layers, argv)]) {
         matched.add(r);
         if (r.decision === 'allow') continue;
         hits.push({ rule: r, argv });
@@ -82,8 +83,10 @@ function evaluateBash(layers: PolicyLayers, command: Command, grants: readonly G
   }
   for (const argv of split.commands) {
     const rules = layers.matchArgv(argv);
+    const inner = wrappedRestrictions(layers, argv);
     for (const r of rules) matched.add(r);
-    parts.push(partFrom(layers, 'bash', rules, { argv }, grants));
+    for (const r of inner) matched.add(r);
+    parts.push(partFrom(layers, 'bash', rules, { argv }, grants, inner));
   }
   if (parts.length === 0) {
     const d = layers.defaultFor('bash');
@@ -117,13 +120,17 @@ function partFrom(
   rules: Rule[],
   where: { argv?: string[]; path?: string; field?: 'path' | 'dest' },
   grants: readonly Grant[],
+  inner: readonly Rule[] = [],
 ): Part {
   let rule: Rule | undefined;
   let promptPrefix = 0;
   for (const r of rules) {
     if (rule === undefined || rank(r.decision) > rank(rule.decision)) rule = r;
+    // Only the command's own rules give a grant prefix: an inner rule's
+    // prefix would not line up with this argv.
     if (r.decision === 'prompt') promptPrefix = Math.max(promptPrefix, prefixLength(r));
   }
+  for (const r of inner) if (rule === undefined || rank(r.decision) > rank(rule.decision)) rule = r;
   const decision = rule?.decision ?? layers.defaultFor(tool).decision;
   const part: Part = { decision, rule, promptPrefix, granted: false, ...where };
   if (decision === 'prompt' && where.argv) part.granted = grants.some((g) => bashGrantCovers(g, where.argv!));
@@ -150,6 +157,16 @@ function finish(layers: PolicyLayers, detail: EvaluationDetail, matched: Set<Rul
     reason: reason ?? partReason(layers, detail, decisive!, decision),
   };
   return attach(e, detail);
+}
+
+/** forbid/prompt rules of the commands a wrapper runs (wrappers.ts), not already matched by argv itself. */
+function wrappedRestrictions(layers: PolicyLayers, argv: readonly string[]): Rule[] {
+  const inner = innerCommands(argv);
+  if (inner.length === 0) return [];
+  const own = layers.matchArgv(argv);
+  const out = new Set<Rule>();
+  for (const a of inner) for (const r of layers.matchArgv(a)) if (r.decision !== 'allow' && !own.includes(r)) out.add(r);
+  return layers.sort(out);
 }
 
 function partReason(layers: PolicyLayers, detail: EvaluationDetail, p: Part, decision: Decision): string {
