@@ -75,6 +75,23 @@ describe('policies/global', () => {
     expect(evaluate(store.layers(), command).decision).toBe(decision);
   });
 
+  it('every shipped rule carries examples (checked at load)', async () => {
+    const { readdir, readFile } = await import('node:fs/promises');
+    const { parse } = await import('yaml');
+    const files = [
+      ...(await readdir(`${DIR}/global`)).map((f) => `${DIR}/global/${f}`),
+      ...(await readdir(`${DIR}/projects/example`)).map((f) => `${DIR}/projects/example/${f}`),
+    ].filter((f) => f.endsWith('.yaml'));
+    let rules = 0;
+    for (const f of files) {
+      for (const r of (parse(await readFile(f, 'utf8')) as { rules?: { id: string; examples?: { match?: unknown[] } }[] }).rules ?? []) {
+        rules++;
+        expect(r.examples?.match?.length ?? 0, `${f} ${r.id}`).toBeGreaterThan(0);
+      }
+    }
+    expect(rules).toBeGreaterThan(20);
+  });
+
   it('every global rule carries a justification', () => {
     const rules = store.global.flatMap((f) => f.rules);
     expect(rules.length).toBeGreaterThan(10);
