@@ -16,6 +16,13 @@ async function statOrNull(p) {
   }
 }
 
+// Opening a FIFO or a device would block the executor (and every command
+// queued behind it), so the tools only open regular files.
+function requireRegular(st, p) {
+  if (st.isDirectory()) throw new ToolError('is_directory', `${p} is a directory`);
+  if (!st.isFile()) throw new ToolError('not_a_regular_file', `${p} is not a regular file`);
+}
+
 /** Writes via a temporary file in the same directory, so readers never see half a file. */
 async function atomicReplace(real, fill) {
   const existing = await statOrNull(real);
@@ -48,6 +55,8 @@ export async function write(cmd) {
 export async function append(cmd) {
   if (isEmpty(cmd.content)) throw new ToolError('empty_content', 'append needs non-empty content');
   const real = await resolveInside(cmd.path);
+  const existing = await statOrNull(real);
+  if (existing) requireRegular(existing, cmd.path);
   await mkdir(path.dirname(real), { recursive: true });
   await writeFile(real, cmd.content, { flag: 'a' });
   return { bytes_written: Buffer.byteLength(cmd.content) };
@@ -79,6 +88,7 @@ export async function copy(cmd) {
   const src = await resolveInside(cmd.path);
   const srcStat = await statOrNull(src);
   if (!srcStat) throw new ToolError('not_found', `${cmd.path}: no such file or directory`);
+  if (!srcStat.isDirectory()) requireRegular(srcStat, cmd.path);
   let dest = await resolveInside(cmd.dest);
   const destStat = await statOrNull(dest);
   // cp(1) semantics: copying onto an existing directory puts the source inside it.
@@ -97,6 +107,7 @@ export async function copy(cmd) {
 export async function edit(cmd) {
   if (isEmpty(cmd.old_text)) throw new ToolError('bad_request', 'edit needs non-empty old text');
   const real = await resolveInside(cmd.path);
+  requireRegular(await stat(real), cmd.path);
   const text = await readFile(real, 'utf8');
   const first = text.indexOf(cmd.old_text);
   if (first < 0) throw new ToolError('edit_no_match', 'old text does not occur in the file');
@@ -116,7 +127,7 @@ export async function edit(cmd) {
 export async function read(cmd, limits) {
   const real = await resolveInside(cmd.path);
   const st = await stat(real);
-  if (st.isDirectory()) throw new ToolError('is_directory', `${cmd.path} is a directory`);
+  requireRegular(st, cmd.path);
   const cap = limits.readCapBytes;
   const fh = await open(real, 'r');
   try {

@@ -32,6 +32,8 @@ export async function readPath(p, limits) {
     entries.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
     return { kind: 'dir', entries };
   }
+  // A FIFO or device would block the open; it has no content to show.
+  if (!st.isFile()) return { kind: 'file', base64: '' };
   const fh = await open(real, 'r');
   try {
     const buf = Buffer.alloc(Math.min(st.size, limits.readPathCapBytes));

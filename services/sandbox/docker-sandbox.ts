@@ -6,23 +6,29 @@ import type { DirEntry, ExecutionResult, ReadPathResult, Sandbox } from './types
 type ExecutorResult = Omit<ExecutionResult, 'status' | 'duration_ms'>;
 type WireReadPath = { kind: 'file'; base64: string } | { kind: 'dir'; entries: DirEntry[] } | { kind: 'missing' } | { kind: 'outside' };
 
+/** What a sandbox needs from its manager. */
+export type SandboxHooks = {
+  /** A live executor client; restarts or recreates the container when needed. */
+  connect: () => Promise<ExecutorClient>;
+  /** Marks use: +1 when a command starts, -1 when it ends, 0 for a plain touch. */
+  touch: (delta: number) => void;
+  /** The executor stopped answering: kill the container so the next connect starts it afresh. */
+  recover: () => Promise<void>;
+};
+
 /**
- * One session's sandbox. `connect` hands out a live executor client and is
- * the manager's job (it restarts or recreates the container when needed), so
- * a container that died between two commands is transparently brought back.
+ * One session's sandbox. Connecting is the manager's job, so a container
+ * that died between two commands is transparently brought back.
  */
 export class DockerSandbox implements Sandbox {
   readonly sessionId: string;
-  readonly #connect: () => Promise<ExecutorClient>;
+  readonly #hooks: SandboxHooks;
   readonly #opts: ResolvedSandboxOptions;
-  /** Marks use: +1 when a command starts, -1 when it ends, 0 for a plain touch. */
-  readonly #touch: (delta: number) => void;
 
-  constructor(sessionId: string, connect: () => Promise<ExecutorClient>, opts: ResolvedSandboxOptions, touch: (delta: number) => void) {
+  constructor(sessionId: string, hooks: SandboxHooks, opts: ResolvedSandboxOptions) {
     this.sessionId = sessionId;
-    this.#connect = connect;
+    this.#hooks = hooks;
     this.#opts = opts;
-    this.#touch = touch;
   }
 
   async execute(command: Command, opts: { signal?: AbortSignal } = {}): Promise<ExecutionResult> {
@@ -36,11 +42,11 @@ export class DockerSandbox implements Sandbox {
     });
     const fail = (error_code: string, error: string) => done({ ok: false, tool: command.tool, error_code, error });
     if (opts.signal?.aborted) return fail('aborted', 'cancelled before it started');
-    this.#touch(+1);
+    this.#hooks.touch(+1);
     try {
       return await this.#run(command, opts.signal, done, fail);
     } finally {
-      this.#touch(-1);
+      this.#hooks.touch(-1);
     }
   }
 
@@ -52,7 +58,7 @@ export class DockerSandbox implements Sandbox {
   ): Promise<ExecutionResult> {
     let client: ExecutorClient;
     try {
-      client = await this.#connect();
+      client = await this.#hooks.connect();
     } catch (err) {
       return fail('sandbox_unavailable', errorMessage(err));
     }
@@ -70,6 +76,8 @@ export class DockerSandbox implements Sandbox {
       return done(await client.request<ExecutorResult>('exec', { command, limits }, hostTimeout));
     } catch (err) {
       const code = (err as { code?: string }).code ?? 'sandbox_unavailable';
+      // A stuck executor would hold every later command of the session.
+      if (code === 'sandbox_timeout') await this.#hooks.recover().catch(() => {});
       return fail(code, errorMessage(err));
     } finally {
       signal?.removeEventListener('abort', onAbort);
@@ -77,8 +85,8 @@ export class DockerSandbox implements Sandbox {
   }
 
   async readPath(path: string): Promise<ReadPathResult> {
-    this.#touch(0);
-    const client = await this.#connect();
+    this.#hooks.touch(0);
+    const client = await this.#hooks.connect();
     const limits = { readPathCapBytes: this.#opts.readPathCapBytes };
     const r = await client.request<WireReadPath>('readPath', { path, limits }, this.#opts.requestTimeoutMs);
     return r.kind === 'file' ? { kind: 'file', bytes: Buffer.from(r.base64, 'base64') } : r;

@@ -132,12 +132,19 @@ export class SandboxManager {
       const e: Entry = { lastUsed: Date.now(), inflight: 0 } as Entry;
       // Looked up again on every use: a Sandbox held across a remove() or a
       // reap gets a fresh container instead of a dead handle.
-      const connect = () => this.#connect(sessionId, this.#entry(sessionId));
-      e.sandbox = new DockerSandbox(sessionId, connect, this.options, (delta) => {
-        const current = this.#entries.get(sessionId) ?? e;
-        current.lastUsed = Date.now();
-        current.inflight = Math.max(0, current.inflight + delta);
-      });
+      e.sandbox = new DockerSandbox(
+        sessionId,
+        {
+          connect: () => this.#connect(sessionId, this.#entry(sessionId)),
+          touch: (delta) => {
+            const current = this.#entries.get(sessionId) ?? e;
+            current.lastUsed = Date.now();
+            current.inflight = Math.max(0, current.inflight + delta);
+          },
+          recover: () => this.#recover(sessionId),
+        },
+        this.options,
+      );
       this.#entries.set(sessionId, e);
       entry = e;
     }
@@ -162,6 +169,12 @@ export class SandboxManager {
         entry.connecting = undefined;
       });
     return entry.connecting;
+  }
+
+  async #recover(sessionId: string): Promise<void> {
+    this.#entries.get(sessionId)?.client?.close();
+    const c = this.#docker.getContainer(containerName(this.options.namePrefix, sessionId));
+    await c.kill().catch(() => {}); // already stopped or gone: nothing to recover
   }
 
   #detach(sessionId: string): void {

@@ -62,6 +62,17 @@ describe('one container per session', () => {
     expect(r).toMatchObject({ ok: true, stdout: 'persist' });
   });
 
+  it('recovers from an executor that stops answering', async () => {
+    const m = newManager(prefix, { requestTimeoutMs: 1_000 });
+    const sb = await m.sandboxFor(sessionId());
+    await sb.execute(cmd({ tool: 'write', path: 'keep.txt', content: 'kept' }));
+    // bash's parent is the executor; SIGSTOP freezes it mid-command.
+    const r = await bash(sb, 'kill -STOP $PPID; sleep 1', { timeout: 1 });
+    expect(r).toMatchObject({ ok: false, error_code: 'sandbox_timeout' });
+    expect(await sb.execute(cmd({ tool: 'read', path: 'keep.txt' }))).toMatchObject({ ok: true, stdout: 'kept' });
+    await m.close();
+  });
+
   it('serialises overlapping commands of one session', async () => {
     const sb = await manager.sandboxFor(sessionId());
     const results = await Promise.all([

@@ -155,6 +155,20 @@ describe('read', () => {
     expect((await sb.execute(cmd({ tool: 'read', path: 'nothing.txt' }))).error_code).toBe('not_found');
     expect((await sb.execute(cmd({ tool: 'read', path: 'm' }))).error_code).toBe('is_directory');
   });
+
+  it('refuses to open a FIFO instead of blocking the session', async () => {
+    await bash(sb, 'mkfifo pipe');
+    for (const c of [
+      cmd({ tool: 'read', path: 'pipe' }),
+      cmd({ tool: 'append', path: 'pipe', content: 'x' }),
+      cmd({ tool: 'edit', path: 'pipe', old_text: 'a', new_text: 'b' }),
+      cmd({ tool: 'copy', path: 'pipe', dest: 'pipe2' }),
+    ]) {
+      expect(await sb.execute(c), c.tool).toMatchObject({ ok: false, error_code: 'not_a_regular_file' });
+    }
+    expect(await sb.readPath('pipe')).toEqual({ kind: 'file', bytes: Buffer.alloc(0) });
+    await bash(sb, 'rm pipe');
+  });
 });
 
 describe('bash', () => {
