@@ -21,10 +21,12 @@ export interface ReplayModel {
   readonly baseUrl: string;
   /** Requests served so far (tests and benches count model calls with it). */
   readonly requests: number;
+  /** The messages and offered tool names of every request, oldest first (tests read the feedback from here). */
+  readonly log: ReadonlyArray<{ messages: ChatMessage[]; tools: string[] }>;
   close(): Promise<void>;
 }
 
-type ChatMessage = { role?: string; content?: unknown; tool_calls?: unknown };
+export type ChatMessage = { role?: string; content?: unknown; tool_calls?: unknown; tool_call_id?: string };
 type ChatBody = { messages?: ChatMessage[]; tools?: Array<{ function?: { name?: string } }>; stream?: boolean; stream_options?: { include_usage?: boolean } };
 
 function textOf(content: unknown): string {
@@ -115,6 +117,7 @@ async function readBody(req: IncomingMessage): Promise<string> {
 export async function startReplayModel(options: ReplayModelOptions): Promise<ReplayModel> {
   const transcripts = options.transcripts.map((t) => Transcript.parse(t));
   let requests = 0;
+  const log: Array<{ messages: ChatMessage[]; tools: string[] }> = [];
   const server: Server = createServer((req, res) => {
     void (async () => {
       if (req.method === 'GET' && req.url?.endsWith('/models')) {
@@ -131,6 +134,7 @@ export async function startReplayModel(options: ReplayModelOptions): Promise<Rep
       }
       if (!Array.isArray(body.messages)) return sendJson(res, 400, { error: { message: 'messages must be an array', type: 'invalid_request_error' } });
       const requestNo = ++requests;
+      log.push({ messages: body.messages, tools: (body.tools ?? []).map((t) => t.function?.name ?? '') });
       const view = viewOf(body);
       const transcript = selectTranscript(transcripts, view);
       const turn = transcript ? turnFor(transcript, view.assistantTurns) : fallbackTurn(view);
@@ -148,6 +152,7 @@ export async function startReplayModel(options: ReplayModelOptions): Promise<Rep
   return {
     baseUrl: `http://${address.address}:${address.port}/v1`,
     get requests() { return requests; },
+    log,
     close: () => new Promise<void>((resolve) => { server.closeAllConnections(); server.close(() => resolve()); }),
   };
 }
