@@ -117,21 +117,29 @@ function isAssignment(w: Word): boolean {
   return m !== null && m[0].length <= w.lit;
 }
 
-/** Best-effort reading of a complex script: keywords are peeled off, heads that are not commands dropped. */
+/** Best-effort reading of a complex script, frame by frame. */
 function readableCommands(raw: Frame[]): string[][] {
   const out: string[][] = [];
   for (const f of raw) {
     if (f.dynamicHead) continue;
-    let words = commandWords(f.words);
-    while (words.length > 0 && !words[0]!.quoted && RESERVED.has(words[0]!.text)) {
-      if (NON_COMMAND_HEADS.has(words[0]!.text)) {
-        words = [];
-        break;
-      }
-      words = commandWords(words.slice(1));
+    // `{` and `}` end a command even without a `;` (`function f { rm -rf /; }`).
+    let start = 0;
+    for (let k = 0; k <= f.words.length; k++) {
+      const w = f.words[k];
+      if (w !== undefined && (w.quoted || (w.text !== '{' && w.text !== '}'))) continue;
+      if (k > start) readOne(f.words.slice(start, k), out);
+      start = k + 1;
     }
-    if (words.length > 0) out.push(words.map((w) => w.text));
   }
   return out;
 }
 
+/** One command of a complex script: keywords peeled off; `for x in …`-style heads are not commands. */
+function readOne(frameWords: Word[], out: string[][]): void {
+  let words = commandWords(frameWords);
+  while (words.length > 0 && !words[0]!.quoted && RESERVED.has(words[0]!.text)) {
+    if (NON_COMMAND_HEADS.has(words[0]!.text)) return;
+    words = commandWords(words.slice(1));
+  }
+  if (words.length > 0) out.push(words.map((w) => w.text));
+}

@@ -35,7 +35,7 @@ describe('splitScript properties', () => {
   });
 
   it('a forbidden command hidden anywhere in a complex script is still read out', () => {
-    const wrappers = ['(X)', '{ X; }', 'echo $(X)', 'echo "$(X)"', 'echo `X`', 'if true; then X; fi', 'for i in 1; do X; done', 'while true; do X; done', 'diff <(X) y', '! X', 'f() { X; }'];
+    const wrappers = ['(X)', '{ X; }', 'echo $(X)', 'echo "$(X)"', 'echo `X`', 'if true; then X; fi', 'for i in 1; do X; done', 'while true; do X; done', 'diff <(X) y', '! X', 'f() { X; }', 'function f { X; }', 'until false; do X; done', 'case a in a) X;; esac', '[[ -n a ]] && X', 'if ! X; then :; fi'];
     for (const w of wrappers) {
       const r = splitScript(w.replace('X', 'rm -rf /'));
       expect(r.complex, w).toBeDefined();
