@@ -71,7 +71,8 @@ async function main(): Promise<void> {
     const { stdout: engine } = await run('docker', ['version', '-f', '{{.Server.Version}}']);
     const header =
       `machine: ${os.cpus().length} cores, ${Math.round(os.totalmem() / 1024 ** 3)} GiB, Node ${process.version}, ` +
-      `Docker ${engine.trim()}; n=${N} per row (CLI ${CLI_N}, cold start ${COLD_N}), sequential, after warm-up`;
+      `Docker ${engine.trim()}; load average at the end ${os.loadavg().map((l) => l.toFixed(2)).join(' ')} ` +
+      `(the machine is shared); n=${N} per row (CLI ${CLI_N}, cold start ${COLD_N}), sequential, after warm-up`;
     const output = `${header}\n\n${formatTable(rows)}`;
     console.log(output);
     if (process.argv.includes('--update-results')) await updateResults('npm run bench:sandbox -- --update-results', output);
