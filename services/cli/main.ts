@@ -12,6 +12,10 @@ const subcommands: Record<string, { summary: string; load: () => Promise<Subcomm
     load: async () => (await import('./commands/policy.ts')).policyMain,
   },
   serve: { summary: 'serve [--role api|worker|all]              run the API and/or the worker', load: async () => (await import('./commands/serve.ts')).serveMain },
+  submit: { summary: 'submit "TASK" [--approval ...] [--wait]   submit a job; --wait follows it', load: async () => (await import('./commands/submit.ts')).submitMain },
+  approvals: { summary: 'approvals [--json]                        list pending approvals', load: async () => (await import('./commands/approvals.ts')).approvalsMain },
+  approve: { summary: 'approve TOKEN [--session]                 approve a pending command', load: async () => (await import('./commands/approve.ts')).approveMain },
+  reject: { summary: 'reject TOKEN [--reason "..."]             reject a pending command', load: async () => (await import('./commands/approve.ts')).rejectMain },
 };
 
 function usage(): string {

@@ -1,0 +1,288 @@
+// The HTTP side of the client commands (submit, approvals, approve, reject):
+// where the API is, how to authenticate, typed calls of the REST routes of
+// API.md, and a resumable reader of a job's Server-Sent Events. Only types are
+// imported from the server modules, so the CLI loads neither zod nor Redis.
+import { setTimeout as sleep } from 'node:timers/promises';
+import type { z } from 'zod';
+import type { JobRequest, JobView, SubmitResponse } from '../jobs/job-schemas.ts';
+import type { PublicApproval } from '../pipeline/events.ts';
+
+export const DEFAULT_URL = 'http://127.0.0.1:8080';
+
+/** parseArgs options every client command accepts. */
+export const CONNECTION_OPTIONS = { url: { type: 'string' }, key: { type: 'string' } } as const;
+
+export type JobRequestInput = z.input<typeof JobRequest>;
+export type Submitted = z.infer<typeof SubmitResponse>;
+export type { JobView };
+export type PendingApproval = Pick<PublicApproval,
+  'token' | 'session_id' | 'job_id' | 'command_id' | 'tool' | 'target' | 'matched_rules' | 'justification' | 'created_at' | 'expires_at'>;
+export type AnsweredApproval = PublicApproval & { status?: string };
+export type Decision = 'approve' | 'approve_for_session' | 'reject';
+
+/** Bad command-line input: the command prints it with its usage line and exits 2. */
+export class UsageError extends Error {}
+
+/** A failure worth one clear line on stderr (exit 1). */
+export class CliError extends Error {}
+
+export class UnreachableError extends CliError {
+  constructor(readonly url: string, cause: unknown) {
+    super(`cannot reach the ThinkFlow API at ${url} (is \`thinkflow serve\` running?)`, { cause });
+  }
+}
+
+/** An answer in the `{"error":{"code","message","details"}}` shape (or a bare HTTP failure). */
+export class ApiError extends CliError {
+  constructor(readonly status: number, readonly code: string, readonly apiMessage: string, readonly details: unknown = null) {
+    super(`${code}: ${apiMessage}`);
+  }
+}
+
+export class StreamLostError extends CliError {}
+
+export type Connection = { url: string; key: string | null; /** true when --url was given: echo it in suggested commands */ explicitUrl: boolean };
+
+export function resolveConnection(flags: { url?: string | undefined; key?: string | undefined }, env: NodeJS.ProcessEnv = process.env): Connection {
+  const raw = flags.url ?? env.THINKFLOW_URL ?? DEFAULT_URL;
+  let parsed: URL;
+  try {
+    parsed = new URL(raw);
+  } catch {
+    throw new UsageError(`--url / THINKFLOW_URL must be an http(s) URL, got '${raw}'`);
+  }
+  if (parsed.protocol !== 'http:' && parsed.protocol !== 'https:') throw new UsageError(`--url / THINKFLOW_URL must be http(s), got '${raw}'`);
+  const key = flags.key ?? env.THINKFLOW_API_KEY ?? '';
+  return { url: raw.replace(/\/+$/, ''), key: key === '' ? null : key, explicitUrl: flags.url !== undefined };
+}
+
+/** One line, at most `max` characters: for tables and progress lines. */
+export function oneLine(text: string, max = 80): string {
+  const flat = text.replace(/\s+/g, ' ').trim();
+  return flat.length <= max ? flat : `${flat.slice(0, max - 1)}…`;
+}
+
+async function apiErrorFrom(res: Response): Promise<ApiError> {
+  const text = await res.text().catch(() => '');
+  try {
+    const body = JSON.parse(text) as { error?: { code?: unknown; message?: unknown; details?: unknown } };
+    if (body.error && typeof body.error.code === 'string') {
+      return new ApiError(res.status, body.error.code, String(body.error.message ?? ''), body.error.details ?? null);
+    }
+  } catch { /* not our error shape: fall through to the bare status */ }
+  return new ApiError(res.status, `http_${res.status}`, oneLine(text, 200) || res.statusText || 'request failed');
+}
+
+const isAbort = (err: unknown) => err instanceof Error && err.name === 'AbortError';
+
+export type SseEvent = { id: string; event: string; data: string };
+
+/**
+ * The event-stream parser of the HTML spec (§9.2.6): lines end in CRLF, LF or
+ * CR (a CRLF may be split across chunks), `:` starts a comment, one space
+ * after the colon is dropped, `data` lines join with LF, a blank line
+ * dispatches, and an unterminated event at the end of the stream is dropped.
+ */
+export class SseParser {
+  /** The id of the last dispatched event: what a reconnection sends as Last-Event-ID. */
+  lastEventId: string;
+  retryMs: number | null = null;
+  /** An `id:` line takes effect only when its event is dispatched, so a torn event cannot move it. */
+  #idBuffer: string;
+  #buf = '';
+  #afterCR = false;
+  #started = false;
+  #event = '';
+  #data: string[] = [];
+
+  constructor(lastEventId = '') {
+    this.lastEventId = lastEventId;
+    this.#idBuffer = lastEventId;
+  }
+
+  feed(text: string): SseEvent[] {
+    const out: SseEvent[] = [];
+    let s = text;
+    if (!this.#started && s.length > 0) {
+      this.#started = true;
+      if (s.charCodeAt(0) === 0xfeff) s = s.slice(1);
+    }
+    if (this.#afterCR && s.length > 0) {
+      if (s[0] === '\n') s = s.slice(1);
+      this.#afterCR = false;
+    }
+    const buf = this.#buf + s;
+    let start = 0;
+    for (let i = 0; i < buf.length; i++) {
+      const ch = buf[i];
+      if (ch !== '\r' && ch !== '\n') continue;
+      this.#line(buf.slice(start, i), out);
+      if (ch === '\r') {
+        if (i + 1 === buf.length) this.#afterCR = true;
+        else if (buf[i + 1] === '\n') i++;
+      }
+      start = i + 1;
+    }
+    this.#buf = buf.slice(start);
+    return out;
+  }
+
+  #line(line: string, out: SseEvent[]): void {
+    if (line === '') {
+      this.lastEventId = this.#idBuffer;
+      if (this.#data.length > 0) out.push({ id: this.lastEventId, event: this.#event || 'message', data: this.#data.join('\n') });
+      this.#data = [];
+      this.#event = '';
+      return;
+    }
+    if (line.startsWith(':')) return;
+    const colon = line.indexOf(':');
+    const field = colon < 0 ? line : line.slice(0, colon);
+    let value = colon < 0 ? '' : line.slice(colon + 1);
+    if (value.startsWith(' ')) value = value.slice(1);
+    if (field === 'event') this.#event = value;
+    else if (field === 'data') this.#data.push(value);
+    else if (field === 'id') { if (!value.includes('\0')) this.#idBuffer = value; }
+    else if (field === 'retry') { if (/^\d+$/.test(value)) this.retryMs = Number(value); }
+  }
+}
+
+export type EventStreamOptions = {
+  lastEventId?: string;
+  /** Reconnections in a row that bring no new event before giving up. @default 5 */
+  maxRetries?: number;
+  /** Until the server sends `retry:`. @default 1000 */
+  retryDelayMs?: number;
+  signal?: AbortSignal;
+  onReconnect?: (info: { attempt: number; lastEventId: string; reason: string }) => void;
+};
+
+export class ApiClient {
+  readonly url: string;
+  readonly #key: string | null;
+
+  constructor(conn: Pick<Connection, 'url' | 'key'>) {
+    this.url = conn.url;
+    this.#key = conn.key;
+  }
+
+  jobUrl(jobId: string): string {
+    return `${this.url}/v1/jobs/${encodeURIComponent(jobId)}`;
+  }
+
+  eventsUrl(jobId: string): string {
+    return `${this.jobUrl(jobId)}/events`;
+  }
+
+  async #fetch(url: string, init: RequestInit & { headers?: Record<string, string> }): Promise<Response> {
+    const headers: Record<string, string> = { ...init.headers };
+    if (this.#key) headers.authorization = `Bearer ${this.#key}`;
+    try {
+      return await fetch(url, { ...init, headers });
+    } catch (err) {
+      if (isAbort(err)) throw err;
+      throw new UnreachableError(this.url, err);
+    }
+  }
+
+  async #json<T>(method: string, url: string, body?: unknown): Promise<T> {
+    const init: RequestInit & { headers: Record<string, string> } = { method, headers: { accept: 'application/json' } };
+    if (body !== undefined) {
+      init.headers['content-type'] = 'application/json';
+      init.body = JSON.stringify(body);
+    }
+    const res = await this.#fetch(url, init);
+    if (!res.ok) throw await apiErrorFrom(res);
+    let text: string;
+    try {
+      text = await res.text();
+    } catch (err) {
+      throw new UnreachableError(this.url, err);
+    }
+    try {
+      return JSON.parse(text) as T;
+    } catch {
+      throw new CliError(`the API at ${this.url} answered ${method} ${new URL(url).pathname} with something that is not JSON`);
+    }
+  }
+
+  submitJob(request: JobRequestInput): Promise<Submitted> {
+    return this.#json('POST', `${this.url}/v1/jobs`, request);
+  }
+
+  getJob(jobId: string): Promise<JobView> {
+    return this.#json('GET', this.jobUrl(jobId));
+  }
+
+  cancelJob(jobId: string): Promise<JobView> {
+    return this.#json('POST', `${this.jobUrl(jobId)}/cancel`);
+  }
+
+  async pendingApprovals(): Promise<{ approvals: PendingApproval[] }> {
+    return this.#json('GET', `${this.url}/v1/approvals?status=pending`);
+  }
+
+  answerApproval(token: string, decision: Decision, reason?: string): Promise<{ approval: AnsweredApproval | null }> {
+    return this.#json('POST', `${this.url}/v1/approvals/${encodeURIComponent(token)}`, reason === undefined ? { decision } : { decision, reason });
+  }
+
+  /**
+   * The job's events, in order, ending after `job_finished`. A stream that
+   * ends or breaks before it is reopened with Last-Event-ID, so no event is
+   * lost or repeated; after `maxRetries` reconnections in a row without a new
+   * event it gives up with StreamLostError. 4xx answers are not retried.
+   */
+  async *events(jobId: string, opts: EventStreamOptions = {}): AsyncGenerator<SseEvent> {
+    const maxRetries = opts.maxRetries ?? 5;
+    let lastId = opts.lastEventId ?? '';
+    let delay = opts.retryDelayMs ?? 1000;
+    let failures = 0;
+    let everConnected = false;
+    for (;;) {
+      const parser = new SseParser(lastId);
+      let progressed = false;
+      let reason = 'the stream ended before job_finished';
+      try {
+        const headers: Record<string, string> = { accept: 'text/event-stream' };
+        if (lastId !== '') headers['last-event-id'] = lastId;
+        const res = await this.#fetch(this.eventsUrl(jobId), { headers, ...(opts.signal ? { signal: opts.signal } : {}) });
+        if (!res.ok) {
+          const err = await apiErrorFrom(res);
+          if (res.status < 500) throw err;
+          reason = err.message;
+        } else if (res.body) {
+          everConnected = true;
+          const reader = res.body.getReader();
+          const decoder = new TextDecoder();
+          try {
+            for (;;) {
+              const { done, value } = await reader.read();
+              if (done) break;
+              for (const ev of parser.feed(decoder.decode(value, { stream: true }))) {
+                lastId = ev.id;
+                progressed = true;
+                yield ev;
+                if (ev.event === 'job_finished') return;
+              }
+              lastId = parser.lastEventId;
+            }
+          } finally {
+            await reader.cancel().catch(() => {});
+          }
+        }
+      } catch (err) {
+        if (opts.signal?.aborted || isAbort(err) || err instanceof ApiError) throw err;
+        // Nothing there at all on the first try: say so now rather than after the retries.
+        if (err instanceof UnreachableError && !everConnected) throw err;
+        reason = `the connection broke (${(err as Error).message})`;
+      }
+      if (parser.retryMs !== null) delay = parser.retryMs;
+      failures = progressed ? 1 : failures + 1;
+      if (failures > maxRetries) {
+        throw new StreamLostError(`lost the event stream of job ${jobId} after ${maxRetries} reconnections (${reason}); last event id ${lastId || 'none'}`);
+      }
+      opts.onReconnect?.({ attempt: failures, lastEventId: lastId, reason });
+      await sleep(delay, undefined, opts.signal ? { signal: opts.signal } : {});
+    }
+  }
+}
