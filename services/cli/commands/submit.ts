@@ -144,7 +144,7 @@ function finalReport(job: JobView): string {
   return lines.join('\n') + '\n';
 }
 
-async function follow(client: ApiClient, conn: Connection, jobId: string, json: boolean, signal: AbortSignal): Promise<number> {
+export async function follow(client: ApiClient, conn: Connection, jobId: string, json: boolean, signal: AbortSignal): Promise<number> {
   const progress = new Progress(conn);
   let finished: JobView | undefined;
   const stream = client.events(jobId, {
