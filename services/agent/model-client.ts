@@ -34,7 +34,7 @@ export async function* streamChat(
       messages,
       stream: true,
       stream_options: { include_usage: true },
-      ...(tools.length > 0 ? { tools, parallel_tool_calls: true } : {}),
+      ...(tools.length > 0 ? { tools } : {}),
     },
     { signal },
   );

@@ -23,8 +23,8 @@ export const JobRequest = z.strictObject({
   approval: z.enum(['never', 'on-request']).default('never'),
   flow: z.enum(['thinkflow', 'react']).default('thinkflow'),
   files: z.record(z.string().min(1).max(4096), z.string()).optional(),
-  /** A session policy layer, same shape as a policy file. */
-  policy: z.record(z.string(), z.unknown()).optional(),
+  /** A session policy layer, same shape as a policy file (an object, or its YAML text). */
+  policy: z.union([z.record(z.string(), z.unknown()), z.string()]).optional(),
   limits: JobLimits.default({ max_turns: 8, max_commands: 200, timeout_s: 900 }),
   webhook: z.url({ protocol: /^https?$/, error: 'webhook must be an http(s) URL' }).optional(),
   metadata: z.record(z.string(), z.unknown()).optional(),

@@ -75,7 +75,7 @@ async function streamTurn(res: ServerResponse, turn: ScriptedTurn, transcript: T
   };
   res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache', connection: 'keep-alive' });
   send({ role: 'assistant', content: '' });
-  for (const [field, text] of [['reasoning_content', turn.reasoning], ['content', turn.text]] as const) {
+  for (const [field, text] of [[transcript?.reasoning_field ?? 'reasoning_content', turn.reasoning], ['content', turn.text]] as const) {
     for (let at = 0; at < text.length && open; at += chunk) {
       send({ [field]: text.slice(at, at + chunk) });
       if (delay > 0) await sleep(delay);
@@ -90,7 +90,7 @@ async function streamTurn(res: ServerResponse, turn: ScriptedTurn, transcript: T
   });
   if (!open) return;
   send({}, turn.tool_calls.length > 0 ? 'tool_calls' : 'stop');
-  if (body.stream_options?.include_usage) {
+  if (body.stream_options?.include_usage && (transcript?.usage ?? true)) {
     const prompt = promptTokens(body);
     const completion = countTokens(turn.reasoning) + countTokens(turn.text) + turn.tool_calls.reduce((n, c) => n + countTokens(c.name + JSON.stringify(c.arguments)), 0);
     res.write(`data: ${JSON.stringify({ id, object: 'chat.completion.chunk', created, model: REPLAY_MODEL_NAME, choices: [], usage: { prompt_tokens: prompt, completion_tokens: completion, total_tokens: prompt + completion } })}\n\n`);

@@ -28,6 +28,10 @@ export const Transcript = z.object({
   flow: z.enum(['thinkflow', 'react', 'any']).default('any'),
   /** Characters per streamed delta. @default 24 */
   chunk: z.number().int().positive().default(24),
+  /** Send the usage chunk when the client asks for it (some providers never do). @default true */
+  usage: z.boolean().default(true),
+  /** Stream reasoning as `delta.reasoning` (OpenRouter style) instead of `delta.reasoning_content`. @default false */
+  reasoning_field: z.enum(['reasoning_content', 'reasoning']).default('reasoning_content'),
   /** Pause between deltas, so interruptions land mid-stream. @default 2 */
   delay_ms: z.number().int().nonnegative().default(2),
   /**

@@ -20,7 +20,8 @@ export interface Harness {
   close(): Promise<void>;
 }
 
-export async function startHarness(name: string, transcripts: TranscriptInput[], env: Record<string, string> = {}): Promise<Harness> {
+/** `key`: the API key the helpers send (when the service runs with THINKFLOW_API_KEYS). */
+export async function startHarness(name: string, transcripts: TranscriptInput[], env: Record<string, string> = {}, key?: string): Promise<Harness> {
   const prefix = testPrefix(name);
   const sandboxes = sandboxPrefix(name);
   const model = await startReplayModel({ transcripts });
@@ -33,14 +34,15 @@ export async function startHarness(name: string, transcripts: TranscriptInput[],
     () => {},
   );
   const url = service.url!;
+  const auth: Record<string, string> = key ? { authorization: `Bearer ${key}` } : {};
   const json = async (res: Response) => {
     if (!res.ok) throw new Error(`${res.status} ${await res.text()}`);
     return res.json();
   };
   const h: Harness = {
     url, model, service,
-    submit: async (body) => json(await fetch(`${url}/v1/jobs`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) })),
-    job: async (id) => json(await fetch(`${url}/v1/jobs/${id}`)),
+    submit: async (body) => json(await fetch(`${url}/v1/jobs`, { method: 'POST', headers: { 'content-type': 'application/json', ...auth }, body: JSON.stringify(body) })),
+    job: async (id) => json(await fetch(`${url}/v1/jobs/${id}`, { headers: auth })),
     async waitFinal(id, timeoutMs = 60_000) {
       const until = Date.now() + timeoutMs;
       for (;;) {
@@ -50,9 +52,9 @@ export async function startHarness(name: string, transcripts: TranscriptInput[],
         await new Promise((r) => setTimeout(r, 100));
       }
     },
-    ledger: async (sid) => (await json(await fetch(`${url}/v1/sessions/${sid}/ledger`))).entries,
+    ledger: async (sid) => (await json(await fetch(`${url}/v1/sessions/${sid}/ledger`, { headers: auth }))).entries,
     async file(sid, path) {
-      const res = await fetch(`${url}/v1/sessions/${sid}/files/${path}`);
+      const res = await fetch(`${url}/v1/sessions/${sid}/files/${path}`, { headers: auth });
       return res.status === 404 ? null : res.text();
     },
     async close() {
