@@ -9,7 +9,8 @@ const ASCII = Array.from({ length: 128 }, (_, i) => String.fromCharCode(i));
  * 1-byte-delta benchmark hits millions of times.
  */
 export class Utf8StreamDecoder {
-  #decoder = new TextDecoder('utf-8');
+  // ignoreBOM: a leading U+FEFF is content like any other character, as in a string delta.
+  #decoder = new TextDecoder('utf-8', { ignoreBOM: true });
   /** Whether the platform decoder may be holding an incomplete sequence. */
   #pending = false;
 

@@ -31,7 +31,8 @@ function outputJson(o: ParserOutput): Record<string, unknown> {
 function readDeltas(name: string, data: Buffer): Delta[] {
   if (!name.endsWith('.jsonl')) return [{ stream: 'text', bytes: data }];
   const deltas: Delta[] = [];
-  const lines = data.toString('utf8').split('\n');
+  // A byte-order mark would make the first line invalid JSON.
+  const lines = data.toString('utf8').replace(/^\uFEFF/, '').split('\n');
   lines.forEach((line, index) => {
     if (line.trim() === '') return;
     let record: unknown;
