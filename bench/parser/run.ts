@@ -69,6 +69,7 @@ const doc2 = makeDocument(2 * MB);
 const size2 = Buffer.byteLength(doc2) / MB;
 console.log(`input: ${size2.toFixed(2)} MB mixed document, node ${process.version}\n`);
 console.log('delta size | string deltas MB/s | byte deltas MB/s | baseline (indexOf "<") MB/s | parser/baseline time');
+const rates: Record<number, number> = {};
 for (const size of [1, 64, 4096]) {
   const strings = splitString(doc2, size);
   const bytes = splitBytes(doc2, size);
@@ -76,6 +77,7 @@ for (const size of [1, 64, 4096]) {
   const b = best(5, () => timeParse(bytes));
   const base = best(5, () => ({ ms: timeBaseline(strings) }));
   const label = size === 4096 ? '4 KiB' : `${size} B`;
+  rates[size] = size2 / (Math.max(s.ms, b.ms) / 1000);
   console.log(
     `${label.padStart(10)} | ${(size2 / (s.ms / 1000)).toFixed(1).padStart(18)} | ${(size2 / (b.ms / 1000)).toFixed(1).padStart(16)} | ${(size2 / (base.ms / 1000)).toFixed(1).padStart(27)} | ${(s.ms / base.ms).toFixed(1).padStart(6)}x`,
   );
@@ -91,3 +93,14 @@ console.log(`\nlinearity (4 KiB byte deltas): 2 MB ${t2.ms.toFixed(1)} ms, 20 MB
 const bigBody = `<tf-write id="1" path="big.bin">\n${'0123456789abcdef<>/`'.repeat(Math.ceil(MB / 20)).slice(0, MB)}</tf-write>`;
 const big = best(3, () => timeParse(splitBytes(bigBody, 64)));
 console.log(`1 MiB body in 64-byte deltas: ${big.ms.toFixed(1)} ms (${big.commands} command)`);
+
+// Targets of the parser issue, judged on the slower of string and byte deltas.
+const ratio = t20.ms / t2.ms;
+const checks: Array<[string, boolean]> = [
+  [`4 KiB deltas >= 150 MB/s (${rates[4096]!.toFixed(0)})`, rates[4096]! >= 150],
+  [`1-byte deltas >= 30 MB/s (${rates[1]!.toFixed(0)})`, rates[1]! >= 30],
+  [`20 MB / 2 MB time ratio <= 11 (${ratio.toFixed(2)})`, ratio <= 11],
+  [`1 MiB body in 64-byte deltas < 100 ms (${big.ms.toFixed(1)})`, big.ms < 100],
+];
+console.log(`\ntargets: ${checks.map(([name, ok]) => `${ok ? 'met' : 'MISSED'}: ${name}`).join('; ')}`);
+process.exitCode = checks.every(([, ok]) => ok) ? 0 : 1;

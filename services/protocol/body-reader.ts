@@ -83,30 +83,44 @@ export class BodyReader {
   private scan(s: string, i: number): number {
     const n = s.length;
     const closing = this.closing;
-    while (i < n) {
-      if (this.matched === 0) {
-        const lt = s.indexOf('<', i);
-        if (lt < 0) {
-          this.piece(i === 0 ? s : s.slice(i));
-          return n;
+    if (this.matched > 0) {
+      // Finish a closing tag that started in an earlier delta, one char at a time.
+      while (i < n && this.matched > 0) {
+        if (s.charCodeAt(i) !== closing.charCodeAt(this.matched)) {
+          // What looked like the closing tag was content; this char is looked at again.
+          this.piece(closing.slice(0, this.matched));
+          this.matched = 0;
+          break;
         }
-        if (lt > i) this.piece(s.slice(i, lt));
-        this.matched = 1;
-        i = lt + 1;
-        continue;
-      }
-      if (s.charCodeAt(i) === closing.charCodeAt(this.matched)) {
         i++;
         if (++this.matched === closing.length) {
           this.state = B.Done;
           return i;
         }
-        continue;
       }
-      // What looked like the closing tag was content; this char is looked at again.
-      this.piece(closing.slice(0, this.matched));
-      this.matched = 0;
+      if (this.matched > 0) return n;
     }
+    // Content runs up to the first '<' that starts the closing tag; other '<'
+    // stay in the same piece, so a body full of markup is still a few slices.
+    const start = i;
+    let lt = s.indexOf('<', i);
+    while (lt >= 0) {
+      const room = n - lt;
+      if (room >= closing.length) {
+        if (s.startsWith(closing, lt)) {
+          if (lt > start) this.piece(s.slice(start, lt));
+          this.state = B.Done;
+          return lt + closing.length;
+        }
+      } else if (closing.startsWith(s.slice(lt))) {
+        // The chunk ends inside what may be the closing tag: hold it back.
+        if (lt > start) this.piece(s.slice(start, lt));
+        this.matched = room;
+        return n;
+      }
+      lt = s.indexOf('<', lt + 1);
+    }
+    this.piece(start === 0 ? s : s.slice(start));
     return n;
   }
 

@@ -182,6 +182,13 @@ export class StreamParser {
         this.runAtLineStart = false;
       } else if (c === LT && this.spanLen === 0) {
         if (this.opts.trackVisible && i > this.visStart) this.visible.append(s.slice(this.visStart, i));
+        // The whole `<tf-x` is in this delta (the usual case): skip the candidate states.
+        if (i + 4 < n && s.startsWith('<tf-', i) && isLower(s.charCodeAt(i + 4))) {
+          this.opening = new OpeningTagReader('', 4, false);
+          this.legacy = false;
+          this.state = S.OpeningTag;
+          return i + 4;
+        }
         this.pending = '<';
         this.candidate = '';
         this.state = S.Candidate;
