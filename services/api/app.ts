@@ -9,6 +9,7 @@ import { guardRawFilePaths } from './routes/raw-path.ts';
 import { sessionRoutes } from './routes/sessions.ts';
 import { systemRoutes } from './routes/system.ts';
 import { jobRoutes } from './routes/jobs.ts';
+import { adminRoutes } from './routes/admin.ts';
 import { openApiDocument } from './openapi.ts';
 import type { JobsService } from '../jobs/jobs-service.ts';
 
@@ -27,6 +28,7 @@ export function createApp(rt: Runtime, extras: { jobs?: JobsService } = {}): Hon
 
   app.get('/openapi.json', (c) => c.json(openApiDocument()));
   app.route('/', systemRoutes(rt));
+  app.route('/admin', adminRoutes(rt));
   if (extras.jobs) app.route('/v1/jobs', jobRoutes({ jobs: extras.jobs, pipeline: rt.pipeline, redis: rt.redis, keys: rt.keys, maxJsonBytes }));
   app.route('/v1/sessions', sessionRoutes({ pipeline: rt.pipeline, maxJsonBytes, maxCommandsBytes }));
   app.use('/v1/approvals', requireRole('operator', 'admin'));

@@ -40,8 +40,9 @@ const ROUTES: Route[] = [
   { method: 'delete', path: '/v1/sessions/{id}', summary: 'Remove the sandbox; the ledger stays', auth: 'any', ok: [204, null] },
   { method: 'get', path: '/v1/approvals', summary: 'Pending approvals', auth: 'operator', ok: [200, z.object({ approvals: z.array(Approval) })] },
   { method: 'post', path: '/v1/approvals/{token}', summary: 'Answer an approval', auth: 'operator', body: AnswerApprovalBody, ok: [200, z.unknown()] },
-  { method: 'get', path: '/healthz', summary: 'Liveness', auth: 'none', ok: [200, z.object({ ok: z.boolean() }).loose()] },
-  { method: 'get', path: '/readyz', summary: 'Readiness: Redis and Docker reachable', auth: 'none', ok: [200, z.object({ ok: z.boolean() }).loose()] },
+  { method: 'get', path: '/healthz', summary: 'Liveness', auth: 'none', ok: [200, z.object({ status: z.literal('ok') })] },
+  { method: 'get', path: '/readyz', summary: 'Readiness: Redis and Docker reachable (503 when not)', auth: 'none', ok: [200, z.object({ status: z.string(), redis: z.boolean(), docker: z.boolean() })] },
+  { method: 'get', path: '/admin/queues', summary: 'Sessions with work: queue counts and open commands', auth: 'operator', ok: [200, z.object({ queues: z.array(z.object({ session_id: z.string(), job_id: z.string().nullable(), open_commands: z.number() }).loose()) })] },
   { method: 'get', path: '/metrics', summary: 'Prometheus text format', auth: 'operator', ok: [200, 'text'] },
   { method: 'get', path: '/openapi.json', summary: 'This document', auth: 'none', ok: [200, z.unknown()] },
 ];

@@ -112,6 +112,11 @@ describe('native tools, usage, errors, limits, roles', () => {
     const opSubmit = await fetch(`${h.url}/v1/jobs`, { method: 'POST', headers: { 'content-type': 'application/json', ...as('k-op') }, body: '{"task":"x"}' });
     expect(opSubmit.status).toBe(403);
     await h.waitFinal(job_id);
+    expect((await fetch(`${h.url}/admin/queues`, { headers: as('k-alice') })).status).toBe(403);
+    expect((await fetch(`${h.url}/admin/queues`)).status).toBe(401);
+    const queues = await fetch(`${h.url}/admin/queues`, { headers: as('k-op') });
+    expect(queues.status).toBe(200);
+    expect((await queues.json()).queues.some((q: { job_id: string }) => q.job_id === job_id)).toBe(true);
   });
 });
 
