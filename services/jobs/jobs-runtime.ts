@@ -18,6 +18,8 @@ export const ModelEnv = z.object({
   THINKFLOW_MODEL: z.string().min(1).optional(),
   /** HMAC key of webhook signatures; unset = a random key per process (logged as a warning). */
   THINKFLOW_WEBHOOK_SECRET: z.string().min(1).optional(),
+  /** Seconds without a heartbeat after which another API process fails a runner's unfinished jobs. */
+  THINKFLOW_RUNNER_TTL_S: z.coerce.number().int().min(1).max(3600).default(20),
   /** A JSON file of extra replay transcripts (an array), served before the built-in ones. */
   THINKFLOW_REPLAY_SCRIPTS: z.string().optional(),
 });
@@ -56,7 +58,7 @@ export async function startJobs(rt: Runtime, env: Record<string, string | undefi
     log('thinkflow webhooks: THINKFLOW_WEBHOOK_SECRET is unset: signing with a random per-process key receivers cannot verify');
   }
   const webhooks = new WebhookSender({ secret, log });
-  const jobs = new JobsService({ redis: rt.redis, keys: rt.keys, pipeline: rt.pipeline, endpoint, webhooks, log });
+  const jobs = new JobsService({ redis: rt.redis, keys: rt.keys, pipeline: rt.pipeline, endpoint, webhooks, runnerTtlS: e.THINKFLOW_RUNNER_TTL_S, log });
   await jobs.start();
   let closing: Promise<void> | null = null;
   return {

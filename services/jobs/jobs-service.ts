@@ -18,11 +18,16 @@ export interface JobsServiceDeps {
   pipeline: Pipeline;
   endpoint: ModelEndpoint;
   webhooks: WebhookSender;
+  /**
+   * A runner process is presumed dead when its heartbeat is this old; its
+   * unfinished jobs are then failed by any other API process.
+   * @default 20
+   */
+  runnerTtlS?: number;
   log?: (line: string) => void;
 }
 
-const HEARTBEAT_MS = 5_000;
-const HEARTBEAT_TTL_S = 20;
+const CANCEL_POLL_MS = 500;
 
 function newId(prefix: string): string {
   return `${prefix}_${randomBytes(10).toString('hex')}`;
@@ -34,7 +39,7 @@ export class JobsService {
   readonly runnerId = newId('runner');
   readonly #d: JobsServiceDeps;
   readonly #running = new Map<string, { abort: AbortController; done: Promise<void> }>();
-  #timer: NodeJS.Timeout | null = null;
+  readonly #timers: NodeJS.Timeout[] = [];
 
   constructor(deps: JobsServiceDeps) {
     this.#d = deps;
@@ -46,15 +51,22 @@ export class JobsService {
     return `${this.#d.keys.prefix}:runner:${runner}`;
   }
 
-  /** Starts the heartbeat and fails jobs left running by a dead process. */
+  /** Starts the heartbeat, cancel polling and orphan recovery (now and every TTL). */
   async start(): Promise<void> {
-    const beat = () => this.#d.redis.set(this.#heartbeatKey(this.runnerId), '1', 'EX', HEARTBEAT_TTL_S).catch(() => {});
+    const ttl = this.#d.runnerTtlS ?? 20;
+    const beat = () => this.#d.redis.set(this.#heartbeatKey(this.runnerId), '1', 'EX', ttl).catch(() => {});
     await beat();
-    this.#timer = setInterval(() => {
-      void beat();
+    const every = (ms: number, f: () => void) => {
+      const t = setInterval(f, ms);
+      t.unref();
+      this.#timers.push(t);
+    };
+    every((ttl * 1000) / 4, () => void beat());
+    // A cancel may arrive at another API process: it flags the job, the runner polls the flag.
+    every(CANCEL_POLL_MS, () => {
       for (const [id, job] of this.#running) void this.store.cancelRequested(id).then((c) => c && job.abort.abort('cancelled')).catch(() => {});
-    }, Math.min(HEARTBEAT_MS, 1000));
-    this.#timer.unref();
+    });
+    every(ttl * 1000, () => void this.recoverOrphans().catch((err) => this.#d.log?.(`orphan recovery: ${(err as Error).message}`)));
     await this.recoverOrphans();
   }
 
@@ -66,6 +78,7 @@ export class JobsService {
       if (job.runner && (await this.#d.redis.exists(this.#heartbeatKey(job.runner)))) continue;
       job.view.status = 'failed';
       job.view.error = 'the process running this job stopped before it finished';
+      this.#d.log?.(`job ${id}: its runner ${job.runner ?? '?'} is gone; marked failed`);
       job.view.finished_at = new Date().toISOString();
       await this.store.save(job.view);
       await this.events.append(job.view.session_id, id, 'job_finished', { job: job.view });
@@ -119,7 +132,7 @@ export class JobsService {
   }
 
   async close(): Promise<void> {
-    if (this.#timer) clearInterval(this.#timer);
+    for (const t of this.#timers) clearInterval(t);
     for (const job of this.#running.values()) job.abort.abort('shutdown');
     await Promise.allSettled([...this.#running.values()].map((j) => j.done));
     await this.#d.webhooks.drain();
