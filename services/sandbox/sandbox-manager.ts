@@ -49,11 +49,23 @@ export class SandboxManager {
       this.#status = 'starting';
       await this.reap();
       if (this.options.reapIntervalMs > 0) {
-        this.#timer = setInterval(() => void this.reap().catch(() => {}), this.options.reapIntervalMs);
+        let running = false; // a slow engine must not stack up reaps
+        this.#timer = setInterval(() => {
+          if (running) return;
+          running = true;
+          void this.reap()
+            .catch(() => {})
+            .finally(() => (running = false));
+        }, this.options.reapIntervalMs);
         this.#timer.unref();
       }
       if (this.#status === 'starting') this.#status = 'ready';
-    })();
+    })().catch((err: unknown) => {
+      // Docker was down: let the next sandboxFor() try again instead of failing forever.
+      this.#starting = undefined;
+      if (this.#status === 'starting') this.#status = 'idle';
+      throw err;
+    });
     return this.#starting;
   }
 

@@ -118,6 +118,8 @@ describe('docker reachability and a missing image', () => {
     const Docker = (await import('dockerode')).default;
     const dead = new SandboxManager({ docker: new Docker({ socketPath: '/nonexistent.sock' }), reapIntervalMs: 0 });
     expect(await dead.ping()).toBe(false);
+    await expect(dead.sandboxFor(sessionId())).rejects.toThrow(/nonexistent\.sock|ENOENT/);
+    expect(dead.status).toBe('idle'); // not stuck: a later call tries again
   });
 
   it('sandboxFor() names the fix when the image is missing', async () => {
