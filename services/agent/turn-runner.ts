@@ -11,6 +11,7 @@ import type { Flow } from './flows.ts';
 import type { NativeToolCall } from './messages.ts';
 import { streamChat, type ModelEndpoint } from './model-client.ts';
 import { commandFromToolCall, nativeTools } from './native-tools.ts';
+import { DeltaEvents } from './delta-events.ts';
 import { FAILURE_STATUSES } from './turn-outcome.ts';
 
 export interface TurnInput {
@@ -52,6 +53,7 @@ export interface TurnReport {
 export async function runTurn(input: TurnInput): Promise<TurnReport> {
   const { pipeline, events, sessionId: sid, jobId, turn, flow } = input;
   const parser = new TurnParser();
+  const out = new DeltaEvents(events, sid, jobId, turn);
   const stop = new AbortController();
   const onJobAbort = () => stop.abort(input.signal.reason);
   input.signal.addEventListener('abort', onJobAbort, { once: true });
@@ -71,7 +73,7 @@ export async function runTurn(input: TurnInput): Promise<TurnReport> {
       if (stop.signal.aborted) return;
       if (o.type === 'error') {
         report.parseError = { stream: o.stream, error: o.error, commandsBefore: handles.length };
-        await events.append(sid, jobId, 'parse_error', { turn, stream: o.stream, error: o.error });
+        await out.event('parse_error', { turn, stream: o.stream, error: o.error });
         await Promise.allSettled(handles);
         await pipeline.failTurn(sid, turn, `parse error (${o.error.code}${o.error.id ? ` in tag ${o.error.id}` : ''})`);
         stop.abort('parse error');
@@ -83,7 +85,7 @@ export async function runTurn(input: TurnInput): Promise<TurnReport> {
         return;
       }
       report.commandsIssued++;
-      await events.append(sid, jobId, 'command_parsed', { turn, stream: o.stream, command: o.command });
+      await out.event('command_parsed', { turn, stream: o.stream, command: o.command });
       const h = pipeline.enqueue(sid, turn, o.command, o.stream as CommandFlow);
       handles.push(h);
       if (o.command.need_result) {
@@ -101,7 +103,7 @@ export async function runTurn(input: TurnInput): Promise<TurnReport> {
     const tools = nativeTools(flow.nativeTools);
     for await (const ev of streamChat(input.endpoint, input.messages, tools, stop.signal)) {
       if (ev.type === 'reasoning') {
-        await events.append(sid, jobId, 'reasoning_delta', { turn, text: ev.text });
+        await out.delta('reasoning_delta', ev.text);
         if (flow.parsesTags) await handle(parser.feed('reasoning', ev.text));
       } else if (ev.type === 'text') {
         report.outputText += ev.text;
@@ -109,9 +111,9 @@ export async function runTurn(input: TurnInput): Promise<TurnReport> {
         if (flow.parsesTags) {
           const outputs = parser.feed('text', ev.text);
           visible = parser.takeVisible();
-          if (visible) await events.append(sid, jobId, 'text_delta', { turn, text: visible });
+          await out.delta('text_delta', visible);
           await handle(outputs);
-        } else await events.append(sid, jobId, 'text_delta', { turn, text: visible });
+        } else await out.delta('text_delta', visible);
       } else if (ev.type === 'tool_call') {
         const call = calls.get(ev.index) ?? { id: '', name: '', arguments: '' };
         if (ev.id) call.id = ev.id;
@@ -133,6 +135,7 @@ export async function runTurn(input: TurnInput): Promise<TurnReport> {
   try {
     // Only a stream that ended by itself can leave tags open (unclosed_tag).
     if (completed && flow.parsesTags) await handle(parser.end());
+    await out.flush();
     report.visibleText = flow.parsesTags ? parser.visibleText() : report.outputText;
     await Promise.allSettled(handles);
     if (input.signal.aborted) return report;
