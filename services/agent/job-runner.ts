@@ -118,7 +118,7 @@ export async function runJob(deps: JobRunnerDeps, view: JobView, request: JobReq
     view.status = stopped.status;
     view.error = stopped.message;
     // Cancel and failures drain nothing further: queued commands of the open turn are skipped.
-    await skipOpenTurn(pipeline, sid).catch(() => {});
+    await skipOpenTurn(pipeline, sid, `the job stopped: ${stopped.message}`).catch(() => {});
     return view;
   } finally {
     stopOnApproval();
@@ -133,9 +133,13 @@ function stoppedBy(signal: AbortSignal, view: JobView): JobStopped {
   return new JobStopped('failed', `timeout_s (${view.limits.timeout_s}) exceeded`);
 }
 
-async function skipOpenTurn(pipeline: Pipeline, sid: string): Promise<void> {
+/** Nothing of a stopped job runs later: queued commands are skipped, pending approvals rejected. */
+async function skipOpenTurn(pipeline: Pipeline, sid: string, reason: string): Promise<void> {
   const open = (await pipeline.entries(sid)).filter((r) => r.status === 'queued' || r.status === 'awaiting_approval');
   for (const turn of new Set(open.map((r) => r.turn))) await pipeline.failTurn(sid, turn, 'job stopped');
+  for (const a of await pipeline.approvals.listPending()) {
+    if (a.session_id === sid) await pipeline.approvals.answer(a.token, 'reject', reason, 'thinkflow');
+  }
 }
 
 function addUsage(view: JobView, report: TurnReport, messages: ChatCompletionMessageParam[]): void {

@@ -117,6 +117,20 @@ describe('model-driven jobs', () => {
     expect(job).toMatchObject({ status: 'cancelled', api_calls: 1 });
   });
 
+  it('cancelling a job that waits for an approval rejects the approval and skips the queue', async () => {
+    const policy = { version: 1, rules: [{ id: 'guarded', tool: 'touch', path: 'guarded/**', decision: 'prompt', justification: 'needs a person' }] };
+    const { job_id, session_id } = await h.submit({ task: 'touch the guarded file', approval: 'on-request', policy });
+    for (let i = 0; i < 100 && (await h.job(job_id)).status !== 'awaiting_approval'; i++) await new Promise((r) => setTimeout(r, 100));
+    expect((await fetch(`${h.url}/v1/jobs/${job_id}/cancel`, { method: 'POST' })).status).toBe(202);
+    const job = await h.waitFinal(job_id);
+    expect(job.status).toBe('cancelled');
+    const pending = (await (await fetch(`${h.url}/v1/approvals?status=pending`)).json()).approvals.filter((a: any) => a.job_id === job_id);
+    expect(pending).toEqual([]);
+    for (let i = 0; i < 50 && (await h.ledger(session_id)).some((e) => !['rejected', 'skipped'].includes(e.status)); i++) await new Promise((r) => setTimeout(r, 100));
+    expect((await h.ledger(session_id)).map((e) => e.status)).toEqual(['rejected', 'skipped']);
+    expect(await h.file(session_id, 'guarded/ok.txt')).toBeNull();
+  });
+
   it('max_turns ends a job that never finishes, with the reason', async () => {
     const { job_id } = await h.submit({ task: 'never finish', limits: { max_turns: 2 }, policy: { version: 1, defaults: { bash: 'allow' } } });
     const job = await h.waitFinal(job_id);
