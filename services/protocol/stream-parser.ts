@@ -3,10 +3,10 @@
 // Every character is looked at a bounded number of times, whatever the
 // chunking (PROTOCOL.md §4).
 import type { Command, ParseError } from './command.ts';
-import { BodyReader, type BodyKind } from './body-reader.ts';
+import { BodyReader, bodyKind } from './body-reader.ts';
 import { FenceReader } from './fence.ts';
 import { OpeningTagReader, isBlank, isLower } from './opening-tag.ts';
-import { completeTag, isToolName, takesBody, type CompletionContext } from './tag.ts';
+import { completeTag, isToolName, unclosedOpeningTag, type CompletionContext } from './tag.ts';
 import { TextAccumulator } from './text-accumulator.ts';
 
 export interface StreamSink {
@@ -23,7 +23,6 @@ export interface StreamParserOptions {
 
 const enum S { Text, Candidate, TfNameStart, OpeningTag, Body, Fence }
 const NL = 0x0a, SPACE = 0x20, LT = 0x3c, GT = 0x3e, SLASH = 0x2f, DASH = 0x2d, BACKTICK = 0x60, TILDE = 0x7e;
-const ID_PATTERN = /^[0-9]+$/;
 
 // Plain `private` fields instead of `#fields`: feed() runs once per delta and
 // 1-byte deltas make every property access count.
@@ -108,16 +107,10 @@ export class StreamParser {
       case S.TfNameStart:
         if (this.opts.trackVisible) this.visible.append(this.pending);
         break;
-      case S.OpeningTag: {
+      case S.OpeningTag:
         // The opening tag never completed: only `unclosed_tag` (§7).
-        const tag = this.opening!;
-        const error: ParseError = { code: 'unclosed_tag', message: `<${this.fullName(tag.name)}> opening tag was still open when the stream ended` };
-        const id = tag.id;
-        if (id !== undefined && ID_PATTERN.test(id)) error.id = id;
-        error.tool = tag.name;
-        this.sink.error(error);
+        this.sink.error(unclosedOpeningTag(this.opening!.name, this.fullName(this.opening!.name), this.opening!.id));
         break;
-      }
       case S.Body:
         this.body!.end();
         this.finishTag(0);
@@ -321,8 +314,3 @@ function indexOrEnd(s: string, ch: string, from: number): number {
   return at < 0 ? s.length : at;
 }
 
-function bodyKind(name: string): BodyKind {
-  if (!isToolName(name)) return 'ignore';
-  if (name === 'edit') return 'edit';
-  return takesBody(name) ? 'content' : 'none';
-}

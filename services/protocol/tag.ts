@@ -142,6 +142,14 @@ class AttributeView {
   }
 }
 
+/** The stream ended inside an opening tag: `unclosed_tag` only, with the id if it was read whole. */
+export function unclosedOpeningTag(name: string, fullName: string, id: string | undefined): ParseError {
+  const error: ParseError = { code: 'unclosed_tag', message: `<${fullName}> opening tag was still open when the stream ended` };
+  if (id !== undefined && ID_PATTERN.test(id)) error.id = id;
+  error.tool = name;
+  return error;
+}
+
 function checkAttributes(tool: ToolName, attrs: AttributeView): string | null {
   const allowed = TOOL_ATTRIBUTES[tool];
   for (const [key, value] of attrs.list) {
