@@ -3,7 +3,6 @@
 // and emits the job-level events (API.md, jobs).
 import { countTokens } from 'gpt-tokenizer';
 import type { ChatCompletionMessageParam } from 'openai/resources/chat/completions';
-import { runParsedTurn } from '../pipeline/api-turn.ts';
 import type { LedgerRecord } from '../pipeline/ledger-record.ts';
 import type { Pipeline } from '../pipeline/pipeline.ts';
 import type { JobEvents } from '../jobs/job-events.ts';
@@ -64,12 +63,15 @@ export async function runJob(deps: JobRunnerDeps, view: JobView, request: JobReq
   });
   try {
     if (request.files && Object.keys(request.files).length > 0) {
-      const seeded = await runParsedTurn(pipeline, sid, Object.entries(request.files).map(([path, content], i) => ({
-        command: { id: String(i + 1), tool: 'write' as const, path, content, allow_empty: true, need_result: false },
-      })), signal);
-      const bad = seeded.results.find((r) => r.status !== 'succeeded');
-      if (bad) throw new JobStopped('failed', `seeding files failed: ${bad.id}: ${bad.status}${bad.error ? `: ${bad.error}` : ''}`);
-      await pipeline.markInjected(sid, (await pipeline.uninjected(sid)).map((r) => r.index));
+      // Seed files are turn 0 (flow api), so the model's calls are turns 1, 2, … like its api_calls.
+      const handles = [];
+      for (const [i, [path, content]] of Object.entries(request.files).entries()) {
+        handles.push(await pipeline.enqueue(sid, 0, { id: String(i + 1), tool: 'write', path, content, allow_empty: true, need_result: false }, 'api'));
+      }
+      const seeded = await pipeline.awaitAll(sid, handles.map((h) => h.index), signal);
+      const bad = seeded.find((r) => r.status !== 'succeeded');
+      if (bad) throw new JobStopped('failed', `seeding files failed: ${bad.path}: ${bad.status}${bad.error ? `: ${bad.error}` : ''}`);
+      await pipeline.markInjected(sid, seeded.map((r) => r.index));
     }
     const history: AgentMessage[] = [{ role: 'system', text: flow.systemPrompt }, { role: 'user', kind: 'task', text: taskMessage(request) }];
     let issued = 0;

@@ -138,6 +138,21 @@ describe('model-driven jobs', () => {
     expect(job.error).toMatch(/max_turns \(2\)/);
   });
 
+  it('seeds files before the first model call (turn 0, flow api) and names them in the task', async () => {
+    const before = h.model.requests;
+    const { job_id, session_id } = await h.submit({ task: 'five files please', files: { 'docs/outline.md': '# Outline\n', 'notes.txt': '' } });
+    const job = await h.waitFinal(job_id);
+    expect(job).toMatchObject({ status: 'succeeded', api_calls: 1 });
+    expect(job.commands.total).toBe(6);
+    const ledger = await h.ledger(session_id);
+    expect(ledger.slice(0, 2).map((e) => [e.turn, e.flow, e.path, e.status, e.injected])).toEqual([
+      [0, 'api', 'docs/outline.md', 'succeeded', true], [0, 'api', 'notes.txt', 'succeeded', true],
+    ]);
+    expect(ledger.slice(2).every((e) => e.turn === 1)).toBe(true);
+    expect(await h.file(session_id, 'docs/outline.md')).toBe('# Outline\n');
+    expect(lastUserMessage(h.model, before)).toContain('Files already in the workspace: docs/outline.md, notes.txt');
+  });
+
   it('bad job bodies are 400 with error.code', async () => {
     for (const body of [{}, { task: '' }, { task: 'x', flow: 'other' }, { task: 'x', unknown: 1 }, { task: 'x', limits: { max_turns: 0 } }, { task: 'x', files: { '../x': 'y' } }]) {
       const res = await fetch(`${h.url}/v1/jobs`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
