@@ -144,12 +144,16 @@ export function buildBase(args: {
   };
 }
 
-/** The stored hash (all strings) → a validated record. Throws on a corrupt record: never guess. */
-export function recordFromHash(index: number, h: Record<string, string>): LedgerRecord {
+/**
+ * The stored hash (all strings) → a record. Validated with the zod schema
+ * (throws on a corrupt record: never guess) unless `validate` is false, which
+ * the worker's hot path uses for records this code wrote itself.
+ */
+export function recordFromHash(index: number, h: Record<string, string>, validate = true): LedgerRecord {
   if (!h.base || !h.status) throw new Error(`ledger record ${index} is incomplete`);
   const base = JSON.parse(h.base) as LedgerBase;
   const result = h.result ? (JSON.parse(h.result) as LedgerResult) : EMPTY_RESULT;
-  return LedgerRecord.parse({
+  const raw = {
     ...base, ...EMPTY_RESULT, ...result,
     index,
     status: h.status,
@@ -157,7 +161,8 @@ export function recordFromHash(index: number, h: Record<string, string>): Ledger
     injected: h.injected === '1',
     started_at: h.started_at || null,
     finished_at: h.finished_at || null,
-  });
+  };
+  return validate ? LedgerRecord.parse(raw) : (raw as LedgerRecord);
 }
 
 /** UTF-16-safe cap on a captured stream; the flag says something was cut. */

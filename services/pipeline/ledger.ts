@@ -122,6 +122,31 @@ export class Ledger {
     return h.status ? recordFromHash(index, h) : null;
   }
 
+  /**
+   * Everything a worker needs to decide about one command, in one round trip:
+   * the record and its full command, the turn's failure, the session's
+   * deletion mark and its grants.
+   */
+  async loadForExecution(sid: string, index: number, turn: number) {
+    const k = this.#keys;
+    const out = (await this.#redis.pipeline()
+      .hgetall(k.record(sid, index))
+      .hmget(k.turnState(sid, turn), 'failed', 'failed_id')
+      .hexists(k.sessionMeta(sid), 'deleted_at')
+      .lrange(k.grants(sid), 0, -1)
+      .exec()) ?? [];
+    for (const [err] of out) if (err) throw err;
+    const h = out[0]![1] as Record<string, string>;
+    const [failed, failedId] = out[1]![1] as (string | null)[];
+    return {
+      record: h.status ? recordFromHash(index, h, false) : null,
+      command: h.cmd ? (JSON.parse(h.cmd) as Command) : null,
+      failure: failed === null || failed === undefined ? null : { index: Number(failed), id: failedId ?? '' },
+      deleted: out[2]![1] === 1,
+      grantsJson: out[3]![1] as string[],
+    };
+  }
+
   /** The full command, for execution (absent once final and dropped). */
   async command(sid: string, index: number): Promise<Command | null> {
     const raw = await this.#redis.hget(this.#keys.record(sid, index), 'cmd');

@@ -101,8 +101,13 @@ export class Pipeline {
   async #enqueue(sid: string, turn: number, command: Command, flow: CommandFlow): Promise<CommandHandle> {
     const session = await this.sessions.get(sid);
     if (!session) throw new PipelineError('session_not_found', `session ${sid} not found`);
-    if (await this.sessions.isDeleted(sid)) throw new PipelineError('session_deleted', `session ${sid} was deleted`);
-    const grants = (await this.#d.redis.lrange(this.#d.keys.grants(sid), 0, -1)).map((g) => JSON.parse(g) as Grant);
+    const reads = ((await this.#d.redis.pipeline()
+      .hexists(this.#d.keys.sessionMeta(sid), 'deleted_at').lrange(this.#d.keys.grants(sid), 0, -1).exec()) ?? []) as [Error | null, unknown][];
+    for (const [err] of reads) if (err) throw err;
+    const deleted = reads[0]?.[1];
+    const rawGrants = reads[1]?.[1] ?? [];
+    if (deleted === 1) throw new PipelineError('session_deleted', `session ${sid} was deleted`);
+    const grants = (rawGrants as string[]).map((g) => JSON.parse(g) as Grant);
     const evaluation = this.#d.gate.evaluate(session, command, grants);
     let status: 'queued' | 'forbidden' = 'queued';
     let error: string | undefined;
@@ -125,7 +130,7 @@ export class Pipeline {
     this.#d.metrics.commandsEnqueued.inc({ status: rec.status });
     if (rec.status === 'queued') {
       try {
-        await this.queues.add(sid, rec.index);
+        await this.queues.add(sid, rec.index, turn);
       } catch (err) {
         // Never leave a `queued` record without a job: it would hold its turn open forever.
         await this.ledger.transition(rec, {

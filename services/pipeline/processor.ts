@@ -27,11 +27,14 @@ export type ProcessorDeps = {
 
 const INTERRUPTED = 'the worker executing this command died mid-way; it was not run again';
 
-export async function processCommand(d: ProcessorDeps, sid: string, index: number, signal?: AbortSignal): Promise<void> {
-  const rec = await d.ledger.get(sid, index);
+type Loaded = Awaited<ReturnType<ProcessorDeps['ledger']['loadForExecution']>>;
+
+export async function processCommand(d: ProcessorDeps, sid: string, index: number, signal?: AbortSignal, turn?: number): Promise<void> {
+  const loaded = turn === undefined ? null : await d.ledger.loadForExecution(sid, index, turn);
+  const rec = loaded ? loaded.record : await d.ledger.get(sid, index);
   if (!rec) return;
   switch (rec.status) {
-    case 'queued': return handleQueued(d, rec, signal);
+    case 'queued': return handleQueued(d, rec, loaded ?? (await d.ledger.loadForExecution(sid, index, rec.turn)), signal);
     case 'awaiting_approval': return awaitApproval(d, rec, signal);
     case 'running': return interrupt(d, rec);
     default: return; // final already (e.g. skipped eagerly)
@@ -51,29 +54,25 @@ export async function interrupt(d: ProcessorDeps, rec: LedgerRecord): Promise<vo
   }
 }
 
-async function grantsOf(d: ProcessorDeps, sid: string): Promise<Grant[]> {
-  return (await d.redis.lrange(d.keys.grants(sid), 0, -1)).map((g) => JSON.parse(g) as Grant);
-}
-
-async function handleQueued(d: ProcessorDeps, rec: LedgerRecord, signal?: AbortSignal): Promise<void> {
+async function handleQueued(d: ProcessorDeps, rec: LedgerRecord, loaded: Loaded, signal?: AbortSignal): Promise<void> {
   const sid = rec.session;
-  const failure = await d.ledger.turnFailure(sid, rec.turn);
+  const { failure, command } = loaded;
   if (failure && failure.index < rec.index) {
     await skipOne(d.ledger, rec, skipReason(failure));
     return;
   }
-  const [session, command] = await Promise.all([d.sessions.get(sid), d.ledger.command(sid, rec.index)]);
+  const session = await d.sessions.get(sid);
   if (!session || !command) {
     await refuse(d, rec, 'failed', 'internal', `session or command data missing for ${sid}#${rec.index}`);
     return;
   }
-  if (session.deleted_at || (await d.sessions.isDeleted(sid))) {
+  if (loaded.deleted) {
     await skipOne(d.ledger, rec, 'skipped: the session was deleted');
     return;
   }
   // Evaluated again here, with the grants of this moment: an approve_for_session
   // answered while this command waited in the queue must count.
-  const grants = await grantsOf(d, sid);
+  const grants = loaded.grantsJson.map((g) => JSON.parse(g) as Grant);
   const evaluation = d.gate.evaluate(session, command, grants);
   if (evaluation.decision === 'forbid') return refuse(d, rec, 'forbidden', 'forbidden', evaluation.reason || 'forbidden by policy');
   const action = d.gate.decide(evaluation, session, command, grants);

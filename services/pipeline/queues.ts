@@ -6,7 +6,8 @@ import type { PipelineRedis } from './redis.ts';
 // connection (BullMQ does not close a shared connection), so hundreds of
 // sessions cost hundreds of small objects, not connections.
 
-export type CommandJobData = { sid: string; index: number };
+/** `turn` lets the worker read record, turn state and grants in one round trip. */
+export type CommandJobData = { sid: string; index: number; turn: number };
 
 /** One attempt, no retry: a retry would reorder the session and could repeat a side effect. */
 export const JOB_OPTIONS = { attempts: 1, removeOnComplete: true, removeOnFail: true } as const;
@@ -47,10 +48,10 @@ export class SessionQueues {
     this.#configured.add(sid);
   }
 
-  async add(sid: string, index: number): Promise<void> {
+  async add(sid: string, index: number, turn: number): Promise<void> {
     await this.configure(sid);
     // Custom job ids may not look like integers (BullMQ rule), hence the `c`.
-    await this.queue(sid).add('command', { sid, index }, { ...JOB_OPTIONS, jobId: `c${index}` });
+    await this.queue(sid).add('command', { sid, index, turn }, { ...JOB_OPTIONS, jobId: `c${index}` });
   }
 
   /** Removes the queue's BullMQ keys (waiting jobs included); the ledger is elsewhere. */

@@ -26,6 +26,9 @@ export function createRedis(url: string, name: string, extra: RedisOptions = {})
     connectionName: name,
     // Keep reconnecting: a Redis restart (AOF) must not kill the service.
     retryStrategy: (times) => Math.min(times * 100, 2000),
+    // Commands issued in the same tick leave in one socket write: under load the
+    // write syscalls, not Redis, were the service's largest CPU cost.
+    enableAutoPipelining: true,
     ...extra,
   });
   for (const file of SCRIPTS) {

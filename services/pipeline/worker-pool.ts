@@ -98,7 +98,7 @@ export class WorkerPool {
     const { keys, redis } = this.#d;
     const worker = new Worker<CommandJobData>(
       keys.queueName(sid),
-      async (job: Job<CommandJobData>) => processCommand(this.#d, job.data.sid, job.data.index),
+      async (job: Job<CommandJobData>) => processCommand(this.#d, job.data.sid, job.data.index, undefined, job.data.turn),
       {
         connection: redis, prefix: keys.bullPrefix, concurrency: 1, autorun: true,
         lockDuration: this.#opts.lockMs, stalledInterval: this.#opts.stalledIntervalMs,
