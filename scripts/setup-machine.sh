@@ -32,6 +32,12 @@ if ! redis-cli -h 127.0.0.1 ping >/dev/null 2>&1; then
     --dir "$PWD/.tmp/redis" --daemonize yes --logfile "$PWD/.tmp/redis/redis.log"
   for _ in $(seq 1 30); do redis-cli -h 127.0.0.1 ping >/dev/null 2>&1 && break; sleep 0.5; done
 fi
+# A Redis that was already running (a distribution service, say) gets AOF too:
+# the ledger must survive a Redis restart.
+if [ "$(redis-cli -h 127.0.0.1 config get appendonly | tail -1)" != "yes" ]; then
+  log "turning on appendonly in the running Redis"
+  redis-cli -h 127.0.0.1 config set appendonly yes >/dev/null
+fi
 
 if [ ! -d node_modules ] || [ package-lock.json -nt node_modules/.package-lock.json ]; then
   log "installing Node dependencies (npm ci)"
