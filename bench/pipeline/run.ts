@@ -12,7 +12,7 @@ import { Redis } from 'ioredis';
 
 const { values } = parseArgs({ options: {
   levels: { type: 'string', default: '1,20,200' },
-  commands: { type: 'string', default: '2000' },
+  commands: { type: 'string', default: '10000' },
   samples: { type: 'string', default: '300' },
   turn: { type: 'string', default: '50' },
 } });
@@ -46,7 +46,7 @@ async function startService(port: number): Promise<ChildProcess> {
   const nodeArgs = (process.env.BENCH_SERVICE_NODE_ARGS ?? '').split(' ').filter(Boolean);
   const child = spawn(process.execPath, [...nodeArgs, `${ROOT}bin/thinkflow.mjs`, 'serve', '--role', 'all'], {
     cwd: ROOT, stdio: ['ignore', 'ignore', 'pipe'],
-    env: { ...process.env, PORT: String(port), HOST: '127.0.0.1', REDIS_URL, THINKFLOW_REDIS_PREFIX: PREFIX, THINKFLOW_SANDBOX_PREFIX: BOXES, THINKFLOW_API_KEYS: '' },
+    env: { ...process.env, PORT: String(port), HOST: '127.0.0.1', REDIS_URL, THINKFLOW_REDIS_PREFIX: PREFIX, THINKFLOW_SANDBOX_PREFIX: BOXES, THINKFLOW_API_KEYS: '', THINKFLOW_WORKER_IDLE_MS: '2000' },
   });
   await new Promise<void>((resolve, reject) => {
     let log = '';
@@ -152,6 +152,10 @@ async function main(): Promise<void> {
       if (level === Math.max(...LEVELS)) {
         const m = rssOf(service.pid!);
         say(`service RSS after ${level} sessions: ${m.rssMiB.toFixed(0)} MiB (peak ${m.peakMiB.toFixed(0)} MiB)`);
+        // Idle sessions must not hold connections: Workers close after THINKFLOW_WORKER_IDLE_MS (2 s here).
+        await new Promise((r) => setTimeout(r, 4000));
+        const idle = await countConnections(redis);
+        say(`Redis connections once the ${level} sessions are idle (4 s later): ours ${idle.ours}`);
       }
       await Promise.all(r.sids.map((sid) => a.del(sid)));
     }

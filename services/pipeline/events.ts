@@ -1,6 +1,6 @@
 import type { Redis } from 'ioredis';
 import type { Keys } from './keys.ts';
-import type { LedgerRecord } from './ledger-record.ts';
+import { targetOf, type LedgerRecord } from './ledger-record.ts';
 
 // Events of a session. They are written by the Lua scripts together with the
 // state change they describe (a Redis stream per session, entry id `seq-0`, so
@@ -20,6 +20,13 @@ export type PublicApproval = {
   status?: string; decision?: string | null; decided_by?: string | null; reason?: string | null; decided_at?: string | null;
 };
 
+/** What command_queued/command_started carry: enough to show progress, without the body. */
+export type CommandSummary = { turn: number; id: string; tool: string; status: string; flow: string; target: string };
+
+export function summaryOf(r: LedgerRecord): CommandSummary {
+  return { turn: r.turn, id: r.id, tool: r.tool, status: r.status, flow: r.flow, target: targetOf(r) };
+}
+
 export type PipelineEvent = {
   seq: number;
   /** ledger index of the command the event is about */
@@ -28,7 +35,10 @@ export type PipelineEvent = {
   session_id: string;
   job_id: string | null;
   at: string;
+  /** command_finished: the full ledger record */
   record?: LedgerRecord;
+  /** command_queued, command_started */
+  command?: CommandSummary;
   approval?: PublicApproval;
 };
 

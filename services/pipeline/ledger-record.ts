@@ -196,7 +196,7 @@ export function summarize(tool: ToolName, r: Partial<LedgerResult> & { status: L
 }
 
 /** The target an operator sees: the path, `path -> dest` for copy, or the cmd. */
-export function targetOf(c: Pick<Command, 'tool' | 'path' | 'dest' | 'cmd'>): string {
+export function targetOf(c: { tool: ToolName; path?: string | null; dest?: string | null; cmd?: string | null }): string {
   if (c.tool === 'bash') return c.cmd ?? '';
   if (c.tool === 'copy') return `${c.path ?? ''} -> ${c.dest ?? ''}`;
   return c.path ?? '';

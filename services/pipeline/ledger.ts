@@ -1,5 +1,5 @@
 import type { Command, CommandFlow } from '../protocol/command.ts';
-import { eventJson, type PipelineEventType, type PublicApproval } from './events.ts';
+import { eventJson, summaryOf, type PipelineEventType, type PublicApproval } from './events.ts';
 import type { Keys } from './keys.ts';
 import {
   FAILURE_STATUSES, FINAL_STATUSES, buildBase, recordFromHash,
@@ -13,7 +13,7 @@ import type { PipelineRedis } from './redis.ts';
 // compare-and-set on `status` plus the event, in one atomic step.
 
 export type CreateOutcome =
-  | { kind: 'created'; index: number; record: LedgerRecord }
+  | { kind: 'created'; index: number; record: LedgerRecord; wasIdle: boolean }
   | { kind: 'duplicate'; index: number }
   | { kind: 'turn_failed'; marker: string };
 
@@ -71,12 +71,15 @@ export class Ledger {
       FAILURE_STATUSES.has(args.status) ? '1' : '0', args.status === 'skipped' ? '0' : '1',
       JSON.stringify(args.command), JSON.stringify(base), result ? JSON.stringify(result) : '', finishedAt ?? '',
       k.eventChannel(sid), this.#streamMax, sid, now.getTime(), type,
-      eventJson(type, { session_id: sid, job_id: args.jobId ?? null, at: now.toISOString(), record: { index: -1, ...record } as unknown as LedgerRecord }),
-    )) as [number, number | string, number?];
+      eventJson(type, {
+        session_id: sid, job_id: args.jobId ?? null, at: now.toISOString(),
+        ...(final ? { record: { index: -1, ...record } as unknown as LedgerRecord } : { command: summaryOf({ ...record, index: 0 }) }),
+      }),
+    )) as [number, number | string, number?, number?];
     if (res[0] === 0) return { kind: 'duplicate', index: Number(res[1]) };
     if (res[0] === 2) return { kind: 'turn_failed', marker: String(res[1]) };
     const index = Number(res[1]);
-    return { kind: 'created', index, record: { ...record, index } };
+    return { kind: 'created', index, record: { ...record, index }, wasIdle: Number(res[3]) === 1 };
   }
 
   /** Compare-and-set on the status, with events. `record` is the record before the change. */
@@ -103,7 +106,7 @@ export class Ledger {
     if (spec.dropCommand) pairs.push('cmd', '');
     const events = spec.events.flatMap((type) => [type, eventJson(type, {
       session_id: sid, job_id: jobId, at,
-      ...(type.startsWith('approval_') ? { approval: spec.approval } : { record: next }),
+      ...(type.startsWith('approval_') ? { approval: spec.approval } : type === 'command_finished' ? { record: next } : { command: summaryOf(next) }),
     })]);
     const becomesFinal = FINAL_STATUSES.has(spec.to) && spec.from.every((s) => !FINAL_STATUSES.has(s));
     const res = (await this.#redis.transition(

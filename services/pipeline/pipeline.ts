@@ -139,7 +139,10 @@ export class Pipeline {
         });
         throw err;
       }
-      await this.#d.redis.publish(this.#d.keys.wakeChannel(), sid);
+      // Wake worker processes only when the session goes from idle to busy: while
+      // an earlier command is still open, a Worker holds the queue (and the
+      // pool's reconcile covers any gap within seconds).
+      if (out.wasIdle) await this.#d.redis.publish(this.#d.keys.wakeChannel(), sid);
     } else if (rec.status === 'forbidden') {
       await skipRestOfTurn(this.ledger, sid, turn, session.job_id);
     }

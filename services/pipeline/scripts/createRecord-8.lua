@@ -13,7 +13,8 @@
   ARGV[7] full command JSON   ARGV[8] base JSON   ARGV[9] result JSON ("" = none)
   ARGV[10] finished_at ("" = none)  ARGV[11] event channel  ARGV[12] stream max length
   ARGV[13] session id   ARGV[14] now (ms)  ARGV[15] event type  ARGV[16] event JSON without seq/index
-  Returns {1, index, seq} | {0, existing index} (duplicate id) | {2, failure marker}
+  Returns {1, index, seq, open} | {0, existing index} (duplicate id) | {2, failure marker}
+  (open = the session's non-final count after this record: 1 means it was idle)
 ]]
 local existing = redis.call('HGET', KEYS[2], ARGV[2])
 if existing then return {0, tonumber(existing)} end
@@ -29,8 +30,9 @@ if ARGV[9] ~= '' then redis.call('HSET', rec, 'result', ARGV[9]) end
 if ARGV[10] ~= '' then redis.call('HSET', rec, 'finished_at', ARGV[10]) end
 redis.call('HSET', KEYS[2], ARGV[2], n)
 redis.call('RPUSH', KEYS[5], n)
+local open = 0
 if ARGV[4] ~= '1' then
-  redis.call('INCR', KEYS[3])
+  open = redis.call('INCR', KEYS[3])
   redis.call('ZADD', KEYS[8], ARGV[14], ARGV[13])
 end
 if ARGV[5] == '1' then
@@ -47,4 +49,4 @@ if s then data = string.sub(data, 1, s - 1) .. '"index":' .. n .. string.sub(dat
 local payload = '{"seq":' .. seq .. ',"index":' .. n .. ',' .. string.sub(data, 2)
 redis.call('XADD', KEYS[7], 'MAXLEN', '~', ARGV[12], seq .. '-0', 't', ARGV[15], 'd', payload)
 redis.call('PUBLISH', ARGV[11], payload)
-return {1, n, seq}
+return {1, n, seq, open}
