@@ -1,0 +1,60 @@
+import { describe, expect, it } from 'vitest';
+import { loadConfig, parseApiKeys } from '../../../services/config/env.ts';
+import { createKeys } from '../../../services/pipeline/keys.ts';
+import { PipelineMetrics } from '../../../services/pipeline/metrics.ts';
+import { skipReason } from '../../../services/pipeline/turns.ts';
+
+describe('config', () => {
+  it('has the defaults of API.md', () => {
+    const c = loadConfig({});
+    expect(c).toMatchObject({
+      port: 8080, host: '127.0.0.1', redisUrl: 'redis://127.0.0.1:6379', role: 'all', apiKeys: null,
+      policyDir: './policies', approvalTtlS: 900, maxJsonBytes: 2 * 1024 * 1024, maxCommandsBytes: 16 * 1024 * 1024,
+    });
+  });
+  it('parses key:role pairs and refuses a bad one without echoing the key', () => {
+    expect(parseApiKeys('a:submitter, b:c:operator ,z:admin')).toEqual(new Map([['a', 'submitter'], ['b:c', 'operator'], ['z', 'admin']]));
+    expect(parseApiKeys('  ')).toBeNull();
+    expect(() => parseApiKeys('secret123:root')).toThrow(/\*\*\*:root/);
+    expect(() => parseApiKeys('secret123:root')).not.toThrow(/secret123/);
+    expect(() => loadConfig({ THINKFLOW_ROLE: 'boss' })).toThrow(/THINKFLOW_ROLE/);
+    expect(() => loadConfig({ PORT: 'eighty' })).toThrow(/PORT/);
+  });
+});
+
+describe('keys', () => {
+  it('builds every key under the prefix with the session as hash tag', () => {
+    const k = createKeys('tfx');
+    expect(k.record('ses_1', 3)).toBe('tfx:{ses_1}:rec:3');
+    expect(k.queueName('ses_1')).toBe('{ses_1}');
+    expect(k.sessionFromQueue(k.queueName('ses_1'))).toBe('ses_1');
+    expect(k.bullPrefix).toBe('tfx:q');
+    expect(() => k.record('a:b', 1)).toThrow(/invalid session id/);
+    expect(() => k.events('{x}')).toThrow();
+    expect(() => createKeys('bad prefix')).toThrow();
+  });
+});
+
+describe('metrics', () => {
+  it('renders Prometheus text with labels, escaping and histogram buckets', async () => {
+    const m = new PipelineMetrics();
+    m.httpRequests.inc({ method: 'GET', route: '/a"b', status: '200' });
+    m.httpRequests.inc({ method: 'GET', route: '/a"b', status: '200' });
+    m.queueWait.observe(0.004);
+    m.queueWait.observe(2);
+    const text = await m.render();
+    expect(text).toContain('# TYPE thinkflow_http_requests_total counter');
+    expect(text).toContain('thinkflow_http_requests_total{method="GET",route="/a\\"b",status="200"} 2');
+    expect(text).toContain('thinkflow_command_queue_wait_seconds_bucket{le="0.005"} 1');
+    expect(text).toContain('thinkflow_command_queue_wait_seconds_bucket{le="+Inf"} 2');
+    expect(text).toContain('thinkflow_command_queue_wait_seconds_count 2');
+    expect(text.endsWith('\n')).toBe(true);
+  });
+});
+
+describe('turn skip reasons', () => {
+  it('names the failed command or the parse error', () => {
+    expect(skipReason({ id: '4' })).toBe('skipped: command 4 failed earlier in this turn');
+    expect(skipReason({ id: 'parse error (bad_id)' })).toBe('skipped: parse error (bad_id) earlier in this turn');
+  });
+});
