@@ -6,6 +6,7 @@ import { auth, requireRole } from './middleware/auth.ts';
 import { httpMetrics } from './middleware/http-metrics.ts';
 import { approvalRoutes } from './routes/approvals.ts';
 import { guardRawFilePaths } from './routes/raw-path.ts';
+import { sessionEventRoutes } from './routes/session-events.ts';
 import { sessionRoutes } from './routes/sessions.ts';
 import { systemRoutes } from './routes/system.ts';
 import { jobRoutes } from './routes/jobs.ts';
@@ -31,6 +32,7 @@ export function createApp(rt: Runtime, extras: { jobs?: JobsService } = {}): Hon
   app.route('/admin', adminRoutes(rt));
   if (extras.jobs) app.route('/v1/jobs', jobRoutes({ jobs: extras.jobs, pipeline: rt.pipeline, redis: rt.redis, keys: rt.keys, maxJsonBytes }));
   app.route('/v1/sessions', sessionRoutes({ pipeline: rt.pipeline, maxJsonBytes, maxCommandsBytes }));
+  app.route('/v1/sessions', sessionEventRoutes(rt));
   app.use('/v1/approvals', requireRole('operator', 'admin'));
   app.use('/v1/approvals/*', requireRole('operator', 'admin'));
   app.route('/v1/approvals', approvalRoutes({ pipeline: rt.pipeline, maxJsonBytes }));

@@ -3,7 +3,7 @@ import type { Config } from '../config/env.ts';
 import { SandboxManager } from '../sandbox/index.ts';
 import { SandboxExecutor, type Executor } from './executor.ts';
 import { createKeys, type Keys } from './keys.ts';
-import { PipelineMetrics } from './metrics.ts';
+import { Gauge, PipelineMetrics } from './metrics.ts';
 import { Pipeline } from './pipeline.ts';
 import { FilePolicyGate, type PolicyGate } from './policy-gate.ts';
 import { Approvals } from './approvals.ts';
@@ -38,6 +38,11 @@ export async function createRuntime(config: Config, overrides: RuntimeOverrides 
   const subscriber = createRedis(config.redisUrl, `thinkflow-${config.role}-sub@${config.redisPrefix}`);
   const executor = overrides.executor ?? new SandboxExecutor(new SandboxManager({ namePrefix: config.sandboxPrefix }));
   const metrics = new PipelineMetrics();
+  // Read from Redis at scrape time, so every API process reports the same figure.
+  const pending: Gauge = new Gauge('thinkflow_approvals_pending', 'Approvals waiting for an operator (all processes)', async () => {
+    pending.set(await redis.zcount(keys.approvalsPending(), Date.now(), '+inf').catch(() => -1));
+  });
+  metrics.extra.push(pending);
   const pipeline = new Pipeline({ redis, subscriber, keys, executor, gate, metrics, inlineBytes: config.ledgerInlineBytes });
   const runWorker = overrides.worker ?? config.role !== 'api';
   let pool: WorkerPool | null = null;

@@ -65,8 +65,16 @@ export function sessionRoutes({ pipeline: p, maxJsonBytes, maxCommandsBytes }: S
     const type = c.req.header('content-type');
     if (type && !/^text\/plain\b/i.test(type)) throw new AppError(415, 'unsupported_media_type', `expected text/plain with tf-* tags, got ${type}`);
     const text = await c.req.text();
-    const out = await runCommandsTurn(p, meta.session_id, text, { signal: c.req.raw.signal });
-    return c.json({ results: out.results, errors: out.errors });
+    const signal = c.req.raw.signal;
+    try {
+      const out = await runCommandsTurn(p, meta.session_id, text, { signal });
+      return c.json({ results: out.results, errors: out.errors });
+    } catch (err) {
+      // The client went away while its turn ran: the turn goes on (the ledger
+      // has it); there is nobody to answer, so do not log it as a failure.
+      if (signal.aborted) return c.body(null, 499 as never);
+      throw err;
+    }
   });
 
   app.get('/:id/ledger', async (c) => {

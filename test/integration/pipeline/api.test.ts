@@ -168,4 +168,43 @@ describe('REST API (real Redis and Docker)', () => {
     const again = await sub1.text(`/v1/sessions/${sid}/commands`, '<tf-touch id="1" path="b" />');
     expect(again.status).toBe(410);
   });
+
+  it('streams session events as SSE with seq ids, resumable with Last-Event-ID', async () => {
+    const sid = await newSession();
+    await sub1.text(`/v1/sessions/${sid}/commands`, '<tf-touch id="1" path="a" />\n<tf-bash id="2" cmd="exit 1" />\n<tf-touch id="3" path="b" />');
+    const read = async (headers: Record<string, string>, until: (events: { id: string; event: string; data: { seq: number; type: string; record?: { status: string } } }[]) => boolean) => {
+      const ctl = new AbortController();
+      const res = await fetch(`${svc.url}/v1/sessions/${sid}/events`, { headers: { authorization: 'Bearer k-sub1', ...headers }, signal: ctl.signal });
+      expect(res.headers.get('content-type')).toMatch(/^text\/event-stream/);
+      const reader = res.body!.getReader();
+      let buf = '';
+      const events: { id: string; event: string; data: { seq: number; type: string; record?: { status: string } } }[] = [];
+      while (!until(events)) {
+        const { value, done } = await reader.read();
+        if (done) break;
+        buf += new TextDecoder().decode(value);
+        let i;
+        while ((i = buf.indexOf('\n\n')) >= 0) {
+          const block = buf.slice(0, i);
+          buf = buf.slice(i + 2);
+          const f = Object.fromEntries(block.split('\n').filter((l) => !l.startsWith(':')).map((l) => [l.slice(0, l.indexOf(':')), l.slice(l.indexOf(':') + 2)]));
+          if (f.data) events.push({ id: f.id!, event: f.event!, data: JSON.parse(f.data) });
+        }
+      }
+      ctl.abort();
+      return events;
+    };
+    const all = await read({}, (e) => e.filter((x) => x.event === 'command_finished').length === 3);
+    expect(all.map((e) => Number(e.id))).toEqual(all.map((_, i) => i + 1));
+    expect(all.map((e) => e.data.seq)).toEqual(all.map((e) => Number(e.id)));
+    expect(all.filter((e) => e.event === 'command_finished').map((e) => e.data.record!.status)).toEqual(['succeeded', 'failed', 'skipped']);
+    const resumed = await read({ 'last-event-id': all[2]!.id }, (e) => e.length === all.length - 3);
+    expect(resumed.map((e) => e.id)).toEqual(all.slice(3).map((e) => e.id));
+    // Live: a new turn's events arrive on an open stream.
+    const live = read({ 'last-event-id': all.at(-1)!.id }, (e) => e.some((x) => x.event === 'command_finished'));
+    await new Promise((r) => setTimeout(r, 200));
+    await sub1.text(`/v1/sessions/${sid}/commands`, '<tf-touch id="1" path="c" />');
+    expect((await live).map((e) => e.event)).toEqual(['command_queued', 'command_started', 'command_finished']);
+    expect((await sub2.get(`/v1/sessions/${sid}/events`)).status).toBe(404);
+  });
 });
