@@ -18,6 +18,14 @@ export type AnswerOutcome = 'ok' | 'unknown' | 'expired' | 'answered';
 export type ApprovalState = PublicApproval & { status: 'pending' | AnswerDecision | 'expired'; index: number };
 
 const POLL_MS = 1000;
+
+/** The wait was given up (the worker is shutting down); the approval stays pending for another worker. */
+export class ApprovalWaitAborted extends Error {
+  constructor() {
+    super('approval wait aborted');
+    this.name = 'ApprovalWaitAborted';
+  }
+}
 /** Answered approvals are kept this long so a second answer still gets 409, not 404. */
 const KEEP_ANSWERED_S = 7 * 24 * 3600;
 
@@ -120,7 +128,7 @@ export class Approvals {
         await this.answer(token, 'expire', null, 'system');
         continue;
       }
-      if (signal?.aborted) throw signal.reason ?? new Error('aborted');
+      if (signal?.aborted) throw new ApprovalWaitAborted();
       await this.#sleepOrWake(token, Math.min(left, this.#sub ? POLL_MS * 5 : POLL_MS), signal);
     }
   }

@@ -11,7 +11,9 @@ import type { Keys } from './keys.ts';
 import type { Sessions } from './sessions.ts';
 import { skipOne, skipReason, skipRestOfTurn } from './turns.ts';
 
-// What a worker does with one job: the command state machine. The ledger
+// What a worker does with one job: the command state machine. `signal` only
+// cuts approval waits short (ApprovalWaitAborted): the caller then hands the
+// job back to the queue, still at its head. The ledger
 // status read first decides everything, which is what makes a re-delivered
 // (stalled) job safe:
 //   queued            → policy/approval check, then running → final
@@ -77,7 +79,7 @@ async function handleQueued(d: ProcessorDeps, rec: LedgerRecord, loaded: Loaded,
   if (evaluation.decision === 'forbid') return refuse(d, rec, 'forbidden', 'forbidden', evaluation.reason || 'forbidden by policy');
   const action = d.gate.decide(evaluation, session, command, grants);
   if (action.action === 'refuse') return refuse(d, rec, 'forbidden', 'forbidden', action.reason ?? 'refused by policy');
-  if (action.action === 'run') return run(d, rec, command, ['queued'], null, signal);
+  if (action.action === 'run') return run(d, rec, command, ['queued'], null);
 
   const state = await d.approvals.request({
     record: rec, command, evaluation, grant: d.gate.grantFor(command, evaluation), ttlS: d.approvalTtlS, jobId: session.job_id,
@@ -104,7 +106,7 @@ async function awaitApproval(d: ProcessorDeps, rec: LedgerRecord, signal?: Abort
   if (state.status === 'approve' || state.status === 'approve_for_session') {
     const command = await d.ledger.command(rec.session, rec.index);
     if (!command) return refuse(d, rec, 'failed', 'internal', 'command data missing', ['awaiting_approval']);
-    return run(d, { ...rec, approval: decided }, command, ['awaiting_approval'], state, signal);
+    return run(d, { ...rec, approval: decided }, command, ['awaiting_approval'], state);
   }
   const reason = state.status === 'expired' ? 'approval timed out' : state.reason || 'rejected by operator';
   const result: LedgerResult = { ...emptyResult(), error: reason, error_code: 'rejected', output_summary: reason };
@@ -119,8 +121,7 @@ async function awaitApproval(d: ProcessorDeps, rec: LedgerRecord, signal?: Abort
 }
 
 async function run(
-  d: ProcessorDeps, rec: LedgerRecord, command: Command, from: ('queued' | 'awaiting_approval')[],
-  approval: ApprovalState | null, signal?: AbortSignal,
+  d: ProcessorDeps, rec: LedgerRecord, command: Command, from: ('queued' | 'awaiting_approval')[], approval: ApprovalState | null,
 ): Promise<void> {
   const startedAt = new Date();
   const started = await d.ledger.transition(rec, {
@@ -136,7 +137,8 @@ async function run(
   d.metrics.queueWait.observe((startedAt.getTime() - Date.parse(rec.enqueued_at)) / 1000);
   let result: ExecutionResult;
   try {
-    result = await d.executor.execute(rec.session, command, signal ? { signal } : {});
+    // No signal here on purpose: a graceful shutdown lets a running command finish.
+    result = await d.executor.execute(rec.session, command);
   } catch (err) {
     result = {
       ok: false, tool: command.tool, status: 'failed', duration_ms: Date.now() - startedAt.getTime(),

@@ -1,4 +1,5 @@
-import { Worker, type Job } from 'bullmq';
+import { WaitingError, Worker, type Job } from 'bullmq';
+import { ApprovalWaitAborted } from './approvals.ts';
 import type { Redis } from 'ioredis';
 import { interrupt, processCommand, type ProcessorDeps } from './processor.ts';
 import type { CommandJobData } from './queues.ts';
@@ -31,6 +32,8 @@ export class WorkerPool {
   readonly #entries = new Map<string, Entry>();
   readonly #opening = new Map<string, Promise<void>>();
   #timers: NodeJS.Timeout[] = [];
+  /** aborted on close(): approval waits give their job back instead of holding shutdown for minutes */
+  readonly #shutdown = new AbortController();
   #status: PoolStatus = 'idle';
   #closing: Promise<void> | null = null;
 
@@ -98,7 +101,16 @@ export class WorkerPool {
     const { keys, redis } = this.#d;
     const worker = new Worker<CommandJobData>(
       keys.queueName(sid),
-      async (job: Job<CommandJobData>) => processCommand(this.#d, job.data.sid, job.data.index, undefined, job.data.turn),
+      async (job: Job<CommandJobData>, token?: string) => {
+        try {
+          await processCommand(this.#d, job.data.sid, job.data.index, this.#shutdown.signal, job.data.turn);
+        } catch (err) {
+          if (!(err instanceof ApprovalWaitAborted) || !token) throw err;
+          // Back to the head of the session's queue (RPUSH side): another worker resumes the wait.
+          await job.moveToWait(token);
+          throw new WaitingError();
+        }
+      },
       {
         connection: redis, prefix: keys.bullPrefix, concurrency: 1, autorun: true,
         lockDuration: this.#opts.lockMs, stalledInterval: this.#opts.stalledIntervalMs,
@@ -154,6 +166,7 @@ export class WorkerPool {
     this.#closing ??= (async () => {
       this.#status = 'closing';
       for (const t of this.#timers) clearInterval(t);
+      this.#shutdown.abort();
       await Promise.allSettled([...this.#opening.values()]);
       await Promise.allSettled([...this.#entries].map(([sid, e]) => (e.closing ??= this.#closeEntry(sid, e))));
       await this.#sub.unsubscribe(this.#d.keys.wakeChannel()).catch(() => {});

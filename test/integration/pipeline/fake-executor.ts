@@ -2,7 +2,7 @@ import type { Command } from '../../../services/protocol/command.ts';
 import type { ExecutionResult, Executor, ReadPathResult } from '../../../services/pipeline/executor.ts';
 
 // An in-memory executor for the pipeline core tests: files per session and a
-// tiny `bash` (`sleep S`, `exit N`, `echo …`, `true`, `false`, joined by `;`).
+// tiny `bash` (`sleep S`, `exit N`, `echo …`, `rm F`, `true`, `false`, joined by `;`).
 // It logs every execution so tests can check order and "never run twice".
 
 export class FakeExecutor implements Executor {
@@ -57,6 +57,7 @@ export class FakeExecutor implements Executor {
           const [word, ...args] = part.split(/\s+/);
           if (word === 'sleep') await sleep(Number(args[0]) * 1000, opts?.signal);
           else if (word === 'echo') stdout += `${args.join(' ')}\n`;
+          else if (word === 'rm') { for (const a of args.filter((x) => !x.startsWith('-'))) fs.delete(a); }
           else if (word === 'false') return fail('exit code 1', 'exit_code', { exit_code: 1, stdout });
           else if (word === 'exit' && Number(args[0]) !== 0) return fail(`exit code ${args[0]}`, 'exit_code', { exit_code: Number(args[0]), stdout });
           else if (word !== 'true' && word !== 'exit') return fail(`${word}: command not found`, 'exit_code', { exit_code: 127, stdout });

@@ -1,0 +1,46 @@
+import { afterAll, describe, expect, it } from 'vitest';
+import { createRuntime, type Runtime } from '../../../services/pipeline/runtime.ts';
+import { FakeExecutor } from './fake-executor.ts';
+import { cleanupPrefix, testConfig, testPrefix } from './helpers.ts';
+
+// A worker that shuts down while a command waits for approval hands the job
+// back (at the head of the queue); another worker resumes the same wait.
+const prefix = testPrefix('handover');
+const runtimes: Runtime[] = [];
+afterAll(async () => {
+  for (const r of runtimes) await r.close();
+  await cleanupPrefix(prefix);
+});
+
+describe('graceful shutdown during an approval wait', () => {
+  it('does not hold shutdown, keeps the token, and the next worker runs the command once', async () => {
+    const cfg = testConfig(prefix);
+    const fakeA = new FakeExecutor();
+    const fakeB = new FakeExecutor();
+    const a = await createRuntime(cfg, { executor: fakeA });
+    runtimes.push(a);
+    const sid = (await a.pipeline.createSession({ owner: null, approval: 'on-request' })).session_id;
+    const turn = await a.pipeline.nextTurn(sid);
+    const h1 = await a.pipeline.enqueue(sid, turn, { id: '1', tool: 'bash', cmd: 'rm -f x', need_result: false }, 'api');
+    const h2 = await a.pipeline.enqueue(sid, turn, { id: '2', tool: 'bash', cmd: 'echo after', need_result: false }, 'api');
+    let pending = await a.pipeline.approvals.listPending();
+    for (let i = 0; i < 100 && !pending.length; i++) {
+      await new Promise((r) => setTimeout(r, 20));
+      pending = await a.pipeline.approvals.listPending();
+    }
+    expect(pending.map((p) => p.session_id)).toEqual([sid]);
+    const t0 = Date.now();
+    await a.pool!.close();
+    expect(Date.now() - t0).toBeLessThan(3000);
+    expect((await a.pipeline.ledger.get(sid, h1.index))!.status).toBe('awaiting_approval');
+
+    const b = await createRuntime(cfg, { executor: fakeB });
+    runtimes.push(b);
+    expect(await b.pipeline.approvals.answer(pending[0]!.token, 'approve', null, 'tester')).toBe('ok');
+    const [r1, r2] = await Promise.all([b.pipeline.awaitResult(h1), b.pipeline.awaitResult(h2)]);
+    expect([r1.status, r2.status, r1.error]).toEqual(['succeeded', 'succeeded', null]);
+    expect(r1.approval).toMatchObject({ token: pending[0]!.token, decision: 'approve', decided_by: 'tester' });
+    expect(fakeA.log).toEqual([]);
+    expect(fakeB.log.map((l) => l.id)).toEqual(['1', '2']);
+  });
+});
