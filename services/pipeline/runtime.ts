@@ -59,7 +59,9 @@ export async function createRuntime(config: Config, overrides: RuntimeOverrides 
   let closing: Promise<void> | null = null;
   return {
     config, keys, redis, subscriber, executor, gate, metrics, pipeline, pool,
-    // Reverse creation order; each step in its own try so one failure does not skip the rest.
+    // Reverse creation order; each step in its own try and with a time limit, so
+    // one failure (or a Redis that is down, where quit() would wait for a
+    // reconnect) does not skip or hang the rest. Connections are cut at the end.
     close() {
       closing ??= (async () => {
         const steps: [string, () => Promise<unknown>][] = [
@@ -70,8 +72,20 @@ export async function createRuntime(config: Config, overrides: RuntimeOverrides 
           ['redis', () => redis.quit()],
         ];
         for (const [name, step] of steps) {
-          try { await step(); } catch (err) { process.stderr.write(`thinkflow: closing ${name}: ${(err as Error).message}\n`); }
+          let timer: NodeJS.Timeout | undefined;
+          const limit = new Promise<never>((_, reject) => {
+            timer = setTimeout(() => reject(new Error('timed out after 10 s')), 10_000);
+          });
+          try {
+            await Promise.race([step(), limit]);
+          } catch (err) {
+            process.stderr.write(`thinkflow: closing ${name}: ${(err as Error).message}\n`);
+          } finally {
+            clearTimeout(timer);
+          }
         }
+        subscriber.disconnect();
+        redis.disconnect();
       })();
       return closing;
     },
