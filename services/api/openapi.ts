@@ -30,6 +30,7 @@ type Route = {
 
 const ROUTES: Route[] = [
   { method: 'post', path: '/v1/jobs', summary: 'Submit an unattended job', auth: 'any', body: JobRequest, ok: [202, SubmitResponse] },
+  { method: 'get', path: '/v1/jobs', summary: 'Jobs, newest first (a submitter sees its own); ?limit=&status=', auth: 'any', ok: [200, z.object({ jobs: z.array(JobView) })] },
   { method: 'get', path: '/v1/jobs/{job_id}', summary: 'A job: status and figures', auth: 'any', ok: [200, JobView] },
   { method: 'get', path: '/v1/jobs/{job_id}/events', summary: 'Server-Sent Events, resumable with Last-Event-ID', auth: 'any', ok: [200, 'sse'] },
   { method: 'post', path: '/v1/jobs/{job_id}/cancel', summary: 'Stop the model, skip the queue', auth: 'any', ok: [202, JobView] },

@@ -52,6 +52,23 @@ export function jobRoutes({ jobs, pipeline, redis, keys, maxJsonBytes }: JobRout
     return c.json({ job_id: view.job_id, session_id: view.session_id, status: view.status }, 202);
   });
 
+  // Newest first; a submitter sees its own jobs only.
+  app.get('/', async (c) => {
+    const raw = c.req.query('limit') ?? '50';
+    const limit = Number(raw);
+    if (!Number.isInteger(limit) || limit < 1 || limit > 500) throw new AppError(400, 'invalid_query', `limit must be a whole number from 1 to 500, got '${raw}'`);
+    const status = c.req.query('status');
+    const me = c.var.principal;
+    const out = [];
+    for (const id of await jobs.store.list(me.role === 'submitter' ? 5000 : limit * 4)) {
+      const job = await jobs.store.get(id);
+      if (!job || (me.role === 'submitter' && job.owner !== me.id) || (status && job.view.status !== status)) continue;
+      out.push(job.view);
+      if (out.length === limit) break;
+    }
+    return c.json({ jobs: out });
+  });
+
   app.get('/:job_id', async (c) => c.json((await visibleJob(c, jobs)).view));
 
   app.post('/:job_id/cancel', requireRole('submitter', 'admin'), async (c) => {

@@ -108,6 +108,10 @@ describe('native tools, usage, errors, limits, roles', () => {
     expect((await fetch(`${h.url}/v1/jobs/${job_id}/events`, { headers: as('k-bob') })).status).toBe(404);
     expect((await fetch(`${h.url}/v1/jobs/${job_id}/cancel`, { method: 'POST', headers: as('k-bob') })).status).toBe(404);
     expect((await fetch(`${h.url}/v1/jobs/${job_id}`, { headers: as('k-op') })).status).toBe(200);
+    const mine = (await (await fetch(`${h.url}/v1/jobs?limit=500`, { headers: as('k-alice') })).json()).jobs;
+    expect(mine.some((j: { job_id: string }) => j.job_id === job_id)).toBe(true);
+    expect((await (await fetch(`${h.url}/v1/jobs`, { headers: as('k-bob') })).json()).jobs).toEqual([]);
+    expect((await fetch(`${h.url}/v1/jobs?limit=0`, { headers: as('k-bob') })).status).toBe(400);
     expect((await fetch(`${h.url}/v1/jobs/${job_id}`)).status).toBe(401);
     const opSubmit = await fetch(`${h.url}/v1/jobs`, { method: 'POST', headers: { 'content-type': 'application/json', ...as('k-op') }, body: '{"task":"x"}' });
     expect(opSubmit.status).toBe(403);
