@@ -22,6 +22,9 @@ export interface JobRunnerDeps {
   save(view: JobView): Promise<void>;
 }
 
+/** Statuses whose ids the model may not reuse in later turns (PROTOCOL.md §5.3). */
+const BURNT: ReadonlySet<string> = new Set(['failed', 'skipped', 'forbidden', 'rejected', 'interrupted']);
+
 export class JobStopped extends Error {
   constructor(readonly status: 'failed' | 'cancelled', message: string) {
     super(message);
@@ -80,9 +83,10 @@ export async function runJob(deps: JobRunnerDeps, view: JobView, request: JobReq
       const turn = await pipeline.nextTurn(sid);
       await events.append(sid, view.job_id, 'turn_started', { turn, api_call: call });
       const messages = toLlmMessages(history);
+      const burntIds = (await pipeline.entries(sid)).filter((r) => r.turn > 0 && r.flow !== 'native' && BURNT.has(r.status)).map((r) => r.id);
       let report: TurnReport;
       try {
-        report = await runTurn({ pipeline, events, endpoint: deps.endpoint, flow, sessionId: sid, jobId: view.job_id, turn, messages, commandBudget: view.limits.max_commands - issued, signal });
+        report = await runTurn({ pipeline, events, endpoint: deps.endpoint, flow, sessionId: sid, jobId: view.job_id, turn, messages, commandBudget: view.limits.max_commands - issued, burntIds, signal });
       } catch (err) {
         if (signal.aborted) throw stoppedBy(signal, view);
         throw new JobStopped('failed', `model error: ${(err as Error).message}`);

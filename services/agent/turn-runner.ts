@@ -26,6 +26,8 @@ export interface TurnInput {
   messages: ChatCompletionMessageParam[];
   /** Commands the job may still issue (max_commands). */
   commandBudget: number;
+  /** Ids of earlier failed or skipped commands: reusing one is a duplicate_id. */
+  burntIds: readonly string[];
   /** Aborted on cancel or job timeout. */
   signal: AbortSignal;
 }
@@ -52,7 +54,7 @@ export interface TurnReport {
 
 export async function runTurn(input: TurnInput): Promise<TurnReport> {
   const { pipeline, events, sessionId: sid, jobId, turn, flow } = input;
-  const parser = new TurnParser();
+  const parser = new TurnParser({ usedIds: input.burntIds });
   const out = new DeltaEvents(events, sid, jobId, turn);
   const stop = new AbortController();
   const onJobAbort = () => stop.abort(input.signal.reason);

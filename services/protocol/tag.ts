@@ -90,7 +90,7 @@ export function completeTag(tag: TagRecord, ctx: CompletionContext): TagOutcome 
     return fail('bad_id', `<${tagName}> id "${rawId}" is not a string of decimal digits`, undefined, tool);
   }
   if (!fresh) {
-    return fail('duplicate_id', `<${tagName}> id "${wellFormedId}" was already used in this turn; use a new id`, wellFormedId, tool);
+    return fail('duplicate_id', `<${tagName}> id "${wellFormedId}" was already used (in this turn, or by a command that failed or was skipped); use a new id`, wellFormedId, tool);
   }
   if (tool === 'bash') {
     if (!attrs.has('cmd')) return fail('missing_cmd', `<${tagName} id="${wellFormedId}"> needs a cmd attribute`, wellFormedId, tool);

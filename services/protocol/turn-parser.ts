@@ -17,6 +17,12 @@ export interface ParserOptions {
   legacyTags?: boolean;
   /** Largest body in UTF-8 bytes before `too_large`. @default 8 MiB */
   maxBodyBytes?: number;
+  /**
+   * Ids that count as used before the turn starts: those of commands that
+   * failed or were skipped earlier, which the model may not reuse (§5.3).
+   * @default none
+   */
+  usedIds?: Iterable<string>;
 }
 
 const NOTHING: readonly ParserOutput[] = Object.freeze([]);
@@ -31,6 +37,7 @@ export class TurnParser {
   private ended = false;
 
   constructor(options: ParserOptions = {}) {
+    for (const id of options.usedIds ?? []) this.#ids.add(id);
     const make = (stream: StreamName) =>
       new StreamParser(
         { legacyTags: options.legacyTags ?? false, bodyLimit: options.maxBodyBytes ?? DEFAULT_BODY_LIMIT, trackVisible: stream === 'text' },

@@ -62,6 +62,15 @@ describe('model-driven jobs', () => {
     expect((await h.ledger(session_id)).every((e) => e.injected === true || e.turn === 2)).toBe(true);
   });
 
+  it('reusing the id of a failed command is a duplicate_id parse error fed back to the model', async () => {
+    const before = h.model.requests;
+    const { job_id, session_id } = await h.submit({ task: 'please reuse a failed id' });
+    const job = await h.waitFinal(job_id);
+    expect(job).toMatchObject({ status: 'succeeded', api_calls: 3 });
+    expect(lastUserMessage(h.model, before + 2)).toMatch(/\[THINKFLOW ERROR\][\s\S]*duplicate_id/);
+    expect((await h.ledger(session_id)).map((e) => [e.turn, e.id, e.status])).toEqual([[1, '1', 'failed'], [3, '2', 'succeeded']]);
+  });
+
   it('need_result: waits, runs, stops the stream and feeds [THINKFLOW RESULT] back', async () => {
     const before = h.model.requests;
     const { job_id, session_id } = await h.submit({ task: 'write then read it back' });

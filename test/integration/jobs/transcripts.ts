@@ -31,6 +31,14 @@ export const TRANSCRIPTS: TranscriptInput[] = [
     ],
   },
   {
+    name: 'reuse', match: 'reuse a failed id', delay_ms: 0,
+    turns: [
+      { reasoning: '<tf-edit id="1" path="missing.txt"><old>a</old><new>b</new></tf-edit>', text: '' },
+      { reasoning: '<tf-write id="1" path="missing.txt">\na\n</tf-write>', text: '' },
+      { reasoning: '<tf-write id="2" path="missing.txt">\na\n</tf-write>', text: 'Created it.' },
+    ],
+  },
+  {
     name: 'need-result', match: 'read it back', delay_ms: 0,
     turns: [
       {

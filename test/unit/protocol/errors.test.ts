@@ -110,6 +110,12 @@ describe('precedence and ids (§7)', () => {
     ]);
   });
 
+  it('ids given as used before the turn (failed or skipped earlier) are duplicates', () => {
+    const r = parse('<tf-mkdir id="3" path="a"/><tf-mkdir id="4" path="b"/>', { usedIds: ['3'] });
+    expect(r.errors).toMatchObject([{ code: 'duplicate_id', id: '3' }]);
+    expect(r.commands.map((c) => c.id)).toEqual(['4']);
+  });
+
   it('tags in inert text use no ids', () => {
     const r = parse('`<tf-mkdir id="1" path="a"/>` <tf-mkdir id="1" path="b"/>');
     expect(r.errors).toEqual([]);
