@@ -1,11 +1,14 @@
 // The feedback builder (PROTOCOL.md §5): turns ledger records and parse errors
 // into the [THINKFLOW …] blocks the model reads on its next call. Pure.
-import type { ParseError } from '../protocol/command.ts';
+import type { ParseError, ToolName } from '../protocol/command.ts';
+import { targetOf } from '../pipeline/ledger-record.ts';
+
+export { targetOf };
 
 /** The ledger fields feedback needs; a structural subset of the pipeline's LedgerRecord. */
 export interface FeedbackRecord {
   id: string;
-  tool: string;
+  tool: ToolName;
   path: string | null;
   dest: string | null;
   cmd: string | null;
@@ -21,12 +24,6 @@ export interface FeedbackRecord {
 
 const SHORT_ERROR = 160;
 const RESULT_OUTPUT = 16 * 1024;
-
-export function targetOf(r: Pick<FeedbackRecord, 'tool' | 'path' | 'dest' | 'cmd'>): string {
-  if (r.tool === 'bash') return r.cmd ?? '';
-  if (r.tool === 'copy') return `${r.path ?? ''} -> ${r.dest ?? ''}`;
-  return r.path ?? '';
-}
 
 function clip(text: string, max: number): string {
   const oneLine = text.replace(/\s+/g, ' ').trim();
