@@ -72,8 +72,11 @@ async function handleQueued(d: ProcessorDeps, rec: LedgerRecord, loaded: Loaded,
     await skipOne(d.ledger, rec, 'skipped: the session was deleted');
     return;
   }
-  // Evaluated again here, with the grants of this moment: an approve_for_session
-  // answered while this command waited in the queue must count.
+  // `allow` at enqueue stays `allow`: the policy layers of a session never
+  // change and grants only loosen. Anything else is evaluated again with the
+  // grants of this moment: an approve_for_session answered while this command
+  // waited in the queue must count.
+  if (rec.decision === 'allow') return run(d, rec, command, ['queued'], null);
   const grants = loaded.grantsJson.map((g) => JSON.parse(g) as Grant);
   const evaluation = d.gate.evaluate(session, command, grants);
   if (evaluation.decision === 'forbid') return refuse(d, rec, 'forbidden', 'forbidden', evaluation.reason || 'forbidden by policy');
