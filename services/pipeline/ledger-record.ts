@@ -97,6 +97,8 @@ export const LedgerRecord = LedgerBase.extend(LedgerResult.shape).extend({
   injected: z.boolean(),
   started_at: nstr,
   finished_at: nstr,
+  /** the worker process that ran it (`host:pid`), for audits and recovery */
+  executed_by: nstr,
 });
 export type LedgerRecord = z.infer<typeof LedgerRecord>;
 
@@ -161,6 +163,7 @@ export function recordFromHash(index: number, h: Record<string, string>, validat
     injected: h.injected === '1',
     started_at: h.started_at || null,
     finished_at: h.finished_at || null,
+    executed_by: h.executed_by || null,
   };
   return validate ? LedgerRecord.parse(raw) : (raw as LedgerRecord);
 }

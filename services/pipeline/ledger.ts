@@ -26,7 +26,7 @@ export type TransitionSpec = {
   unlessTurnFailed?: boolean;
   events: PipelineEventType[];
   approval?: PublicApproval;
-  fields?: { result?: LedgerResult; approval?: LedgerApproval; started_at?: string; finished_at?: string; injected?: boolean };
+  fields?: { result?: LedgerResult; approval?: LedgerApproval; started_at?: string; finished_at?: string; injected?: boolean; executed_by?: string };
   /** drop the full command (large write bodies) once it can no longer run */
   dropCommand?: boolean;
 };
@@ -94,6 +94,7 @@ export class Ledger {
       status: spec.to,
       approval: f.approval ?? record.approval,
       started_at: f.started_at ?? record.started_at,
+      executed_by: f.executed_by ?? record.executed_by,
       finished_at: f.finished_at ?? record.finished_at,
       injected: f.injected ?? record.injected,
     };
@@ -101,6 +102,7 @@ export class Ledger {
     if (f.result) pairs.push('result', JSON.stringify(f.result));
     if (f.approval) pairs.push('approval', JSON.stringify(f.approval));
     if (f.started_at) pairs.push('started_at', f.started_at);
+    if (f.executed_by) pairs.push('executed_by', f.executed_by);
     if (f.finished_at) pairs.push('finished_at', f.finished_at);
     if (f.injected !== undefined) pairs.push('injected', f.injected ? '1' : '0');
     if (spec.dropCommand) pairs.push('cmd', '');

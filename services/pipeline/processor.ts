@@ -25,6 +25,8 @@ export type ProcessorDeps = {
   redis: PipelineRedis; keys: Keys; ledger: Ledger; sessions: Sessions; approvals: Approvals;
   gate: PolicyGate; executor: Executor; metrics: PipelineMetrics;
   approvalTtlS: number; outputCapChars?: number;
+  /** `host:pid` of this worker process, recorded as `executed_by` */
+  workerId?: string;
 };
 
 const INTERRUPTED = 'the worker executing this command died mid-way; it was not run again';
@@ -131,7 +133,7 @@ async function run(
     from, to: 'running', unlessTurnFailed: true,
     events: approval ? ['approval_resolved', 'command_started'] : ['command_started'],
     ...(approval ? { approval: publicOf(approval) } : {}),
-    fields: { started_at: startedAt.toISOString(), ...(rec.approval ? { approval: rec.approval } : {}) },
+    fields: { started_at: startedAt.toISOString(), ...(d.workerId ? { executed_by: d.workerId } : {}), ...(rec.approval ? { approval: rec.approval } : {}) },
   });
   if (!started.ok) {
     if ('turnFailed' in started) await skipRestOfTurn(d.ledger, rec.session, rec.turn);
@@ -148,7 +150,7 @@ async function run(
       error: `executor error: ${(err as Error).message}`, error_code: 'executor_error',
     };
   }
-  await finish(d, { ...rec, status: 'running', started_at: startedAt.toISOString() }, result);
+  await finish(d, { ...rec, status: 'running', started_at: startedAt.toISOString(), executed_by: d.workerId ?? null }, result);
 }
 
 async function finish(d: ProcessorDeps, rec: LedgerRecord, r: ExecutionResult): Promise<void> {

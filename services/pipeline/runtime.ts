@@ -1,3 +1,4 @@
+import { hostname } from 'node:os';
 import type { Redis } from 'ioredis';
 import type { Config } from '../config/env.ts';
 import { SandboxManager } from '../sandbox/index.ts';
@@ -50,7 +51,10 @@ export async function createRuntime(config: Config, overrides: RuntimeOverrides 
     const approvals = new Approvals(redis, keys);
     approvals.attachSubscriber(subscriber);
     pool = new WorkerPool(
-      { redis, keys, ledger: pipeline.ledger, sessions: pipeline.sessions, approvals, gate, executor, metrics, approvalTtlS: config.approvalTtlS },
+      {
+        redis, keys, ledger: pipeline.ledger, sessions: pipeline.sessions, approvals, gate, executor, metrics,
+        approvalTtlS: config.approvalTtlS, workerId: `${hostname()}:${process.pid}`,
+      },
       subscriber,
       { lockMs: config.lockMs, stalledIntervalMs: config.stalledIntervalMs, idleMs: config.workerIdleMs },
     );

@@ -5,12 +5,11 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { startService, type ServiceHandle } from '../../../services/api/server.ts';
-import { client, cleanupPrefix, removeSandboxes, sandboxPrefix, testConfig, testPrefix } from './helpers.ts';
+import { client, cleanupPrefix, removeSandboxes, sandboxPrefix, startWorker, testConfig, testPrefix } from './helpers.ts';
 
 // Fault tests: a worker process killed with SIGKILL mid-command, and Redis
 // killed and restarted from its AOF. Real Redis, real Docker.
 
-const ROOT = new URL('../../../', import.meta.url).pathname;
 const children: ChildProcess[] = [];
 const cleanups: (() => Promise<void>)[] = [];
 afterAll(async () => {
@@ -18,22 +17,6 @@ afterAll(async () => {
   for (const f of cleanups.reverse()) await f().catch(() => {});
   for (const c of children) if (c.exitCode === null && c.signalCode === null) c.kill('SIGKILL');
 });
-
-/** `thinkflow serve --role worker` as a child process; resolves once it runs. */
-function startWorker(env: Record<string, string>): Promise<ChildProcess> {
-  const child = spawn(process.execPath, [join(ROOT, 'bin/thinkflow.mjs'), 'serve', '--role', 'worker'], {
-    cwd: ROOT, env: { ...process.env, ...env, THINKFLOW_ROLE: 'worker' }, stdio: ['ignore', 'ignore', 'pipe'],
-  });
-  children.push(child);
-  return new Promise((resolve, reject) => {
-    let log = '';
-    child.stderr!.on('data', (d: Buffer) => {
-      log += d.toString();
-      if (log.includes('thinkflow worker running')) resolve(child);
-    });
-    child.on('exit', (code) => reject(new Error(`worker exited early (${code}): ${log}`)));
-  });
-}
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
@@ -62,7 +45,7 @@ describe('fault tolerance (real Redis and Docker)', () => {
     cleanups.push(async () => { await api.close(); await cleanupPrefix(prefix); await removeSandboxes(boxes); });
     expect(api.runtime.pool).toBeNull(); // this process only serves HTTP
     const c = client(api.url!);
-    const first = await startWorker(env);
+    const first = await startWorker(env, children);
 
     const sid = ((await (await c.json('/v1/sessions', {})).json()) as { session_id: string }).session_id;
     const turn = c.text(`/v1/sessions/${sid}/commands`, [
@@ -77,7 +60,7 @@ describe('fault tolerance (real Redis and Docker)', () => {
     first.kill('SIGKILL');
     await new Promise((r) => first.once('exit', r));
 
-    const second = await startWorker(env);
+    const second = await startWorker(env, children);
     const { results } = await turn;
     if (results[0]?.status !== 'interrupted') {
       const { readEvents } = await import('../../../services/pipeline/events.ts');

@@ -122,3 +122,23 @@ export async function rawPost(base: string, path: string, body: string | Buffer,
     req.end(body);
   });
 }
+
+const ROOT = new URL('../../../', import.meta.url).pathname;
+
+/** `thinkflow serve --role worker` as a child process (tracked in `children`); resolves once it runs. */
+export async function startWorker(env: Record<string, string>, children: import('node:child_process').ChildProcess[]) {
+  const { spawn } = await import('node:child_process');
+  const { join } = await import('node:path');
+  const child = spawn(process.execPath, [join(ROOT, 'bin/thinkflow.mjs'), 'serve', '--role', 'worker'], {
+    cwd: ROOT, env: { ...process.env, ...env, THINKFLOW_ROLE: 'worker' }, stdio: ['ignore', 'ignore', 'pipe'],
+  });
+  children.push(child);
+  return new Promise<typeof child>((resolve, reject) => {
+    let log = '';
+    child.stderr!.on('data', (d: Buffer) => {
+      log += d.toString();
+      if (log.includes('thinkflow worker running')) resolve(child);
+    });
+    child.on('exit', (code) => reject(new Error(`worker exited early (${code}): ${log}`)));
+  });
+}
