@@ -9,7 +9,7 @@ import { Pipeline } from './pipeline.ts';
 import { FilePolicyGate, type PolicyGate } from './policy-gate.ts';
 import { Approvals } from './approvals.ts';
 import { createRedis, type PipelineRedis } from './redis.ts';
-import { WorkerPool } from './worker-pool.ts';
+import { WorkerPool, type WorkerPoolOptions } from './worker-pool.ts';
 
 // The composition root of one process: two Redis connections (commands, and a
 // subscriber shared by events, approvals and wake-ups), the pipeline, and the
@@ -29,7 +29,11 @@ export type Runtime = {
   close(): Promise<void>;
 };
 
-export type RuntimeOverrides = { executor?: Executor; gate?: PolicyGate; worker?: boolean };
+export type RuntimeOverrides = {
+  executor?: Executor; gate?: PolicyGate; worker?: boolean;
+  /** tests shorten the recovery timings */
+  poolOptions?: Partial<WorkerPoolOptions>;
+};
 
 /** @example const rt = await createRuntime(loadConfig()); ...; await rt.close(); */
 export async function createRuntime(config: Config, overrides: RuntimeOverrides = {}): Promise<Runtime> {
@@ -56,7 +60,8 @@ export async function createRuntime(config: Config, overrides: RuntimeOverrides 
         approvalTtlS: config.approvalTtlS, workerId: `${hostname()}:${process.pid}`,
       },
       subscriber,
-      { lockMs: config.lockMs, stalledIntervalMs: config.stalledIntervalMs, idleMs: config.workerIdleMs },
+      pipeline.queues,
+      { lockMs: config.lockMs, stalledIntervalMs: config.stalledIntervalMs, idleMs: config.workerIdleMs, ...overrides.poolOptions },
     );
     await pool.start();
   }

@@ -2,8 +2,9 @@ import { WaitingError, Worker, type Job } from 'bullmq';
 import { ApprovalWaitAborted } from './approvals.ts';
 import type { Redis } from 'ioredis';
 import { interrupt, processCommand, type ProcessorDeps } from './processor.ts';
-import type { CommandJobData } from './queues.ts';
+import type { CommandJobData, SessionQueues } from './queues.ts';
 import { skipRestOfTurn } from './turns.ts';
+import { recoverOrphans } from './recovery.ts';
 import { emptyResult } from './ledger.ts';
 
 // The worker service: one BullMQ Worker per *busy* session in this process.
@@ -20,6 +21,8 @@ export type WorkerPoolOptions = {
   idleMs: number;
   /** @default 2000 */
   reconcileMs?: number;
+  /** a `queued` record this old with no job in its queue is closed as lost. @default 30000 */
+  lostAfterMs?: number;
 };
 
 type Entry = { worker: Worker<CommandJobData>; busy: boolean; lastActive: number; closing?: Promise<void> };
@@ -29,6 +32,7 @@ export class WorkerPool {
   readonly #d: ProcessorDeps;
   readonly #opts: Required<WorkerPoolOptions>;
   readonly #sub: Redis;
+  readonly #queues: SessionQueues;
   readonly #entries = new Map<string, Entry>();
   readonly #opening = new Map<string, Promise<void>>();
   #timers: NodeJS.Timeout[] = [];
@@ -37,10 +41,11 @@ export class WorkerPool {
   #status: PoolStatus = 'idle';
   #closing: Promise<void> | null = null;
 
-  constructor(deps: ProcessorDeps, subscriber: Redis, opts: WorkerPoolOptions) {
+  constructor(deps: ProcessorDeps, subscriber: Redis, queues: SessionQueues, opts: WorkerPoolOptions) {
     this.#d = deps;
     this.#sub = subscriber;
-    this.#opts = { reconcileMs: 2000, ...opts };
+    this.#queues = queues;
+    this.#opts = { reconcileMs: 2000, lostAfterMs: 30_000, ...opts };
     deps.metrics.openWorkers.set(0);
   }
 
@@ -75,7 +80,14 @@ export class WorkerPool {
     const now = Date.now();
     await Promise.all(sids.map(async (sid, i) => {
       const n = Number(open[i]?.[1] ?? 0);
-      if (n > 0) return this.ensure(sid);
+      if (n > 0) {
+        const e = this.#entries.get(sid);
+        // Only when this process's Worker has nothing to do: then an empty queue with open records means orphans.
+        if (e && !e.busy && !e.closing && now - e.lastActive > this.#opts.reconcileMs) {
+          await recoverOrphans(this.#d, this.#d.ledger, this.#queues.queue(sid), sid, this.#opts.lostAfterMs).catch(() => 0);
+        }
+        return this.ensure(sid);
+      }
       // A session idle for a minute leaves the busy set; an enqueue puts it back.
       if (now - scores[i]! > 60_000) await redis.zrem(keys.busy(), sid);
     }));

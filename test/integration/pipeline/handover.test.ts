@@ -43,4 +43,31 @@ describe('graceful shutdown during an approval wait', () => {
     expect(fakeA.log).toEqual([]);
     expect(fakeB.log.map((l) => l.id)).toEqual(['1', '2']);
   });
+
+  it('closes records orphaned by a dead enqueuer (queued without a job) and never runs them', async () => {
+    const fake = new FakeExecutor();
+    const rt = await createRuntime(testConfig(prefix), { executor: fake, poolOptions: { reconcileMs: 200, lostAfterMs: 300 } });
+    runtimes.push(rt);
+    const sid = (await rt.pipeline.createSession({ owner: null })).session_id;
+    const turn = await rt.pipeline.nextTurn(sid);
+    // What an API process that died between "write queued" and "enqueue" leaves behind:
+    const lost = await rt.pipeline.ledger.create({
+      session: sid, turn, command: { id: '1', tool: 'bash', cmd: 'echo lost', need_result: false }, flow: 'api',
+      evaluation: { decision: 'allow', matched_rules: [], reason: '' }, status: 'queued',
+    });
+    if (lost.kind !== 'created') throw new Error('not created');
+    const later = await rt.pipeline.ledger.create({
+      session: sid, turn, command: { id: '2', tool: 'bash', cmd: 'echo later', need_result: false }, flow: 'api',
+      evaluation: { decision: 'allow', matched_rules: [], reason: '' }, status: 'queued',
+    });
+    if (later.kind !== 'created') throw new Error('not created');
+    await rt.redis.zadd(rt.keys.busy(), Date.now(), sid);
+    const t0 = Date.now();
+    const [a, b] = await rt.pipeline.drainTurn(sid, turn);
+    expect(Date.now() - t0).toBeLessThan(10_000);
+    expect(a).toMatchObject({ status: 'failed', error_code: 'lost_before_queue' });
+    expect(b).toMatchObject({ status: 'skipped' });
+    expect(fake.log).toEqual([]);
+    expect(await rt.pipeline.ledger.openCount(sid)).toBe(0);
+  });
 });
