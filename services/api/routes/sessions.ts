@@ -84,6 +84,8 @@ export function sessionRoutes({ pipeline: p, maxJsonBytes, maxCommandsBytes }: S
 
   const readFile = async (c: Context<AppEnv>) => {
     const meta = await visibleSession(c, p);
+    // Its sandbox is gone; reading would silently create an empty new one.
+    if (meta.deleted_at) throw new AppError(410, 'session_deleted', `session ${meta.session_id} was deleted`);
     const raw = filePathOf(c);
     const norm = normalizeWorkspacePath(raw === '' ? '.' : raw);
     if (!norm.ok) throw new AppError(403, 'path_outside_workspace', 'path is outside the workspace', { details: { path: raw } });

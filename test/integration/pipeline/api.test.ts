@@ -167,6 +167,8 @@ describe('REST API (real Redis and Docker)', () => {
     expect(ledger.entries).toHaveLength(1);
     const again = await sub1.text(`/v1/sessions/${sid}/commands`, '<tf-touch id="1" path="b" />');
     expect(again.status).toBe(410);
+    expect((await sub1.get(`/v1/sessions/${sid}/files/a`)).status).toBe(410);
+    expect(execFileSync('docker', ['ps', '-aq', '--filter', `name=^/${name}$`]).toString().trim()).toBe('');
   });
 
   it('streams session events as SSE with seq ids, resumable with Last-Event-ID', async () => {
