@@ -94,12 +94,14 @@ async function latency(a: Api): Promise<{ e2e: number[]; queue: number[] }> {
 }
 
 /** `sessions` sessions in parallel, each sending its share of COMMANDS as turns of TURN appends. */
-async function throughput(a: Api, sessions: number, redis: Redis) {
+async function throughput(a: Api, sessions: number, redis: Redis, servicePid: number) {
   const per = Math.max(1, Math.ceil(COMMANDS / sessions));
   const sids = await Promise.all(Array.from({ length: sessions }, () => a.session()));
   // Warm-up: one command per session creates its container outside the timed window.
   await Promise.all(sids.map((sid) => a.turn(sid, '<tf-touch id="1" path="log.txt" />')));
   const t0 = performance.now();
+  const cpu0 = cpuOf(servicePid);
+  const own0 = process.cpuUsage();
   await Promise.all(sids.map(async (sid) => {
     for (let from = 1; from <= per; from += TURN) {
       const ids = Array.from({ length: Math.min(TURN, per - from + 1) }, (_, i) => from + i);
@@ -107,6 +109,9 @@ async function throughput(a: Api, sessions: number, redis: Redis) {
     }
   }));
   const seconds = (performance.now() - t0) / 1000;
+  const serviceCpu = cpuOf(servicePid) - cpu0;
+  const own = process.cpuUsage(own0);
+  const clientCpu = (own.user + own.system) / 1e6;
   const connections = await countConnections(redis);
   let violations = 0;
   let lost = 0;
@@ -118,7 +123,7 @@ async function throughput(a: Api, sessions: number, redis: Redis) {
     lines.forEach((n, i) => { if (n !== i + 1) violations += 1; });
     lost += Math.max(0, per - lines.length);
   }
-  return { sessions, commands: per * sessions, seconds, rate: (per * sessions) / seconds, violations, lost, connections, sids };
+  return { sessions, commands: per * sessions, seconds, rate: (per * sessions) / seconds, violations, lost, connections, sids, serviceCpu, clientCpu };
 }
 
 async function countConnections(redis: Redis): Promise<{ ours: number; total: number }> {
@@ -126,6 +131,12 @@ async function countConnections(redis: Redis): Promise<{ ours: number; total: nu
   const lines = list.split('\n').filter(Boolean);
   return { ours: lines.filter((l) => l.includes(PREFIX)).length, total: lines.length };
 }
+
+/** user+system CPU seconds of a process so far (clock ticks are 100/s on Linux). */
+const cpuOf = (pid: number) => {
+  const f = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+  return (Number(f[11]) + Number(f[12])) / 100;
+};
 
 const rssOf = (pid: number) => {
   const s = readFileSync(`/proc/${pid}/status`, 'utf8');
@@ -146,9 +157,10 @@ async function main(): Promise<void> {
     say(`1 KiB write, ${SAMPLES} sequential one-command turns: enqueue→start p50 ${pct(lat.queue, 50).toFixed(1)} ms p99 ${pct(lat.queue, 99).toFixed(1)} ms; ` +
       `end to end (HTTP POST → 200) p50 ${pct(lat.e2e, 50).toFixed(1)} ms p99 ${pct(lat.e2e, 99).toFixed(1)} ms`);
     for (const level of LEVELS) {
-      const r = await throughput(a, level, redis);
+      const r = await throughput(a, level, redis, service.pid!);
       say(`${String(level).padStart(3)} sessions: ${r.commands} appends of 1 KiB in ${r.seconds.toFixed(2)} s = ${r.rate.toFixed(0)} commands/s; ` +
-        `ordering violations ${r.violations}, lost ${r.lost}; Redis connections ours ${r.connections.ours} (all clients ${r.connections.total})`);
+        `ordering violations ${r.violations}, lost ${r.lost}; Redis connections ours ${r.connections.ours} (all clients ${r.connections.total}); ` +
+        `CPU: service ${((r.serviceCpu / r.commands) * 1000).toFixed(2)} ms/command (${((r.serviceCpu / r.seconds) * 100).toFixed(0)}% of a core), load generator ${((r.clientCpu / r.seconds) * 100).toFixed(0)}%`);
       if (level === Math.max(...LEVELS)) {
         const m = rssOf(service.pid!);
         say(`service RSS after ${level} sessions: ${m.rssMiB.toFixed(0)} MiB (peak ${m.peakMiB.toFixed(0)} MiB)`);
