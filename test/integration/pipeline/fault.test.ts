@@ -49,12 +49,12 @@ describe('fault tolerance (real Redis and Docker)', () => {
 
     const sid = ((await (await c.json('/v1/sessions', {})).json()) as { session_id: string }).session_id;
     const turn = c.text(`/v1/sessions/${sid}/commands`, [
-      '<tf-bash id="1" cmd="echo run >> runs.txt; sleep 20; echo finished >> runs.txt" />',
+      '<tf-bash id="1" cmd="echo run >> runs.txt; sleep 10; echo finished >> runs.txt" />',
       '<tf-touch id="2" path="after-kill" />',
     ].join('\n')).then((r) => r.json() as Promise<{ results: { id: string; status: string; error?: string }[] }>);
     const ledger = async () => ((await (await c.get(`/v1/sessions/${sid}/ledger`)).json()) as { entries: Entry[] }).entries;
     await until('command 1 running', async () => ((await ledger())[0]?.status === 'running' ? true : undefined));
-    // Give bash time to write its side effect, well inside its 20 s sleep; no
+    // Give bash time to write its side effect, well inside its 10 s sleep; no
     // files request here, which would go through the same sandbox meanwhile.
     await sleep(1500);
     first.kill('SIGKILL');

@@ -1,0 +1,9 @@
+// Public surface of the HTTP API. Re-exports only.
+export { createApp } from './app.ts';
+export { startService } from './server.ts';
+export type { ServiceHandle } from './server.ts';
+export { AppError, toAppError } from './errors.ts';
+export type { AppErrorCode } from './errors.ts';
+export type { AppEnv, Principal } from './env.ts';
+export { auth, requireRole, principalId } from './middleware/auth.ts';
+export { maxBody } from './middleware/limits.ts';

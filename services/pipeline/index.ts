@@ -1,0 +1,27 @@
+// Public surface of the execution pipeline. Re-exports only.
+export { Pipeline } from './pipeline.ts';
+export type { CommandHandle, PipelineDeps } from './pipeline.ts';
+export { createRuntime } from './runtime.ts';
+export type { Runtime, RuntimeOverrides } from './runtime.ts';
+export { runCommandsTurn, runParsedTurn, toResult } from './api-turn.ts';
+export type { CommandResult, TurnOutcome } from './api-turn.ts';
+export {
+  LedgerRecord, LedgerStatus, LedgerApproval, LEDGER_STATUSES, FINAL_STATUSES, FAILURE_STATUSES, isFinal, targetOf,
+} from './ledger-record.ts';
+export { Ledger } from './ledger.ts';
+export { EventHub, readEvents, EVENT_TYPES } from './events.ts';
+export type { PipelineEvent, PipelineEventType, PublicApproval, CommandSummary } from './events.ts';
+export { Approvals, ApprovalWaitAborted } from './approvals.ts';
+export type { AnswerDecision, AnswerOutcome, ApprovalState } from './approvals.ts';
+export { SandboxExecutor } from './executor.ts';
+export type { Executor, ExecutionResult, ReadPathResult } from './executor.ts';
+export { FilePolicyGate } from './policy-gate.ts';
+export type { PolicyGate, ApprovalAction } from './policy-gate.ts';
+export { Sessions, SessionMeta, ApprovalMode, newSessionId } from './sessions.ts';
+export { WorkerPool } from './worker-pool.ts';
+export type { WorkerPoolOptions } from './worker-pool.ts';
+export { PipelineError } from './errors.ts';
+export type { PipelineErrorCode } from './errors.ts';
+export { PipelineMetrics } from './metrics.ts';
+export { createKeys } from './keys.ts';
+export type { Keys } from './keys.ts';
