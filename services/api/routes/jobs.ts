@@ -1,7 +1,6 @@
 import { Hono, type Context } from 'hono';
-import { streamSSE } from 'hono/streaming';
 import { normalizeWorkspacePath } from '../../policy/index.ts';
-import { readEvents, type PipelineEvent } from '../../pipeline/events.ts';
+import { resumePoint, streamSessionEvents } from '../sse.ts';
 import type { Pipeline } from '../../pipeline/pipeline.ts';
 import type { Keys } from '../../pipeline/keys.ts';
 import type { Redis } from 'ioredis';
@@ -19,8 +18,6 @@ import { readJson } from '../validate.ts';
 
 export type JobRoutesDeps = { jobs: JobsService; pipeline: Pipeline; redis: Redis; keys: Keys; maxJsonBytes: number };
 
-const SSE_POLL_MS = 1000;
-
 /** A job the caller may see: a submitter sees only its own (404 for others'). */
 async function visibleJob(c: Context<AppEnv>, jobs: JobsService): Promise<StoredJob> {
   const id = c.req.param('job_id') ?? '';
@@ -28,13 +25,6 @@ async function visibleJob(c: Context<AppEnv>, jobs: JobsService): Promise<Stored
   const me = c.var.principal;
   if (!job || (me.role === 'submitter' && job.owner !== me.id)) throw new AppError(404, 'not_found', `job ${id} not found`);
   return job;
-}
-
-function lastEventId(c: Context): number {
-  const raw = c.req.header('last-event-id') ?? c.req.query('last_event_id') ?? '0';
-  const n = Number(raw);
-  if (!Number.isInteger(n) || n < 0) throw new AppError(400, 'invalid_query', `Last-Event-ID must be a non-negative integer, got '${raw}'`);
-  return n;
 }
 
 export function jobRoutes({ jobs, pipeline, redis, keys, maxJsonBytes }: JobRoutesDeps): Hono<AppEnv> {
@@ -82,34 +72,11 @@ export function jobRoutes({ jobs, pipeline, redis, keys, maxJsonBytes }: JobRout
 
   app.get('/:job_id/events', async (c) => {
     const job = await visibleJob(c, jobs);
-    let after = lastEventId(c);
-    const sid = job.view.session_id;
-    return streamSSE(c, async (stream) => {
-      let wake: (() => void) | null = null;
-      // Pub/sub only wakes the loop; the Redis stream is the source of truth, read in seq order.
-      const unsubscribe = await pipeline.hub.subscribe(sid, () => wake?.());
-      stream.onAbort(() => wake?.());
-      try {
-        for (;;) {
-          const batch: PipelineEvent[] = await readEvents(redis, keys, sid, after, 500);
-          for (const e of batch) {
-            const { seq, type, ...rest } = e;
-            await stream.writeSSE({ id: String(seq), event: type, data: JSON.stringify({ seq, ...rest, job_id: job.view.job_id }) });
-            after = seq;
-            if (type === ('job_finished' as string)) return;
-          }
-          if (stream.aborted) return;
-          if (batch.length === 500) continue;
-          await new Promise<void>((resolve) => {
-            const t = setTimeout(done, SSE_POLL_MS);
-            function done() { clearTimeout(t); wake = null; resolve(); }
-            wake = done;
-          });
-          if (stream.aborted) return;
-        }
-      } finally {
-        unsubscribe();
-      }
+    const jobId = job.view.job_id;
+    return streamSessionEvents(c, { pipeline, redis, keys }, job.view.session_id, {
+      after: resumePoint(c),
+      data: ({ seq, type: _type, ...rest }) => ({ seq, ...rest, job_id: jobId }),
+      endsWith: 'job_finished',
     });
   });
 

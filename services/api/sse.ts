@@ -1,0 +1,58 @@
+import type { Context } from 'hono';
+import { streamSSE } from 'hono/streaming';
+import type { Redis } from 'ioredis';
+import { readEvents, type PipelineEvent } from '../pipeline/events.ts';
+import type { Keys } from '../pipeline/keys.ts';
+import type { Pipeline } from '../pipeline/pipeline.ts';
+import { AppError } from './errors.ts';
+
+// A session's event stream as Server-Sent Events (`id:` = seq). The Redis
+// stream is the source of truth, read in seq order; pub/sub only wakes the
+// loop. Events can be published by several processes, so relying on pub/sub
+// order could skip one; re-reading from the last sent seq cannot.
+
+export type EventStreamDeps = { pipeline: Pipeline; redis: Redis; keys: Keys };
+
+const BATCH = 500;
+const KEEP_ALIVE_MS = 15_000;
+
+/** `Last-Event-ID` header, else `?last_event_id=` or `?after=`; 0 = from the first event. */
+export function resumePoint(c: Context): number {
+  const raw = c.req.header('last-event-id') ?? c.req.query('last_event_id') ?? c.req.query('after') ?? '0';
+  const n = Number(raw);
+  if (!Number.isInteger(n) || n < 0) throw new AppError(400, 'invalid_query', `Last-Event-ID must be a non-negative integer, got '${raw}'`);
+  return n;
+}
+
+export function streamSessionEvents(
+  c: Context,
+  deps: EventStreamDeps,
+  sid: string,
+  opts: { after: number; data?: (e: PipelineEvent) => Record<string, unknown>; endsWith?: string },
+): Response {
+  return streamSSE(c, async (stream) => {
+    let after = opts.after;
+    let wake: (() => void) | null = null;
+    const unsubscribe = await deps.pipeline.hub.subscribe(sid, () => wake?.());
+    stream.onAbort(() => wake?.());
+    try {
+      while (!stream.aborted) {
+        const batch = await readEvents(deps.redis, deps.keys, sid, after, BATCH);
+        for (const e of batch) {
+          await stream.writeSSE({ id: String(e.seq), event: e.type, data: JSON.stringify(opts.data ? opts.data(e) : e) });
+          after = e.seq;
+          if (opts.endsWith && e.type === opts.endsWith) return;
+        }
+        if (batch.length === BATCH) continue;
+        const woken = await new Promise<boolean>((resolve) => {
+          const t = setTimeout(() => done(false), KEEP_ALIVE_MS);
+          function done(v: boolean) { clearTimeout(t); wake = null; resolve(v); }
+          wake = () => done(true);
+        });
+        if (!woken && !stream.aborted) await stream.write(': keep-alive\n\n');
+      }
+    } finally {
+      unsubscribe();
+    }
+  });
+}
