@@ -35,6 +35,8 @@ const ROUTES: Route[] = [
   { method: 'get', path: '/v1/jobs/{job_id}/events', summary: 'Server-Sent Events, resumable with Last-Event-ID', auth: 'any', ok: [200, 'sse'] },
   { method: 'post', path: '/v1/jobs/{job_id}/cancel', summary: 'Stop the model, skip the queue', auth: 'any', ok: [202, JobView] },
   { method: 'post', path: '/v1/sessions', summary: 'A session without a model', auth: 'any', body: CreateSessionBody, ok: [201, z.object({ session_id: z.string() })] },
+  { method: 'get', path: '/v1/sessions/{id}', summary: 'A session: project, approval mode, job, timestamps', auth: 'any', ok: [200, z.object({ session_id: z.string() }).loose()] },
+  { method: 'get', path: '/v1/sessions/{id}/events', summary: "The session's events as SSE, resumable with Last-Event-ID", auth: 'any', ok: [200, 'sse'] },
   { method: 'post', path: '/v1/sessions/{id}/commands', summary: 'Run tf-* tags as one turn', auth: 'any', bodyType: 'text/plain', ok: [200, z.object({ results: z.array(CommandResult), errors: z.array(ParseError) })] },
   { method: 'get', path: '/v1/sessions/{id}/ledger', summary: 'The session ledger, in execution order', auth: 'any', ok: [200, z.object({ entries: z.array(LedgerRecord) })] },
   { method: 'get', path: '/v1/sessions/{id}/files/{path}', summary: "A workspace file's bytes, or a directory listing", auth: 'any', ok: [200, 'bytes'] },

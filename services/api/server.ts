@@ -27,7 +27,7 @@ export async function startService(config: Config, overrides: RuntimeOverrides =
       log('!!! WARNING: THINKFLOW_API_KEYS is unset: DEV MODE. Every loopback caller is admin; other clients are refused. !!!');
       if (!LOOPBACK_HOSTS.has(config.host)) log(`!!! WARNING: dev mode while listening on ${config.host}: set THINKFLOW_API_KEYS before exposing this port. !!!`);
     }
-    jobsRuntime = await startJobs(runtime, process.env, log);
+    jobsRuntime = await startJobs(runtime, log);
     const app = createApp(runtime, { jobs: jobsRuntime.jobs });
     server = await new Promise<ServerType>((resolve) => {
       const s = serve({ fetch: app.fetch, port: config.port, hostname: config.host }, () => resolve(s));

@@ -24,6 +24,16 @@ export const EnvSchema = z.object({
   THINKFLOW_LEDGER_INLINE_BYTES: int(64 * 1024),
   /** name prefix of session containers and volumes (tests isolate with their own) */
   THINKFLOW_SANDBOX_PREFIX: z.string().regex(/^[a-z0-9][a-z0-9_.-]{0,40}$/).default('thinkflow-'),
+  /** any OpenAI-compatible endpoint, with its version path; unset = the built-in replay model */
+  OPENAI_BASE_URL: z.string().url().optional(),
+  OPENAI_API_KEY: z.string().optional(),
+  THINKFLOW_MODEL: z.string().min(1).default('gpt-4.1'),
+  /** HMAC key of webhook signatures; unset = a random key per process (logged as a warning) */
+  THINKFLOW_WEBHOOK_SECRET: z.string().min(1).optional(),
+  /** seconds without a heartbeat after which another API process fails a runner's unfinished jobs */
+  THINKFLOW_RUNNER_TTL_S: z.coerce.number().int().min(1).max(3600).default(20),
+  /** a JSON file of extra replay transcripts (an array), served before the built-in ones */
+  THINKFLOW_REPLAY_SCRIPTS: z.string().min(1).optional(),
 });
 
 export type Role = 'submitter' | 'operator' | 'admin';
@@ -46,6 +56,10 @@ export type Config = {
   workerIdleMs: number;
   ledgerInlineBytes: number;
   sandboxPrefix: string;
+  model: { baseUrl: string | null; apiKey: string | null; name: string };
+  webhookSecret: string | null;
+  runnerTtlS: number;
+  replayScripts: string | null;
 };
 
 /** `key:role,key:role` → map; throws with the offending pair so a typo never opens the API. */
@@ -87,5 +101,9 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     workerIdleMs: e.THINKFLOW_WORKER_IDLE_MS,
     ledgerInlineBytes: e.THINKFLOW_LEDGER_INLINE_BYTES,
     sandboxPrefix: e.THINKFLOW_SANDBOX_PREFIX,
+    model: { baseUrl: e.OPENAI_BASE_URL ?? null, apiKey: e.OPENAI_API_KEY ?? null, name: e.THINKFLOW_MODEL },
+    webhookSecret: e.THINKFLOW_WEBHOOK_SECRET ?? null,
+    runnerTtlS: e.THINKFLOW_RUNNER_TTL_S,
+    replayScripts: e.THINKFLOW_REPLAY_SCRIPTS ?? null,
   };
 }

@@ -25,11 +25,11 @@ export async function startHarness(name: string, transcripts: TranscriptInput[],
   const prefix = testPrefix(name);
   const sandboxes = sandboxPrefix(name);
   const model = await startReplayModel({ transcripts });
-  process.env.OPENAI_BASE_URL = model.baseUrl;
-  process.env.THINKFLOW_MODEL = 'scripted';
-  process.env.THINKFLOW_WEBHOOK_SECRET = WEBHOOK_SECRET;
   const service = await startService(
-    testConfig(prefix, { PORT: '0', THINKFLOW_SANDBOX_PREFIX: sandboxes, THINKFLOW_POLICY_DIR: 'policies', ...env }),
+    testConfig(prefix, {
+      PORT: '0', THINKFLOW_SANDBOX_PREFIX: sandboxes, THINKFLOW_POLICY_DIR: 'policies',
+      OPENAI_BASE_URL: model.baseUrl, THINKFLOW_MODEL: 'scripted', THINKFLOW_WEBHOOK_SECRET: WEBHOOK_SECRET, ...env,
+    }),
     {},
     () => {},
   );
