@@ -12,7 +12,7 @@ import { FLOWS } from './flows.ts';
 import { toLlmMessages, type AgentMessage } from './messages.ts';
 import type { ModelEndpoint } from './model-client.ts';
 import { decideTurnOutcome } from './turn-outcome.ts';
-import { runTurn, type NativeResult, type TurnReport } from './turn-runner.ts';
+import { ModelError, runTurn, type NativeResult, type TurnReport } from './turn-runner.ts';
 
 export interface JobRunnerDeps {
   pipeline: Pipeline;
@@ -89,7 +89,8 @@ export async function runJob(deps: JobRunnerDeps, view: JobView, request: JobReq
         report = await runTurn({ pipeline, events, endpoint: deps.endpoint, flow, sessionId: sid, jobId: view.job_id, turn, messages, commandBudget: view.limits.max_commands - issued, burntIds, signal });
       } catch (err) {
         if (signal.aborted) throw stoppedBy(signal, view);
-        throw new JobStopped('failed', `model error: ${(err as Error).message}`);
+        if (err instanceof ModelError) throw new JobStopped('failed', `model error: ${err.message}`);
+        throw err;
       }
       issued += report.commandsIssued;
       view.turns += 1;
@@ -120,7 +121,7 @@ export async function runJob(deps: JobRunnerDeps, view: JobView, request: JobReq
     }
     throw new JobStopped('failed', `max_turns (${view.limits.max_turns}) reached before the model finished`);
   } catch (err) {
-    const stopped = err instanceof JobStopped ? err : new JobStopped('failed', `internal error: ${(err as Error).message}`);
+    const stopped = err instanceof JobStopped ? err : new JobStopped('failed', `infrastructure error: ${(err as Error).message}`);
     view.status = stopped.status;
     view.error = stopped.message;
     // Cancel and failures drain nothing further: queued commands of the open turn are skipped.

@@ -32,6 +32,14 @@ export interface TurnInput {
   signal: AbortSignal;
 }
 
+/** The model endpoint failed (connection, HTTP error, broken stream): the job fails with this reason. */
+export class ModelError extends Error {
+  constructor(cause: unknown) {
+    super((cause as Error)?.message ?? String(cause), { cause });
+    this.name = 'ModelError';
+  }
+}
+
 export interface NativeResult {
   call: NativeToolCall;
   record: LedgerRecord | null;
@@ -70,7 +78,9 @@ export async function runTurn(input: TurnInput): Promise<TurnReport> {
     if (e.type === 'command_finished' && e.record && e.record.turn === turn && FAILURE_STATUSES.has(e.record.status)) stop.abort('command failed');
   });
 
-  const handle = async (outputs: readonly ParserOutput[]) => {
+  // Errors of the pipeline or Redis here are infrastructure errors, not the model's: tag them apart.
+  const handle = (outputs: readonly ParserOutput[]) => dispatch(outputs).catch((err) => { throw new PipelineTrouble(err); });
+  const dispatch = async (outputs: readonly ParserOutput[]) => {
     for (const o of outputs) {
       if (stop.signal.aborted) return;
       if (o.type === 'error') {
@@ -129,8 +139,9 @@ export async function runTurn(input: TurnInput): Promise<TurnReport> {
     }
     completed = !stop.signal.aborted;
   } catch (err) {
-    // Our own abort (failure, need_result, cancel) ends the stream; anything else is a model error.
-    if (!stop.signal.aborted) throw err;
+    if (err instanceof PipelineTrouble) throw err.cause;
+    // Our own abort (failure, need_result, cancel) ends the stream; anything else is the model's.
+    if (!stop.signal.aborted) throw new ModelError(err);
   } finally {
     input.signal.removeEventListener('abort', onJobAbort);
   }
@@ -139,7 +150,9 @@ export async function runTurn(input: TurnInput): Promise<TurnReport> {
     if (completed && flow.parsesTags) await handle(parser.end());
     await out.flush();
     report.visibleText = flow.parsesTags ? parser.visibleText() : report.outputText;
-    await Promise.allSettled(handles);
+    // A command the pipeline refused to take (session deleted, Redis down) must not pass for done.
+    const refused = (await Promise.allSettled(handles)).find((r) => r.status === 'rejected');
+    if (refused) throw (refused as PromiseRejectedResult).reason;
     if (input.signal.aborted) return report;
     if (needResult) await pipeline.awaitResult(await needResult, input.signal);
     report.records = await pipeline.drainTurn(sid, turn, input.signal);
@@ -152,6 +165,12 @@ export async function runTurn(input: TurnInput): Promise<TurnReport> {
     unsubscribe();
   }
   return report;
+}
+
+class PipelineTrouble extends Error {
+  constructor(override readonly cause: unknown) {
+    super('pipeline error while dispatching');
+  }
 }
 
 async function runNative(input: TurnInput, call: NativeToolCall): Promise<NativeResult> {

@@ -140,6 +140,15 @@ describe('model-driven jobs', () => {
     expect(await h.file(session_id, 'guarded/ok.txt')).toBeNull();
   });
 
+  it('deleting the session under a running job fails the job with the reason, not as a model error', async () => {
+    const { job_id, session_id } = await h.submit({ task: 'take your time' });
+    await new Promise((r) => setTimeout(r, 300));
+    expect((await fetch(`${h.url}/v1/sessions/${session_id}`, { method: 'DELETE' })).status).toBe(204);
+    const job = await h.waitFinal(job_id);
+    expect(job.status).toBe('failed');
+    expect(job.error).toMatch(/^infrastructure error: .*deleted/);
+  });
+
   it('max_turns ends a job that never finishes, with the reason', async () => {
     const { job_id } = await h.submit({ task: 'never finish', limits: { max_turns: 2 }, policy: { version: 1, defaults: { bash: 'allow' } } });
     const job = await h.waitFinal(job_id);
