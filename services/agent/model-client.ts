@@ -18,8 +18,9 @@ export interface ModelEndpoint {
 
 /** @example const model = modelEndpoint('http://127.0.0.1:9000/v1', 'sk-…', 'gpt-4.1') */
 export function modelEndpoint(baseURL: string, apiKey: string | undefined, model: string, source: ModelEndpoint['source']): ModelEndpoint {
-  // No SDK retries: a retried stream would repeat commands the service already ran.
-  return { client: new OpenAI({ baseURL, apiKey: apiKey || 'not-needed', maxRetries: 0, timeout: 10 * 60_000 }), model, source };
+  // The SDK retries (429, 5xx, connection errors) only before a response
+  // streams, so no delta of a retried call was ever parsed or executed.
+  return { client: new OpenAI({ baseURL, apiKey: apiKey || 'not-needed', maxRetries: 2, timeout: 10 * 60_000 }), model, source };
 }
 
 export async function* streamChat(

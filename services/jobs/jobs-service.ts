@@ -114,10 +114,26 @@ export class JobsService {
   async #run(view: JobView, request: JobRequest, signal: AbortSignal): Promise<void> {
     const save = (v: JobView) => this.store.save(v).catch((err) => this.#d.log?.(`job ${v.job_id}: saving failed: ${(err as Error).message}`));
     const final = await runJob({ pipeline: this.#d.pipeline, events: this.events, endpoint: this.#d.endpoint, save }, view, request, signal);
-    await save(final);
-    await this.events.append(final.session_id, final.job_id, 'job_finished', { job: final }).catch(() => {});
+    // The final state must land even across a Redis restart, or the job would
+    // stay `running` with a live runner that no recovery would ever fail.
+    await this.#persistently(`job ${final.job_id}: final state`, async () => {
+      await this.store.save(final);
+      await this.events.append(final.session_id, final.job_id, 'job_finished', { job: final });
+    });
     this.#d.log?.(`job ${final.job_id} ${final.status}${final.error ? `: ${final.error}` : ''} (${final.api_calls} model calls)`);
     if (final.webhook) this.#d.webhooks.send(final.webhook, 'job_finished', { event: 'job_finished', job: final });
+  }
+
+  async #persistently(what: string, step: () => Promise<void>): Promise<void> {
+    for (let attempt = 1, delay = 200; ; attempt++, delay = Math.min(delay * 2, 10_000)) {
+      try {
+        return await step();
+      } catch (err) {
+        this.#d.log?.(`${what}: ${(err as Error).message} (attempt ${attempt}, retrying)`);
+        if (attempt >= 30) return;
+        await new Promise((r) => setTimeout(r, delay));
+      }
+    }
   }
 
   /** Cancel: the runner (here or in another API process) stops the model and skips the queue. */
