@@ -47,7 +47,13 @@ export class StreamParser {
   private body: BodyReader | null = null;
   private fence: FenceReader | null = null;
   private visible = new TextAccumulator();
-  private visibleTaken = 0;
+  /**
+   * Visible text not yet handed out by takeVisible, kept apart because
+   * re-slicing the whole text per delta would be quadratic. Only kept once
+   * someone takes visible text (the job runner does; `thinkflow parse` never).
+   */
+  private fresh = '';
+  private handingOut = false;
   private visStart = 0;
 
   private readonly completion: CompletionContext;
@@ -64,9 +70,12 @@ export class StreamParser {
 
   /** Visible text produced since the last call. */
   takeVisible(): string {
-    const all = this.visible.toString();
-    const fresh = all.slice(this.visibleTaken);
-    this.visibleTaken = all.length;
+    if (!this.handingOut) {
+      this.handingOut = true;
+      return this.visible.toString();
+    }
+    const fresh = this.fresh;
+    this.fresh = '';
     return fresh;
   }
 
@@ -77,7 +86,7 @@ export class StreamParser {
     if (n === 1 && this.state === S.Text && this.runChar === 0 && !this.lineStart) {
       const c = s.charCodeAt(0);
       if (c !== LT && c !== BACKTICK && c !== NL) {
-        if (this.opts.trackVisible) this.visible.append(s);
+        if (this.opts.trackVisible) this.show(s);
         return;
       }
     } else if (n === 1 && this.state === S.Body && this.body!.appendPlainChar(s)) {
@@ -96,8 +105,13 @@ export class StreamParser {
       }
     }
     if (this.opts.trackVisible && (this.state === S.Text || this.state === S.Fence) && this.visStart < n) {
-      this.visible.append(this.visStart === 0 ? s : s.slice(this.visStart));
+      this.show(this.visStart === 0 ? s : s.slice(this.visStart));
     }
+  }
+
+  private show(text: string): void {
+    this.visible.append(text);
+    if (this.handingOut) this.fresh += text;
   }
 
   /** The stream ended: settle whatever is still open. */
@@ -105,7 +119,7 @@ export class StreamParser {
     switch (this.state) {
       case S.Candidate:
       case S.TfNameStart:
-        if (this.opts.trackVisible) this.visible.append(this.pending);
+        if (this.opts.trackVisible) this.show(this.pending);
         break;
       case S.OpeningTag:
         // The opening tag never completed: only `unclosed_tag` (§7).
@@ -174,7 +188,7 @@ export class StreamParser {
         this.runLen = 1;
         this.runAtLineStart = false;
       } else if (c === LT && this.spanLen === 0) {
-        if (this.opts.trackVisible && i > this.visStart) this.visible.append(s.slice(this.visStart, i));
+        if (this.opts.trackVisible && i > this.visStart) this.show(s.slice(this.visStart, i));
         // The whole `<tf-x` is in this delta (the usual case): skip the candidate states.
         if (i + 4 < n && s.startsWith('<tf-', i) && isLower(s.charCodeAt(i + 4))) {
           this.opening = new OpeningTagReader('', 4, false);
@@ -224,7 +238,7 @@ export class StreamParser {
   // ---- tags ----
 
   private notATag(i: number): number {
-    if (this.opts.trackVisible) this.visible.append(this.pending);
+    if (this.opts.trackVisible) this.show(this.pending);
     this.pending = '';
     this.visStart = i;
     this.state = S.Text;

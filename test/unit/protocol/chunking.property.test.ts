@@ -61,6 +61,25 @@ describe('chunking does not change the result', () => {
     );
   });
 
+  it('visible text handed out delta by delta adds up to the whole visible text', () => {
+    fc.assert(
+      fc.property(fc.array(deltaArb, { minLength: 1, maxLength: 6 }), fc.array(fc.double({ min: 0, max: 1, noNaN: true }), { maxLength: 30 }), (deltas, fractions) => {
+        const parser = new TurnParser();
+        let handed = '';
+        for (const [stream, delta] of deltas) {
+          for (const piece of splitAt(delta, cuts(delta.length, fractions))) {
+            parser.feed(stream, piece);
+            handed += parser.takeVisible();
+          }
+        }
+        parser.end();
+        handed += parser.takeVisible();
+        expect(handed).toBe(parser.visibleText());
+      }),
+      { numRuns: 1000 },
+    );
+  });
+
   it('every byte size from 1 to 16 on a long mixed document', () => {
     const doc = FRAGMENTS.join('\n');
     const whole = run([['text', doc]], (d) => [d], true);
