@@ -8,6 +8,7 @@ import { FenceReader } from './fence.ts';
 import { OpeningTagReader, isBlank, isLower } from './opening-tag.ts';
 import { completeTag, isToolName, unclosedOpeningTag, type CompletionContext } from './tag.ts';
 import { TextAccumulator } from './text-accumulator.ts';
+import { Stop, TextScanner } from './text-scanner.ts';
 
 export interface StreamSink {
   claimId(id: string): boolean;
@@ -22,7 +23,7 @@ export interface StreamParserOptions {
 }
 
 const enum S { Text, Candidate, TfNameStart, OpeningTag, Body, Fence }
-const NL = 0x0a, SPACE = 0x20, LT = 0x3c, GT = 0x3e, SLASH = 0x2f, DASH = 0x2d, BACKTICK = 0x60, TILDE = 0x7e;
+const GT = 0x3e, SLASH = 0x2f, DASH = 0x2d;
 
 // Plain `private` fields instead of `#fields`: feed() runs once per delta and
 // 1-byte deltas make every property access count.
@@ -30,13 +31,7 @@ export class StreamParser {
   private state = S.Text;
   private readonly opts: StreamParserOptions;
   private readonly sink: StreamSink;
-  // Text: line start (for fences), a pending run of backticks or tildes, an open inline span.
-  private lineStart = true;
-  private leadSpaces = 0;
-  private runChar = 0;
-  private runLen = 0;
-  private runAtLineStart = false;
-  private spanLen = 0;
+  private readonly text = new TextScanner();
   // A `<` that may become a tag, and the letters after it.
   private pending = '';
   private candidate = '';
@@ -83,12 +78,9 @@ export class StreamParser {
     const n = s.length;
     // Single-character deltas of plain text or body content are the common case
     // with 1-byte streaming; skip the general loop for them.
-    if (n === 1 && this.state === S.Text && this.runChar === 0 && !this.lineStart) {
-      const c = s.charCodeAt(0);
-      if (c !== LT && c !== BACKTICK && c !== NL) {
-        if (this.opts.trackVisible) this.show(s);
-        return;
-      }
+    if (n === 1 && this.state === S.Text && this.text.isPlain(s.charCodeAt(0))) {
+      if (this.opts.trackVisible) this.show(s);
+      return;
     } else if (n === 1 && this.state === S.Body && this.body!.appendPlainChar(s)) {
       return;
     }
@@ -96,7 +88,7 @@ export class StreamParser {
     this.visStart = 0;
     while (i < n) {
       switch (this.state) {
-        case S.Text: i = this.text(s, i); break;
+        case S.Text: i = this.plainText(s, i); break;
         case S.Candidate: i = this.candidateChar(s, i); break;
         case S.TfNameStart: i = this.nameStart(s, i); break;
         case S.OpeningTag: i = this.openingTag(s, i); break;
@@ -138,89 +130,29 @@ export class StreamParser {
     this.state = S.Text;
   }
 
-  // ---- text and inline code spans ----
+  // ---- text, inline code spans and fences ----
 
-  private text(s: string, i: number): number {
+  private plainText(s: string, i: number): number {
     const n = s.length;
-    // Next '<', '`' and '\n' at or after i (n when none). Each is searched again
-    // only once passed, so every character is scanned at most once per kind.
-    let nextLt = -1;
-    let nextTick = -1;
-    let nextNl = -1;
-    while (i < n) {
-      if (this.runChar === 0 && !this.lineStart) {
-        if (nextLt < i) nextLt = indexOrEnd(s, '<', i);
-        if (nextTick < i) nextTick = indexOrEnd(s, '`', i);
-        if (nextNl < i) nextNl = indexOrEnd(s, '\n', i);
-        i = Math.min(nextLt, nextTick, nextNl);
-        if (i === n) return n;
-      }
-      const c = s.charCodeAt(i);
-      if (this.runChar !== 0) {
-        if (c === this.runChar) {
-          this.runLen++;
-          i++;
-          continue;
-        }
-        if (this.resolveRun()) return i;
-      }
-      if (this.lineStart) {
-        if (c === SPACE) {
-          if (++this.leadSpaces > 3) this.lineStart = false;
-          i++;
-          continue;
-        }
-        this.lineStart = false;
-        if (c === BACKTICK || c === TILDE) {
-          this.runChar = c;
-          this.runLen = 1;
-          this.runAtLineStart = true;
-          i++;
-          continue;
-        }
-      }
-      if (c === NL) {
-        this.spanLen = 0;
-        this.lineStart = true;
-        this.leadSpaces = 0;
-      } else if (c === BACKTICK) {
-        this.runChar = c;
-        this.runLen = 1;
-        this.runAtLineStart = false;
-      } else if (c === LT && this.spanLen === 0) {
-        if (this.opts.trackVisible && i > this.visStart) this.show(s.slice(this.visStart, i));
-        // The whole `<tf-x` is in this delta (the usual case): skip the candidate states.
-        if (i + 4 < n && s.startsWith('<tf-', i) && isLower(s.charCodeAt(i + 4))) {
-          this.opening = new OpeningTagReader('', 4, false);
-          this.legacy = false;
-          this.state = S.OpeningTag;
-          return i + 4;
-        }
-        this.pending = '<';
-        this.candidate = '';
-        this.state = S.Candidate;
-        return i + 1;
-      }
-      i++;
-    }
-    return n;
-  }
-
-  /** A run of backticks or tildes ended; returns true when it opened a fence. */
-  private resolveRun(): boolean {
-    const ch = this.runChar;
-    const len = this.runLen;
-    this.runChar = 0;
-    if (this.runAtLineStart && len >= 3) {
-      this.fence = new FenceReader(ch, len);
+    i = this.text.scan(s, i);
+    if (this.text.stop === Stop.Fence) {
+      this.fence = new FenceReader(this.text.fenceChar, this.text.fenceLength);
       this.state = S.Fence;
-      return true;
+      return i;
     }
-    if (ch === BACKTICK) {
-      if (this.spanLen === 0) this.spanLen = len;
-      else if (len === this.spanLen) this.spanLen = 0;
+    if (this.text.stop !== Stop.Angle) return i;
+    if (this.opts.trackVisible && i > this.visStart) this.show(s.slice(this.visStart, i));
+    // The whole `<tf-x` is in this delta (the usual case): skip the candidate states.
+    if (i + 4 < n && s.startsWith('<tf-', i) && isLower(s.charCodeAt(i + 4))) {
+      this.opening = new OpeningTagReader('', 4, false);
+      this.legacy = false;
+      this.state = S.OpeningTag;
+      return i + 4;
     }
-    return false;
+    this.pending = '<';
+    this.candidate = '';
+    this.state = S.Candidate;
+    return i + 1;
   }
 
   private fenceText(s: string, i: number): number {
@@ -228,9 +160,7 @@ export class StreamParser {
     if (this.fence!.closed) {
       this.fence = null;
       this.state = S.Text;
-      this.lineStart = true;
-      this.leadSpaces = 0;
-      this.spanLen = 0;
+      this.text.afterFence();
     }
     return i;
   }
@@ -323,8 +253,4 @@ export class StreamParser {
   }
 }
 
-function indexOrEnd(s: string, ch: string, from: number): number {
-  const at = s.indexOf(ch, from);
-  return at < 0 ? s.length : at;
-}
 
