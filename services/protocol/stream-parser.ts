@@ -78,9 +78,15 @@ export class StreamParser {
     const n = s.length;
     // Single-character deltas of plain text or body content are the common case
     // with 1-byte streaming; skip the general loop for them.
-    if (n === 1 && this.state === S.Text && this.text.isPlain(s.charCodeAt(0))) {
-      if (this.opts.trackVisible) this.show(s);
-      return;
+    if (n === 1 && this.state === S.Text) {
+      const c = s.charCodeAt(0);
+      if (this.text.isPlain(c)) {
+        if (this.opts.trackVisible) {
+          this.visible.appendCode(c);
+          if (this.handingOut) this.fresh += s;
+        }
+        return;
+      }
     } else if (n === 1 && this.state === S.Body && this.body!.appendPlainChar(s)) {
       return;
     }

@@ -13,6 +13,13 @@ export class TextAccumulator {
   private codes: Uint16Array | null = null;
   private used = 0;
 
+  /** One character: the 1-byte-delta case, without a string to walk. */
+  appendCode(code: number): void {
+    const codes = (this.codes ??= new Uint16Array(BLOCK));
+    if (this.used === BLOCK) this.flushCodes();
+    codes[this.used++] = code;
+  }
+
   append(piece: string): void {
     const n = piece.length;
     if (n > 8) {
