@@ -28,7 +28,14 @@ export function streamSessionEvents(
   c: Context,
   deps: EventStreamDeps,
   sid: string,
-  opts: { after: number; data?: (e: PipelineEvent) => Record<string, unknown>; endsWith?: string },
+  opts: {
+    after: number;
+    data?: (e: PipelineEvent) => Record<string, unknown>;
+    /** Close after sending an event of this type. */
+    endsWith?: string;
+    /** Asked when nothing new is left to send: true closes the stream (e.g. a finished job resumed past its end). */
+    done?: () => Promise<boolean>;
+  },
 ): Response {
   return streamSSE(c, async (stream) => {
     let after = opts.after;
@@ -44,6 +51,7 @@ export function streamSessionEvents(
           if (opts.endsWith && e.type === opts.endsWith) return;
         }
         if (batch.length === BATCH) continue;
+        if (batch.length === 0 && opts.done && (await opts.done())) return;
         const woken = await new Promise<boolean>((resolve) => {
           const t = setTimeout(() => done(false), KEEP_ALIVE_MS);
           function done(v: boolean) { clearTimeout(t); wake = null; resolve(v); }

@@ -26,7 +26,22 @@ export class JobEvents {
   }
 
   async append(sessionId: string, jobId: string, type: JobEventType, data: Record<string, unknown> = {}): Promise<number> {
+    return this.#redis.appendEvent!(...this.#args(sessionId, jobId, type, data));
+  }
+
+  /**
+   * Writes the job's final view and its `job_finished` event in one MULTI, so
+   * no reader ever sees a final job without its last event, or the reverse.
+   */
+  async finish(jobKey: string, view: { session_id: string; job_id: string }): Promise<void> {
+    const multi = this.#redis.multi().hset(jobKey, 'data', JSON.stringify(view)) as unknown as { appendEvent(...a: (string | number)[]): { exec(): Promise<unknown> } };
+    const results = (await multi.appendEvent(...this.#args(view.session_id, view.job_id, 'job_finished', { job: view })).exec()) as Array<[Error | null, unknown]> | null;
+    const failed = results?.find(([err]) => err);
+    if (!results || failed) throw failed?.[0] ?? new Error('MULTI was discarded');
+  }
+
+  #args(sessionId: string, jobId: string, type: JobEventType, data: Record<string, unknown>): (string | number)[] {
     const body = JSON.stringify({ type, session_id: sessionId, job_id: jobId, at: new Date().toISOString(), ...data });
-    return this.#redis.appendEvent!(this.#keys.eventSeq(sessionId), this.#keys.events(sessionId), this.#keys.eventChannel(sessionId), type, body, MAX_EVENTS);
+    return [this.#keys.eventSeq(sessionId), this.#keys.events(sessionId), this.#keys.eventChannel(sessionId), type, body, MAX_EVENTS];
   }
 }

@@ -39,6 +39,10 @@ export class JobStore {
     return { view: JobView.parse(JSON.parse(h.data)), owner: h.owner || null, cancelRequested: h.cancel === '1', runner: h.runner || null };
   }
 
+  keyOf(id: string): string {
+    return this.#keys.job(id);
+  }
+
   async save(view: JobView): Promise<void> {
     await this.#redis.hset(this.#keys.job(view.job_id), 'data', JSON.stringify(view));
   }

@@ -80,8 +80,7 @@ export class JobsService {
       job.view.error = 'the process running this job stopped before it finished';
       this.#d.log?.(`job ${id}: its runner ${job.runner ?? '?'} is gone; marked failed`);
       job.view.finished_at = new Date().toISOString();
-      await this.store.save(job.view);
-      await this.events.append(job.view.session_id, id, 'job_finished', { job: job.view });
+      await this.events.finish(this.store.keyOf(id), job.view);
       recovered++;
     }
     return recovered;
@@ -116,10 +115,7 @@ export class JobsService {
     const final = await runJob({ pipeline: this.#d.pipeline, events: this.events, endpoint: this.#d.endpoint, save }, view, request, signal);
     // The final state must land even across a Redis restart, or the job would
     // stay `running` with a live runner that no recovery would ever fail.
-    await this.#persistently(`job ${final.job_id}: final state`, async () => {
-      await this.store.save(final);
-      await this.events.append(final.session_id, final.job_id, 'job_finished', { job: final });
-    });
+    await this.#persistently(`job ${final.job_id}: final state`, () => this.events.finish(this.store.keyOf(final.job_id), final));
     this.#d.log?.(`job ${final.job_id} ${final.status}${final.error ? `: ${final.error}` : ''} (${final.api_calls} model calls)`);
     if (final.webhook) this.#d.webhooks.send(final.webhook, 'job_finished', { event: 'job_finished', job: final });
   }

@@ -5,7 +5,7 @@ import type { Pipeline } from '../../pipeline/pipeline.ts';
 import type { Keys } from '../../pipeline/keys.ts';
 import type { Redis } from 'ioredis';
 import type { JobsService } from '../../jobs/jobs-service.ts';
-import { JobRequest } from '../../jobs/job-schemas.ts';
+import { FINAL_JOB_STATUSES, JobRequest } from '../../jobs/job-schemas.ts';
 import type { StoredJob } from '../../jobs/job-store.ts';
 import type { AppEnv } from '../env.ts';
 import { AppError } from '../errors.ts';
@@ -77,6 +77,7 @@ export function jobRoutes({ jobs, pipeline, redis, keys, maxJsonBytes }: JobRout
       after: resumePoint(c),
       data: ({ seq, type: _type, ...rest }) => ({ seq, ...rest, job_id: jobId }),
       endsWith: 'job_finished',
+      done: async () => FINAL_JOB_STATUSES.has((await jobs.store.get(jobId))?.view.status ?? 'failed'),
     });
   });
 

@@ -72,6 +72,8 @@ describe('job events and webhooks', () => {
     const cut = Math.floor(events.length / 2);
     const resumed = await readSse(`${h.url}/v1/jobs/${job_id}/events`, { 'last-event-id': String(cut) });
     expect(resumed.map((e) => e.id)).toEqual(events.slice(cut).map((e) => e.id));
+    // Resuming a finished job past its last event closes at once instead of waiting forever.
+    expect(await readSse(`${h.url}/v1/jobs/${job_id}/events`, { 'last-event-id': String(events.at(-1)!.id) })).toEqual([]);
   });
 
   it('delivers a signed webhook on completion, retrying after a failure', async () => {
