@@ -79,7 +79,8 @@ export function parseApiKeys(raw: string | undefined): ApiKeys | null {
 }
 
 export function loadConfig(env: Record<string, string | undefined> = process.env): Config {
-  const parsed = EnvSchema.safeParse(env);
+  // `VAR=` (as compose files and .env files write it) means unset, not an empty value.
+  const parsed = EnvSchema.safeParse(Object.fromEntries(Object.entries(env).filter(([, v]) => v !== '')));
   if (!parsed.success) {
     const issues = parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ');
     throw new Error(`invalid environment: ${issues}`);

@@ -20,6 +20,13 @@ describe('config', () => {
     expect(() => loadConfig({ THINKFLOW_ROLE: 'boss' })).toThrow(/THINKFLOW_ROLE/);
     expect(() => loadConfig({ PORT: 'eighty' })).toThrow(/PORT/);
   });
+  it('reads the model settings; an empty variable counts as unset', () => {
+    expect(loadConfig({}).model).toEqual({ baseUrl: null, apiKey: null, name: 'gpt-4.1' });
+    expect(loadConfig({ OPENAI_BASE_URL: '', THINKFLOW_MODEL: '', PORT: '' })).toMatchObject({ port: 8080, model: { baseUrl: null, name: 'gpt-4.1' } });
+    expect(loadConfig({ OPENAI_BASE_URL: 'http://127.0.0.1:9/v1', OPENAI_API_KEY: 'k', THINKFLOW_MODEL: 'm' }).model).toEqual({ baseUrl: 'http://127.0.0.1:9/v1', apiKey: 'k', name: 'm' });
+    expect(() => loadConfig({ OPENAI_BASE_URL: 'not a url' })).toThrow(/OPENAI_BASE_URL/);
+    expect(loadConfig({}).runnerTtlS).toBe(20);
+  });
 });
 
 describe('keys', () => {
