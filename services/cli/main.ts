@@ -16,6 +16,7 @@ const subcommands: Record<string, { summary: string; load: () => Promise<Subcomm
   approvals: { summary: 'approvals [--json]                        list pending approvals', load: async () => (await import('./commands/approvals.ts')).approvalsMain },
   approve: { summary: 'approve TOKEN [--session]                 approve a pending command', load: async () => (await import('./commands/approve.ts')).approveMain },
   reject: { summary: 'reject TOKEN [--reason "..."]             reject a pending command', load: async () => (await import('./commands/approve.ts')).rejectMain },
+  cancel: { summary: 'cancel JOB_ID                             stop a job: the model, the queue, its approvals', load: async () => (await import('./commands/cancel.ts')).cancelMain },
 };
 
 function usage(): string {

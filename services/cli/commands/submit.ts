@@ -198,7 +198,7 @@ export async function submitMain(args: string[]): Promise<number> {
       const auth = a.conn.key ? ' -H "Authorization: Bearer $THINKFLOW_API_KEY"' : '';
       process.stderr.write(`\nstopped watching; job ${jobId} is still running on the server.\n`
         + `  status: curl${auth} ${client.jobUrl(jobId)}\n`
-        + `  cancel: curl -X POST${auth} ${client.jobUrl(jobId)}/cancel\n`);
+        + `  cancel: thinkflow cancel ${jobId}${a.conn.explicitUrl ? ` --url ${a.conn.url}` : ''}   (or curl -X POST${auth} ${client.jobUrl(jobId)}/cancel)\n`);
       return 130;
     }
     if (err instanceof CliError) {

@@ -62,6 +62,22 @@ describe('thinkflow CLI against a running service', () => {
     expect(r.stderr).toMatch(/succeeded\s+write\s+pkg\/sub\/f5\.txt/);
   });
 
+  it('cancel stops a running job; a second cancel says it is already cancelled', async () => {
+    const res = await fetch(`${url}/v1/jobs`, { method: 'POST', headers: { 'content-type': 'application/json', authorization: 'Bearer sub-key' }, body: '{"task":"take your time"}' });
+    const { job_id } = await res.json();
+    await new Promise((r) => setTimeout(r, 300));
+    const first = await cli('sub-key', 'cancel', job_id);
+    expect(first.status, first.stderr).toBe(0);
+    for (let i = 0; i < 100; i++) {
+      const job = await (await fetch(`${url}/v1/jobs/${job_id}`, { headers: { authorization: 'Bearer sub-key' } })).json();
+      if (job.status === 'cancelled') break;
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    expect((await cli('sub-key', 'cancel', job_id)).stdout).toContain('already cancelled');
+    expect((await cli('sub-key', 'cancel', 'job_nope')).status).toBe(1);
+    expect((await cli('sub-key', 'cancel')).status).toBe(2);
+  });
+
   it('an operator lists and approves what a job waits for; the job then succeeds', async () => {
     // The shipped policies allow touch; the session policy that makes it ask goes through REST.
     const policy = 'version: 1\nrules:\n  - id: guarded\n    tool: touch\n    path: "guarded/**"\n    decision: prompt\n    justification: needs a person\n';

@@ -117,7 +117,8 @@ describe('thinkflow submit', () => {
     });
     expect(r.code, r.stderr).toBe(130);
     expect(r.stderr).toContain('job job_1 is still running');
-    expect(r.stderr).toContain(`cancel: curl -X POST -H "Authorization: Bearer $THINKFLOW_API_KEY" ${api.url}/v1/jobs/job_1/cancel`);
+    expect(r.stderr).toContain('cancel: thinkflow cancel job_1');
+    expect(r.stderr).toContain(`(or curl -X POST -H "Authorization: Bearer $THINKFLOW_API_KEY" ${api.url}/v1/jobs/job_1/cancel)`);
     expect(api.requests.some((q) => q.path.endsWith('/cancel'))).toBe(false);
   });
 
