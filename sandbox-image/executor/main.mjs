@@ -2,7 +2,7 @@
 // it speaks JSON lines over the container's attached stdin/stdout:
 //   -> {"rid":"a1","op":"exec","command":{...},"limits":{...}}
 //   <- {"rid":"a1","result":{...}}
-// Other ops: ping, readPath, cancel {"target": rid}. Responses carry the
+// Other ops: ping, readPath, cancel {"target": rid}, cancelAll. Responses carry the
 // request's rid, so several managers or overlapping requests stay matched.
 // Runs on the image's Node 18: plain ESM JavaScript, no dependencies.
 import { runBash } from './bash-tool.mjs';
@@ -61,6 +61,12 @@ async function handle(req) {
     case 'cancel':
       running.get(req.target)?.abort();
       return send({ rid, result: { cancelled: running.has(req.target) } });
+    case 'cancelAll': {
+      // A worker that took over from a dead one: whatever that one started is orphaned.
+      const n = running.size;
+      for (const ac of running.values()) ac.abort();
+      return send({ rid, result: { cancelled: n } });
+    }
     case 'readPath':
       // Read-only, so it does not queue behind a long command (the dashboard's view).
       lastActivity = Date.now();

@@ -10,6 +10,8 @@ export interface Executor {
   /** Must not throw for a failing command (failures are `ok: false`); may throw for infrastructure errors. */
   execute(sessionId: string, command: Command, opts?: { signal?: AbortSignal }): Promise<ExecutionResult>;
   readPath(sessionId: string, path: string): Promise<ReadPathResult>;
+  /** Aborts whatever still runs in the session's sandbox, e.g. a dead worker's command. */
+  cancelRunning(sessionId: string): Promise<number>;
   /** Removes the session's sandbox (container and workspace). Idempotent. */
   remove(sessionId: string): Promise<void>;
   ping(): Promise<boolean>;
@@ -32,6 +34,11 @@ export class SandboxExecutor implements Executor {
   async readPath(sessionId: string, path: string): Promise<ReadPathResult> {
     const sandbox = await this.#manager.sandboxFor(sessionId);
     return sandbox.readPath(path);
+  }
+
+  async cancelRunning(sessionId: string): Promise<number> {
+    const sandbox = await this.#manager.sandboxFor(sessionId);
+    return sandbox.cancelRunning();
   }
 
   remove(sessionId: string): Promise<void> {

@@ -55,6 +55,9 @@ export async function interrupt(d: ProcessorDeps, rec: LedgerRecord): Promise<vo
   if (out.ok) {
     d.metrics.commandsFinished.inc({ status: 'interrupted', tool: rec.tool });
     await skipRestOfTurn(d.ledger, rec.session, rec.turn);
+    // The dead worker's command may still run in the container: stop it, or the
+    // session's next command would wait behind it (and it would change files unseen).
+    await d.executor.cancelRunning(rec.session).catch(() => {});
   }
 }
 

@@ -91,6 +91,11 @@ export class DockerSandbox implements Sandbox {
     const r = await client.request<WireReadPath>('readPath', { path, limits }, this.#opts.requestTimeoutMs);
     return r.kind === 'file' ? { kind: 'file', bytes: Buffer.from(r.base64, 'base64') } : r;
   }
+
+  async cancelRunning(): Promise<number> {
+    const client = await this.#hooks.connect();
+    return (await client.request<{ cancelled: number }>('cancelAll', {}, this.#opts.requestTimeoutMs)).cancelled;
+  }
 }
 
 function errorMessage(err: unknown): string {

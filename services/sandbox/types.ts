@@ -33,6 +33,8 @@ export interface Sandbox {
   /** Must not throw for a failing command: failures come back as `ok: false`. */
   execute(command: Command, opts?: { signal?: AbortSignal }): Promise<ExecutionResult>;
   readPath(path: string): Promise<ReadPathResult>;
+  /** Aborts every command running in the sandbox (whoever started it); resolves with how many. */
+  cancelRunning(): Promise<number>;
 }
 
 /** Error codes produced on the host side (the executor adds the per-tool ones). */

@@ -9,6 +9,8 @@ export class FakeExecutor implements Executor {
   readonly files = new Map<string, Map<string, string>>();
   readonly log: { sid: string; id: string; tool: string; at: number }[] = [];
   removed: string[] = [];
+  /** Sessions whose running commands were cancelled (a worker took over from a dead one). */
+  cancelled: string[] = [];
 
   #fs(sid: string): Map<string, string> {
     let fs = this.files.get(sid);
@@ -72,6 +74,7 @@ export class FakeExecutor implements Executor {
     return v === undefined ? { kind: 'missing' } : { kind: 'file', bytes: Buffer.from(v) };
   }
 
+  async cancelRunning(sid: string): Promise<number> { this.cancelled.push(sid); return 0; }
   async remove(sid: string): Promise<void> { this.removed.push(sid); this.files.delete(sid); }
   async ping(): Promise<boolean> { return true; }
   async close(): Promise<void> {}

@@ -54,6 +54,7 @@ describe('fault tolerance (real Redis and Docker)', () => {
     ].join('\n')).then((r) => r.json() as Promise<{ results: { id: string; status: string; error?: string }[] }>);
     const ledger = async () => ((await (await c.get(`/v1/sessions/${sid}/ledger`)).json()) as { entries: Entry[] }).entries;
     await until('command 1 running', async () => ((await ledger())[0]?.status === 'running' ? true : undefined));
+    const bashStarted = Date.now();
     // Give bash time to write its side effect, well inside its 10 s sleep; no
     // files request here, which would go through the same sandbox meanwhile.
     await sleep(1500);
@@ -73,9 +74,11 @@ describe('fault tolerance (real Redis and Docker)', () => {
 
     const next = (await (await c.text(`/v1/sessions/${sid}/commands`, '<tf-bash id="1" cmd="grep -c run runs.txt; echo next" />')).json()) as
       { results: { status: string; stdout?: string }[] };
-    // Still exactly one run. (The orphaned process of the dead worker may have
-    // finished in the container meanwhile: the sandbox does not kill it.)
+    // Still exactly one run, and the dead worker's process was stopped when its
+    // command was marked interrupted: it never reaches its "finished" line.
     expect(next.results[0]).toMatchObject({ status: 'succeeded', stdout: '1\nnext\n' });
+    await sleep(Math.max(0, bashStarted + 11_000 - Date.now()));
+    expect(await (await c.get(`/v1/sessions/${sid}/files/runs.txt`)).text()).toBe('run\n');
     expect((await ledger()).map((e) => e.status)).toEqual(['interrupted', 'skipped', 'succeeded']);
     second.kill('SIGTERM');
     await new Promise((r) => second.once('exit', r));

@@ -94,6 +94,24 @@ describe('one container per session', () => {
     await other.close();
   });
 
+  it('cancelRunning() stops a command another client started (a dead worker\'s), so the next one runs now', async () => {
+    const sid = sessionId();
+    const other = newManager(prefix);
+    const a = await manager.sandboxFor(sid);
+    const b = await other.sandboxFor(sid);
+    const t0 = Date.now();
+    const orphan = bash(a, 'sleep 30; echo late > late.txt');
+    await new Promise((r) => setTimeout(r, 500));
+    expect(await b.cancelRunning()).toBe(1);
+    const next = await bash(b, 'echo next');
+    expect(next.stdout).toBe('next\n');
+    expect(Date.now() - t0).toBeLessThan(10_000);
+    expect((await orphan).ok).toBe(false);
+    expect((await b.execute(cmd({ tool: 'read', path: 'late.txt' }))).error_code).toBe('not_found');
+    expect(await b.cancelRunning()).toBe(0);
+    await other.close();
+  });
+
   it('remove() deletes the container and the volume', async () => {
     const sid = sessionId();
     await manager.sandboxFor(sid);
