@@ -26,5 +26,3 @@ export const FLOWS: Record<Flow['name'], Flow> = {
     parsesTags: false,
   },
 };
-
-export const FLOW_NAMES = Object.keys(FLOWS) as Array<Flow['name']>;

@@ -55,12 +55,8 @@ export class JobStore {
     return (await this.#redis.hget(this.#keys.job(id), 'cancel')) === '1';
   }
 
-  /** Jobs whose runner process is `runner`, or all (newest first). */
+  /** Job ids, newest first. */
   async list(limit = 100): Promise<string[]> {
     return this.#redis.zrevrange(this.#keys.jobs(), 0, limit - 1);
-  }
-
-  async runnerOf(id: string): Promise<string | null> {
-    return (await this.#redis.hget(this.#keys.job(id), 'runner')) || null;
   }
 }
