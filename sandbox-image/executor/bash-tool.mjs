@@ -1,16 +1,17 @@
-// `bash -lc cmd` in the workspace: own process group, wall-clock timeout,
-// capped output. The timeout, a cancel and the end of the command all kill
-// the whole group, so children started in the background die with it.
+// `bash --noprofile --norc -c cmd` in the workspace, as the command user with
+// no capability and a clean environment: own process group, wall-clock
+// timeout, capped output, workspace quota watchdog. When it ends (or times
+// out, or is cancelled) its group is killed and then every other process of
+// the command user (setsid escapes included), before the result is sent.
 import { spawn } from 'node:child_process';
 import { constants } from 'node:os';
+import { asRoot, commandEnv, commandPrefix } from './identity.mjs';
 import { WORKSPACE, ToolError } from './paths.mjs';
 import { utf8Prefix } from './file-tools.mjs';
+import { killStrays } from './strays.mjs';
 
-// After bash exits, what is left of its process group is killed: background
-// jobs do not outlive their command (they would pile up against the pids
-// limit, and hold the output pipes open). Processes that left the group on
-// purpose (setsid) are not chased; the pids limit still bounds them.
 const PIPE_GRACE_MS = 200;
+const QUOTA_TICK_MS = 50;
 
 class CappedSink {
   constructor(cap) {
@@ -47,18 +48,37 @@ function killGroup(pid) {
  * Runs one bash command. `signal` (an AbortSignal) cancels it.
  * Resolves with the tool result fields; never rejects for a failing command.
  */
-export function runBash(cmd, limits, signal) {
+export async function runBash(cmd, limits, signal, quota) {
   if (typeof cmd.cmd !== 'string' || cmd.cmd === '') throw new ToolError('bad_request', 'bash needs cmd');
+  const r = await runGroup(cmd.cmd, limits, signal, quota);
+  await killStrays();
+  // Writes faster than the watchdog's tick are caught here; a command that
+  // failed with the workspace at its quota failed for lack of space (EFBIG
+  // from the file-size limit, with SIGXFSZ handled or ignored).
+  if (r.error_code !== 'workspace_full' && quota.exceeds(limits.workspaceQuotaBytes, r.ok ? 0 : 1)) return { ...r, ...quotaFailure(limits) };
+  return r;
+}
+
+function quotaFailure(limits) {
+  const mb = Math.round(limits.workspaceQuotaBytes / 1024 ** 2);
+  return { ok: false, error_code: 'workspace_full', error: `workspace quota of ${mb} MiB exceeded; command stopped` };
+}
+
+function runGroup(script, limits, signal, quota) {
   const timeoutMs = limits.bashTimeoutMs;
   return new Promise((resolve) => {
     const out = new CappedSink(limits.outputCapBytes);
     const err = new CappedSink(limits.outputCapBytes);
-    const child = spawn('bash', ['-lc', cmd.cmd], {
-      cwd: WORKSPACE,
-      detached: true, // setsid: the command gets its own process group to kill
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    let reason = null; // 'timeout' | 'aborted'
+    const [file, ...args] = [...commandPrefix(), 'bash', '--noprofile', '--norc', '-c', script];
+    const child = asRoot(() =>
+      spawn(file, args, {
+        cwd: WORKSPACE,
+        env: commandEnv(),
+        detached: true, // setsid: the command gets its own process group to kill
+        stdio: ['ignore', 'pipe', 'pipe'],
+      }),
+    );
+    let reason = null; // 'timeout' | 'aborted' | 'workspace_full'
     let exit = null;
     let done = false;
     let open = 2;
@@ -68,6 +88,9 @@ export function runBash(cmd, limits, signal) {
       killGroup(child.pid);
     };
     const timer = setTimeout(() => stop('timeout'), timeoutMs);
+    const watchdog = setInterval(() => {
+      if (quota.exceeds(limits.workspaceQuotaBytes)) stop('workspace_full');
+    }, QUOTA_TICK_MS);
     const onAbort = () => stop('aborted');
     signal?.addEventListener('abort', onAbort, { once: true });
 
@@ -75,10 +98,11 @@ export function runBash(cmd, limits, signal) {
       if (done) return;
       done = true;
       clearTimeout(timer);
+      clearInterval(watchdog);
       signal?.removeEventListener('abort', onAbort);
       child.stdout.destroy();
       child.stderr.destroy();
-      resolve(toResult(exit, reason, timeoutMs, out, err));
+      resolve(toResult(exit, reason, limits, out, err));
     };
     const closed = () => {
       if (--open === 0 && exit) finish();
@@ -100,7 +124,8 @@ export function runBash(cmd, limits, signal) {
   });
 }
 
-function toResult(exit, reason, timeoutMs, out, err) {
+function toResult(exit, reason, limits, out, err) {
+  const timeoutMs = limits.bashTimeoutMs;
   const exitCode = exit.code ?? 128 + (constants.signals[exit.signal] ?? 0);
   const base = {
     stdout: out.text(),
@@ -113,6 +138,8 @@ function toResult(exit, reason, timeoutMs, out, err) {
     return { ...base, ok: false, error_code: 'timeout', error: `timed out after ${timeoutMs / 1000} s; process group killed` };
   }
   if (reason === 'aborted') return { ...base, ok: false, error_code: 'aborted', error: 'cancelled; process group killed' };
+  // RLIMIT_FSIZE (the container's fsize ulimit) stops a single file at the quota.
+  if (reason === 'workspace_full' || exit.signal === 'SIGXFSZ') return { ...base, ...quotaFailure(limits) };
   if (exitCode === 0) return { ...base, ok: true };
   const how = exit.signal ? `killed by ${exit.signal}` : `exit code ${exitCode}`;
   return { ...base, ok: false, error_code: exit.signal ? 'killed' : 'nonzero_exit', error: how };

@@ -10,7 +10,8 @@ const ERRNO = {
   EPERM: 'permission_denied',
   EROFS: 'permission_denied',
   ENOSPC: 'no_space',
-  EDQUOT: 'no_space',
+  EDQUOT: 'workspace_full',
+  EFBIG: 'workspace_full',
   ENAMETOOLONG: 'bad_request',
   ELOOP: 'io_error',
 };

@@ -3,7 +3,7 @@
 import { constants } from 'node:fs';
 import { chmod, copyFile, cp, mkdir, open, readFile, rename, stat, unlink, utimes, writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import { resolveInside, ToolError } from './paths.mjs';
+import { assertOpenedInside, resolveInside, ToolError } from './paths.mjs';
 
 let tmpCounter = 0;
 
@@ -42,18 +42,28 @@ async function atomicReplace(real, fill) {
 
 const isEmpty = (s) => s === undefined || s === null || s === '';
 
-export async function write(cmd) {
+/** Refuses a write of `bytes` more that would take the workspace past its quota. */
+export function reserve(quota, limits, bytes) {
+  if (quota && quota.exceeds(limits.workspaceQuotaBytes, bytes)) {
+    const mb = Math.round(limits.workspaceQuotaBytes / 1024 ** 2);
+    throw new ToolError('workspace_full', `workspace quota of ${mb} MiB would be exceeded`);
+  }
+}
+
+export async function write(cmd, limits, quota) {
   if (isEmpty(cmd.content) && cmd.allow_empty !== true) {
     throw new ToolError('empty_content', 'write with empty content needs allow_empty="true"');
   }
   const content = cmd.content ?? '';
+  reserve(quota, limits, Buffer.byteLength(content));
   const real = await resolveInside(cmd.path);
   await atomicReplace(real, (tmp) => writeFile(tmp, content));
   return { bytes_written: Buffer.byteLength(content) };
 }
 
-export async function append(cmd) {
+export async function append(cmd, limits, quota) {
   if (isEmpty(cmd.content)) throw new ToolError('empty_content', 'append needs non-empty content');
+  reserve(quota, limits, Buffer.byteLength(cmd.content));
   const real = await resolveInside(cmd.path);
   const existing = await statOrNull(real);
   if (existing) requireRegular(existing, cmd.path);
@@ -83,7 +93,7 @@ export async function touch(cmd) {
   return {};
 }
 
-export async function copy(cmd) {
+export async function copy(cmd, limits, quota) {
   if (isEmpty(cmd.dest)) throw new ToolError('bad_request', 'copy needs dest');
   const src = await resolveInside(cmd.path);
   const srcStat = await statOrNull(src);
@@ -94,6 +104,7 @@ export async function copy(cmd) {
   // cp(1) semantics: copying onto an existing directory puts the source inside it.
   if (destStat && destStat.isDirectory()) dest = await resolveInside(path.join(dest, path.basename(src)));
   if (dest === src) throw new ToolError('bad_request', 'source and destination are the same');
+  reserve(quota, limits, srcStat.isDirectory() ? 0 : srcStat.size);
   if (srcStat.isDirectory()) {
     if (dest.startsWith(src + '/')) throw new ToolError('bad_request', 'cannot copy a directory into itself');
     await mkdir(path.dirname(dest), { recursive: true });
@@ -104,7 +115,7 @@ export async function copy(cmd) {
   return { bytes_written: srcStat.size };
 }
 
-export async function edit(cmd) {
+export async function edit(cmd, limits, quota) {
   if (isEmpty(cmd.old_text)) throw new ToolError('bad_request', 'edit needs non-empty old text');
   const real = await resolveInside(cmd.path);
   requireRegular(await stat(real), cmd.path);
@@ -119,6 +130,7 @@ export async function edit(cmd) {
     throw new ToolError('edit_ambiguous', `old text occurs ${n} times; it must occur exactly once`);
   }
   const updated = text.slice(0, first) + (cmd.new_text ?? '') + text.slice(first + cmd.old_text.length);
+  reserve(quota, limits, Buffer.byteLength(updated));
   await atomicReplace(real, (tmp) => writeFile(tmp, updated));
   return { bytes_written: Buffer.byteLength(updated) };
 }
@@ -131,6 +143,7 @@ export async function read(cmd, limits) {
   const cap = limits.readCapBytes;
   const fh = await open(real, 'r');
   try {
+    assertOpenedInside(fh.fd, cmd.path);
     const buf = Buffer.alloc(Math.min(st.size, cap) + 1);
     const { bytesRead } = await fh.read(buf, 0, buf.length, 0);
     const truncated = bytesRead > cap;

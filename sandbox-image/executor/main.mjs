@@ -5,12 +5,26 @@
 // Other ops: ping, readPath, cancel {"target": rid}, cancelAll. Responses carry the
 // request's rid, so several managers or overlapping requests stay matched.
 // Runs on the image's Node 18: plain ESM JavaScript, no dependencies.
+// Started as root; identity.mjs explains why commands cannot reach it.
 import { runBash } from './bash-tool.mjs';
 import { toFailure } from './errors.mjs';
 import * as files from './file-tools.mjs';
+import { dropToCommandUser } from './identity.mjs';
+import { WORKSPACE } from './paths.mjs';
+import { WorkspaceQuota } from './quota.mjs';
 import { readPath } from './read-path.mjs';
+import { killStrays } from './strays.mjs';
 
-const DEFAULT_LIMITS = { bashTimeoutMs: 120_000, outputCapBytes: 65_536, readCapBytes: 1_048_576, readPathCapBytes: 16_777_216 };
+dropToCommandUser();
+
+const DEFAULT_LIMITS = {
+  bashTimeoutMs: 120_000,
+  outputCapBytes: 65_536,
+  readCapBytes: 1_048_576,
+  readPathCapBytes: 16_777_216,
+  workspaceQuotaBytes: 2048 * 1024 ** 2,
+};
+const quota = new WorkspaceQuota(WORKSPACE);
 const FILE_TOOLS = { write: files.write, append: files.append, mkdir: files.mkdirP, touch: files.touch, copy: files.copy, edit: files.edit, read: files.read };
 const running = new Map(); // rid -> AbortController, for cancel
 const startedAt = Date.now();
@@ -26,10 +40,10 @@ async function execCommand(command, limits, signal) {
   const tool = command && command.tool;
   const base = { tool, path: command && command.path };
   try {
-    if (tool === 'bash') return { ...base, ...(await runBash(command, limits, signal)) };
+    if (tool === 'bash') return { ...base, ...(await runBash(command, limits, signal, quota)) };
     const fn = FILE_TOOLS[tool];
     if (!fn) return { ...base, ok: false, error_code: 'bad_request', error: `unknown tool ${JSON.stringify(tool)}` };
-    return { ...base, ok: true, ...(await fn(command, limits)) };
+    return { ...base, ok: true, ...(await fn(command, limits, quota)) };
   } catch (err) {
     return { ...base, ok: false, ...toFailure(err) };
   }
@@ -124,4 +138,12 @@ process.stdin.on('end', () => {
   if (inflight === 0) process.exit(0);
 });
 process.stdout.on('error', () => process.exit(0));
-send({ rid: null, type: 'ready', pid: process.pid });
+// A restarted executor (new container start) finds no command of its own
+// running: anything of the command user left from before is an orphan.
+killStrays().then(
+  () => send({ rid: null, type: 'ready', pid: process.pid }),
+  (err) => {
+    process.stderr.write(`executor: cannot clear leftover processes: ${err && err.message}\n`);
+    process.exit(1);
+  },
+);

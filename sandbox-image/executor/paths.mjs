@@ -1,6 +1,7 @@
 // Path confinement, checked here in the container where the files are:
 // the host cannot see symlinks that the session's own commands created.
 import { lstat, readlink } from 'node:fs/promises';
+import { readlinkSync } from 'node:fs';
 import path from 'node:path';
 
 export const WORKSPACE = process.env.THINKFLOW_WORKSPACE || '/workspace';
@@ -67,4 +68,14 @@ async function followLinks(abs) {
     parts.unshift(...target.split('/').filter(Boolean));
   }
   return cur;
+}
+
+/**
+ * After open(): the file actually opened must lie in the workspace. Checking
+ * the descriptor, not the name, closes the race with a command that swaps a
+ * path for a symlink between resolveInside() and open().
+ */
+export function assertOpenedInside(fd, p) {
+  const real = readlinkSync(`/proc/self/fd/${fd}`);
+  if (!inside(real)) throw outside(p);
 }

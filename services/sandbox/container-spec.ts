@@ -3,6 +3,8 @@ import { containerName, labelsFor } from './names.ts';
 import type { ResolvedSandboxOptions } from './sandbox-options.ts';
 
 export const WORKSPACE = '/workspace';
+/** What the executor needs to start commands as another user with no capability; commands get none of them. */
+export const EXECUTOR_CAPS = ['SETUID', 'SETGID', 'SETPCAP'];
 
 /**
  * The one boundary from options to dockerode. The only mount is the
@@ -13,7 +15,9 @@ export function toContainerSpec(sessionId: string, volume: string, o: ResolvedSa
     name: containerName(o.namePrefix, sessionId),
     Image: o.image,
     Labels: labelsFor(sessionId, 'sandbox'),
-    User: o.user,
+    // The executor is root (with EXECUTOR_CAPS only); commands run as o.user.
+    User: '0:0',
+    Env: [`THINKFLOW_RUN_AS=${o.user}`],
     WorkingDir: WORKSPACE,
     Hostname: 'sandbox',
     // The executor talks over the attached stdio; stdin must outlive any one
@@ -29,7 +33,7 @@ export function toContainerSpec(sessionId: string, volume: string, o: ResolvedSa
     HostConfig: {
       NetworkMode: o.networkMode,
       CapDrop: o.capDrop,
-      CapAdd: o.capAdd,
+      CapAdd: [...new Set([...o.capAdd, ...EXECUTOR_CAPS])],
       SecurityOpt: o.noNewPrivileges ? ['no-new-privileges'] : [],
       ReadonlyRootfs: o.readOnlyRootfs,
       Tmpfs: o.tmpfs,
@@ -37,7 +41,10 @@ export function toContainerSpec(sessionId: string, volume: string, o: ResolvedSa
       Memory: o.memoryBytes,
       MemorySwap: o.memorySwapBytes,
       NanoCpus: Math.round(o.cpus * 1e9),
-      Ulimits: [{ Name: 'nofile', Soft: o.nofile, Hard: o.nofile }],
+      Ulimits: [
+        { Name: 'nofile', Soft: o.nofile, Hard: o.nofile },
+        { Name: 'fsize', Soft: o.workspaceQuotaBytes, Hard: o.workspaceQuotaBytes },
+      ],
       Mounts: [{ Type: 'volume', Source: volume, Target: WORKSPACE }],
       Privileged: false,
       // Responses must not pile up in a json log on the host: the manager reads them live.

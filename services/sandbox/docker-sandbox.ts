@@ -1,5 +1,6 @@
 import type { Command } from '../protocol/command.ts';
 import type { ExecutorClient } from './executor-client.ts';
+import { logSandboxError } from './log.ts';
 import type { ResolvedSandboxOptions } from './sandbox-options.ts';
 import type { DirEntry, ExecutionResult, ReadPathResult, Sandbox } from './types.ts';
 
@@ -66,7 +67,12 @@ export class DockerSandbox implements Sandbox {
       command.timeout !== undefined ? command.timeout * 1000 : this.#opts.bashTimeoutMs,
       this.#opts.maxBashTimeoutMs,
     );
-    const limits = { bashTimeoutMs, outputCapBytes: this.#opts.outputCapBytes, readCapBytes: this.#opts.readCapBytes };
+    const limits = {
+      bashTimeoutMs,
+      outputCapBytes: this.#opts.outputCapBytes,
+      readCapBytes: this.#opts.readCapBytes,
+      workspaceQuotaBytes: this.#opts.workspaceQuotaBytes,
+    };
     // The executor enforces the real timeout; this one only catches a stuck transport.
     const hostTimeout = (command.tool === 'bash' ? bashTimeoutMs : 0) + this.#opts.requestTimeoutMs;
     const rid = client.nextRid();
@@ -76,11 +82,20 @@ export class DockerSandbox implements Sandbox {
       return done(await client.request<ExecutorResult>('exec', { command, limits }, hostTimeout));
     } catch (err) {
       const code = (err as { code?: string }).code ?? 'sandbox_unavailable';
-      // A stuck executor would hold every later command of the session.
-      if (code === 'sandbox_timeout') await this.#hooks.recover().catch(() => {});
+      // A stuck or misbehaving executor would hold every later command of the
+      // session: the next command gets a fresh container on the same volume.
+      if (code === 'sandbox_timeout' || code === 'sandbox_broken') await this.#recover(code);
       return fail(code, errorMessage(err));
     } finally {
       signal?.removeEventListener('abort', onAbort);
+    }
+  }
+
+  async #recover(reason: string): Promise<void> {
+    try {
+      await this.#hooks.recover();
+    } catch (err) {
+      logSandboxError(this.sessionId, `recovery after ${reason} failed`, err);
     }
   }
 
@@ -88,7 +103,14 @@ export class DockerSandbox implements Sandbox {
     this.#hooks.touch(0);
     const client = await this.#hooks.connect();
     const limits = { readPathCapBytes: this.#opts.readPathCapBytes };
-    const r = await client.request<WireReadPath>('readPath', { path, limits }, this.#opts.requestTimeoutMs);
+    let r: WireReadPath;
+    try {
+      r = await client.request<WireReadPath>('readPath', { path, limits }, this.#opts.requestTimeoutMs);
+    } catch (err) {
+      const code = (err as { code?: string }).code;
+      if (code === 'sandbox_timeout' || code === 'sandbox_broken') await this.#recover(code);
+      throw err;
+    }
     return r.kind === 'file' ? { kind: 'file', bytes: Buffer.from(r.base64, 'base64') } : r;
   }
 

@@ -11,6 +11,17 @@ export class ExecutorUnavailableError extends Error {
 export class ExecutorTimeoutError extends Error {
   readonly code = 'sandbox_timeout';
 }
+/** The executor sent something no sound executor sends (an oversized line): the container is not trusted again. */
+export class ExecutorBrokenError extends Error {
+  readonly code = 'sandbox_broken';
+}
+
+export type ExecutorClientOptions = {
+  /** Largest line accepted; past it the client declares the executor broken and detaches. */
+  maxFrameBytes?: number;
+  /** Called once with the reason when the stream fails or the executor is declared broken. */
+  onError?: (err: Error) => void;
+};
 
 const STDERR_TAIL = 4096;
 
@@ -25,13 +36,18 @@ export class ExecutorClient {
   readonly #pending = new Map<string, Pending>();
   #seq = 0;
   #buffered: Buffer[] = [];
+  #bufferedBytes = 0;
+  readonly #maxFrameBytes: number;
+  readonly #onError?: (err: Error) => void;
   #readyWaiters: (() => void)[] = [];
   #ready = false;
   #closed = false;
   #stderrTail = '';
 
-  constructor(stream: Duplex, demux: Demux) {
+  constructor(stream: Duplex, demux: Demux, options: ExecutorClientOptions = {}) {
     this.#stream = stream;
+    this.#maxFrameBytes = options.maxFrameBytes ?? 32 * 1024 ** 2;
+    this.#onError = options.onError;
     const out = new PassThrough();
     const err = new PassThrough();
     demux(stream, out, err);
@@ -42,7 +58,11 @@ export class ExecutorClient {
     const gone = () => this.#fail(new ExecutorUnavailableError(`sandbox executor went away${this.#diagnostics()}`));
     stream.on('end', gone);
     stream.on('close', gone);
-    stream.on('error', gone);
+    stream.on('error', (e: Error) => {
+      this.#report(e);
+      gone();
+    });
+    for (const s of [out, err]) s.on('error', (e: Error) => this.#broken(`sandbox executor stream failed: ${e.message}`));
   }
 
   get alive(): boolean {
@@ -96,6 +116,25 @@ export class ExecutorClient {
     return tail ? ` (executor stderr: ${tail.slice(-500)})` : '';
   }
 
+  #report(err: Error): void {
+    try {
+      this.#onError?.(err);
+    } catch {
+      // a logger that throws must not take the transport down with it
+    }
+  }
+
+  /** Fails everything pending, detaches and drops the buffered bytes; the container must be replaced. */
+  #broken(message: string): void {
+    if (this.#closed) return;
+    const err = new ExecutorBrokenError(message);
+    this.#report(err);
+    this.#buffered = [];
+    this.#bufferedBytes = 0;
+    this.#fail(err);
+    this.#stream.destroy();
+  }
+
   #fail(err: Error): void {
     if (this.#closed) return;
     this.#closed = true;
@@ -107,16 +146,29 @@ export class ExecutorClient {
   }
 
   // Split on newlines without re-scanning: responses to large reads are big.
+  // A line is never buffered past maxFrameBytes, whatever the container sends.
   #onData(chunk: Buffer): void {
+    if (this.#closed) return;
     let start = 0;
     for (let i = chunk.indexOf(10); i >= 0; i = chunk.indexOf(10, start)) {
+      if (this.#bufferedBytes + (i - start) > this.#maxFrameBytes) return this.#oversized();
       this.#buffered.push(chunk.subarray(start, i));
       const line = Buffer.concat(this.#buffered).toString('utf8');
       this.#buffered = [];
+      this.#bufferedBytes = 0;
       start = i + 1;
       this.#onLine(line);
+      if (this.#closed) return;
     }
-    if (start < chunk.length) this.#buffered.push(chunk.subarray(start));
+    if (start < chunk.length) {
+      if (this.#bufferedBytes + (chunk.length - start) > this.#maxFrameBytes) return this.#oversized();
+      this.#buffered.push(chunk.subarray(start));
+      this.#bufferedBytes += chunk.length - start;
+    }
+  }
+
+  #oversized(): void {
+    this.#broken(`sandbox executor sent a line over ${this.#maxFrameBytes} bytes; the container is replaced`);
   }
 
   #onLine(line: string): void {

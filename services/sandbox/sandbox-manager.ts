@@ -183,10 +183,15 @@ export class SandboxManager {
     return entry.connecting;
   }
 
+  // The executor misbehaved or stopped answering: its container is removed
+  // (not just restarted), so the next command starts in a fresh one on the
+  // same workspace volume.
   async #recover(sessionId: string): Promise<void> {
-    this.#entries.get(sessionId)?.client?.close();
+    const entry = this.#entries.get(sessionId);
+    await entry?.connecting?.catch(() => {});
+    entry?.client?.close();
     const c = this.#docker.getContainer(containerName(this.options.namePrefix, sessionId));
-    await c.kill().catch(() => {}); // already stopped or gone: nothing to recover
+    await c.remove({ force: true }).catch(notFoundOk);
   }
 
   #detach(sessionId: string): void {
@@ -198,7 +203,7 @@ export class SandboxManager {
   async #probe(containerId: string): Promise<number | undefined> {
     const c = this.#docker.getContainer(containerId);
     if (!(await inspectOrNull(c))?.State.Running) return undefined;
-    const client = await attachExecutor(this.#docker, c).catch(() => undefined);
+    const client = await attachExecutor(this.#docker, c, { sessionId: containerId, maxFrameBytes: this.options.maxFrameBytes }).catch(() => undefined);
     if (!client) return undefined;
     try {
       const r = await client.request<{ lastActivity?: number }>('ping', {}, PROBE_TIMEOUT_MS);

@@ -20,7 +20,13 @@ export interface SandboxOptions {
    * @default { '/tmp': 'rw,nosuid,nodev,exec,size=256m,mode=1777', '/home/sandbox': 'rw,nosuid,nodev,size=64m,uid=1000,gid=1000,mode=0700' }
    */
   tmpfs?: Record<string, string>;
-  /** uid:gid the executor and every command run as. @default '1000:1000' */
+  /**
+   * uid:gid every command runs as, with no capability. The executor itself
+   * runs as root in the container with only SETUID, SETGID and SETPCAP (to
+   * start commands as this user), out of reach of the commands it runs.
+   * '0:0' runs commands as root too (no separation: a deliberate loosening).
+   * @default '1000:1000'
+   */
   user?: string;
   /** Max processes and threads in the container. @default 256 */
   pidsLimit?: number;
@@ -42,6 +48,14 @@ export interface SandboxOptions {
   readCapBytes?: number;
   /** Cap on the bytes `readPath` returns for a file. @default 16777216 */
   readPathCapBytes?: number;
+  /**
+   * Workspace quota in bytes (THINKFLOW_WORKSPACE_QUOTA_MB). Also the
+   * container's RLIMIT_FSIZE, so no single file outgrows it.
+   * @default 2147483648 (2048 MiB)
+   */
+  workspaceQuotaBytes?: number;
+  /** Largest line the host accepts from an executor; past it the container is declared broken. @default 33554432 */
+  maxFrameBytes?: number;
   /** Host-side limit for a non-bash request (bash gets its timeout plus this). @default 30000 */
   requestTimeoutMs?: number;
   /** Limit for a container to start and report ready. @default 30000 */
@@ -82,6 +96,8 @@ export function resolveSandboxOptions(o: SandboxOptions = {}): ResolvedSandboxOp
     outputCapBytes: o.outputCapBytes ?? 65_536,
     readCapBytes: o.readCapBytes ?? 1_048_576,
     readPathCapBytes: o.readPathCapBytes ?? 16_777_216,
+    workspaceQuotaBytes: o.workspaceQuotaBytes ?? 2048 * 1024 ** 2,
+    maxFrameBytes: o.maxFrameBytes ?? 32 * 1024 ** 2,
     requestTimeoutMs: o.requestTimeoutMs ?? 30_000,
     startTimeoutMs: o.startTimeoutMs ?? 30_000,
     namePrefix: o.namePrefix ?? 'thinkflow-',

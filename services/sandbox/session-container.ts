@@ -2,6 +2,7 @@ import type Docker from 'dockerode';
 import type { Duplex } from 'node:stream';
 import { toContainerSpec } from './container-spec.ts';
 import { ExecutorClient } from './executor-client.ts';
+import { logSandboxError } from './log.ts';
 import { containerName, LABEL_SESSION, labelsFor, volumeName } from './names.ts';
 import type { ResolvedSandboxOptions } from './sandbox-options.ts';
 
@@ -21,9 +22,16 @@ export async function inspectOrNull(c: Docker.Container): Promise<Docker.Contain
 }
 
 /** Attaches to the container's stdio; closing the client later leaves the container running. */
-export async function attachExecutor(docker: Docker, container: Docker.Container): Promise<ExecutorClient> {
+export async function attachExecutor(
+  docker: Docker,
+  container: Docker.Container,
+  o: { sessionId: string; maxFrameBytes: number },
+): Promise<ExecutorClient> {
   const stream = (await container.attach({ stream: true, stdin: true, stdout: true, stderr: true, hijack: true })) as unknown as Duplex;
-  return new ExecutorClient(stream, (s, out, err) => docker.modem.demuxStream(s, out, err));
+  return new ExecutorClient(stream, (s, out, err) => docker.modem.demuxStream(s, out, err), {
+    maxFrameBytes: o.maxFrameBytes,
+    onError: (err) => logSandboxError(o.sessionId, 'executor channel failed', err),
+  });
 }
 
 /**
@@ -40,7 +48,7 @@ export async function connectSession(docker: Docker, sessionId: string, o: Resol
   }
   if (!info) info = await create(docker, sessionId, o);
   const container = docker.getContainer(info.Id);
-  const client = await attachExecutor(docker, container);
+  const client = await attachExecutor(docker, container, { sessionId, maxFrameBytes: o.maxFrameBytes });
   try {
     if (!info.State.Running) {
       try {

@@ -40,7 +40,10 @@ describe('toContainerSpec', () => {
     const spec = toContainerSpec('ses_abc', 'vol-1', resolveSandboxOptions({ nofile: 99, cpus: 0.5 }));
     expect(spec.name).toBe('thinkflow-ses_abc');
     expect(spec.Labels).toMatchObject({ 'thinkflow.managed': 'true', 'thinkflow.session': 'ses_abc' });
-    expect(spec.User).toBe('1000:1000');
+    // The executor is root with three capabilities; commands run as the configured user with none.
+    expect(spec.User).toBe('0:0');
+    expect(spec.Env).toEqual(['THINKFLOW_RUN_AS=1000:1000']);
+    expect(spec.HostConfig?.CapAdd).toEqual(['SETUID', 'SETGID', 'SETPCAP']);
     expect(spec.HostConfig).toMatchObject({
       NetworkMode: 'none',
       CapDrop: ['ALL'],
@@ -50,7 +53,10 @@ describe('toContainerSpec', () => {
       Memory: 1024 ** 3,
       MemorySwap: 1024 ** 3,
       NanoCpus: 500_000_000,
-      Ulimits: [{ Name: 'nofile', Soft: 99, Hard: 99 }],
+      Ulimits: [
+        { Name: 'nofile', Soft: 99, Hard: 99 },
+        { Name: 'fsize', Soft: 2048 * 1024 ** 2, Hard: 2048 * 1024 ** 2 },
+      ],
       Mounts: [{ Type: 'volume', Source: 'vol-1', Target: '/workspace' }],
       Privileged: false,
     });

@@ -77,3 +77,19 @@ export async function reapAll(manager: SandboxManager, prefix: string): Promise<
     throw new Error(`reaper left behind ${JSON.stringify(left)}`);
   }
 }
+
+/** Runs a script as root inside the container, outside the executor: the operator's (or a fault's) hand, never a command's. */
+export async function dockerExecRoot(container: string, script: string): Promise<string> {
+  const exec = await docker.getContainer(container).exec({ Cmd: ['bash', '-c', script], User: '0:0', AttachStdout: true, AttachStderr: true });
+  const stream = await exec.start({ hijack: true, stdin: false });
+  const chunks: Buffer[] = [];
+  const { PassThrough } = await import('node:stream');
+  const out = new PassThrough();
+  out.on('data', (c: Buffer) => chunks.push(c));
+  docker.modem.demuxStream(stream, out, out);
+  await new Promise<void>((resolve, reject) => {
+    stream.on('end', () => resolve());
+    stream.on('error', reject);
+  });
+  return Buffer.concat(chunks).toString('utf8');
+}

@@ -1,7 +1,7 @@
 // Create, reuse, restart, recover and remove one container per session.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { containerName, SandboxManager, volumeName } from '../../../services/sandbox/index.ts';
-import { bash, cmd, docker, leftovers, newManager, reapAll, requireImage, sessionId, testPrefix } from './helpers.ts';
+import { bash, cmd, docker, dockerExecRoot, leftovers, newManager, reapAll, requireImage, sessionId, testPrefix } from './helpers.ts';
 
 const prefix = testPrefix('life');
 let manager: SandboxManager;
@@ -66,9 +66,12 @@ describe('one container per session', () => {
     const m = newManager(prefix, { requestTimeoutMs: 1_000 });
     const sb = await m.sandboxFor(sessionId());
     await sb.execute(cmd({ tool: 'write', path: 'keep.txt', content: 'kept' }));
-    // bash's parent is the executor; SIGSTOP freezes it mid-command.
-    const r = await bash(sb, 'kill -STOP $PPID; sleep 1', { timeout: 1 });
-    expect(r).toMatchObject({ ok: false, error_code: 'sandbox_timeout' });
+    // Commands cannot reach the executor any more; a root `docker exec` plays
+    // the fault (a wedged executor) by freezing it mid-command.
+    const running = bash(sb, 'sleep 1', { timeout: 1 });
+    await new Promise((r) => setTimeout(r, 300));
+    await dockerExecRoot(containerName(prefix, sb.sessionId), 'kill -STOP $(pgrep -x node)');
+    expect(await running).toMatchObject({ ok: false, error_code: 'sandbox_timeout' });
     expect(await sb.execute(cmd({ tool: 'read', path: 'keep.txt' }))).toMatchObject({ ok: true, stdout: 'kept' });
     await m.close();
   });

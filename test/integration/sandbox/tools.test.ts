@@ -172,9 +172,9 @@ describe('read', () => {
 });
 
 describe('bash', () => {
-  it('runs bash -lc in /workspace with stdout, stderr and exit code', async () => {
+  it('runs bash (no login shell, no start-up files) in /workspace with stdout, stderr and exit code', async () => {
     const r = await bash(sb, 'pwd; shopt -q login_shell && echo login; echo err >&2; exit 3');
-    expect(r).toMatchObject({ ok: false, status: 'failed', exit_code: 3, stdout: '/workspace\nlogin\n', stderr: 'err\n', error_code: 'nonzero_exit' });
+    expect(r).toMatchObject({ ok: false, status: 'failed', exit_code: 3, stdout: '/workspace\n', stderr: 'err\n', error_code: 'nonzero_exit' });
     expect(await bash(sb, 'echo ok')).toMatchObject({ ok: true, status: 'succeeded', exit_code: 0, stdout: 'ok\n' });
   });
 

@@ -1,0 +1,72 @@
+// Workspace quota (issue 9): no session can fill the host disk. The volume
+// has no filesystem quota on this host, so the executor enforces it with
+// RLIMIT_FSIZE and a watchdog (README: "Workspace quota"); these tests
+// measure the overshoot against what the README states.
+import { statfsSync } from 'node:fs';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { type Sandbox, type SandboxManager } from '../../../services/sandbox/index.ts';
+import { bash, cmd, newManager, reapAll, requireImage, sessionId, testPrefix } from './helpers.ts';
+
+const MiB = 1024 ** 2;
+const QUOTA = 64 * MiB;
+/** The overshoot the README promises: one watchdog period of writes plus one walk, at most 256 MiB. */
+const OVERSHOOT = 256 * MiB;
+const prefix = testPrefix('quota');
+let manager: SandboxManager;
+let sb: Sandbox;
+
+beforeAll(async () => {
+  await requireImage();
+  manager = newManager(prefix, { workspaceQuotaBytes: QUOTA });
+  sb = await manager.sandboxFor(sessionId());
+});
+afterAll(() => reapAll(manager, prefix));
+
+const hostFree = () => {
+  const s = statfsSync('/var/lib/docker');
+  return s.bavail * s.bsize;
+};
+const usage = async () => Number((await bash(sb, 'du -sB1 /workspace | cut -f1')).stdout!.trim());
+
+describe('workspace quota', () => {
+  it('one file past the quota fails with workspace_full', async () => {
+    const r = await bash(sb, 'head -c 200M /dev/zero > big.bin');
+    expect(r).toMatchObject({ ok: false, error_code: 'workspace_full' });
+    expect(r.error).toMatch(/64 MiB/);
+    expect(Number((await bash(sb, 'stat -c %s big.bin')).stdout)).toBeLessThanOrEqual(QUOTA);
+    await bash(sb, 'rm -f big.bin');
+  });
+
+  it('many files under the per-file limit are stopped by the watchdog; the host keeps its space', async () => {
+    const before = hostFree();
+    const r = await bash(sb, 'for i in $(seq 1 60); do head -c 8M /dev/zero > f$i.bin || exit 1; done', { timeout: 60 });
+    const used = await usage();
+    const lost = before - hostFree();
+    console.log(`quota ${QUOTA / MiB} MiB: workspace reached ${(used / MiB).toFixed(1)} MiB, host free space dropped by ${(lost / MiB).toFixed(1)} MiB`);
+    expect(r).toMatchObject({ ok: false, error_code: 'workspace_full' });
+    expect(used).toBeLessThanOrEqual(QUOTA + OVERSHOOT);
+    expect(used).toBeLessThan(60 * 8 * MiB); // it was stopped, not finished
+  });
+
+  it('file tools refuse to write past the quota, and work again once space is freed', async () => {
+    await bash(sb, 'rm -f *.bin');
+    const big = 'x'.repeat(8 * MiB);
+    let refused: Awaited<ReturnType<Sandbox['execute']>> | undefined;
+    for (let i = 0; i < 20 && !refused; i++) {
+      const r = await sb.execute(cmd({ tool: 'write', path: `w${i}.txt`, content: big }));
+      if (!r.ok) refused = r;
+    }
+    expect(refused).toMatchObject({ ok: false, error_code: 'workspace_full' });
+    expect(await sb.execute(cmd({ tool: 'append', path: 'w0.txt', content: big }))).toMatchObject({ error_code: 'workspace_full' });
+    expect(await sb.execute(cmd({ tool: 'copy', path: 'w0.txt', dest: 'w0-copy.txt' }))).toMatchObject({ error_code: 'workspace_full' });
+    await bash(sb, 'rm -f *.bin w*.txt');
+    expect(await sb.execute(cmd({ tool: 'write', path: 'small.txt', content: 'fits' }))).toMatchObject({ ok: true });
+    expect(await bash(sb, 'head -c 1M /dev/zero > one.bin && echo ok')).toMatchObject({ ok: true, stdout: 'ok\n' });
+  });
+
+  it('a chmod 000 directory does not hide its size', async () => {
+    const r = await bash(sb, 'mkdir hidden && for i in $(seq 1 20); do head -c 8M /dev/zero > hidden/f$i || exit 1; done; chmod 000 hidden', { timeout: 60 });
+    expect(r).toMatchObject({ ok: false, error_code: 'workspace_full' });
+    await bash(sb, 'chmod 700 hidden; rm -rf hidden');
+  });
+});
