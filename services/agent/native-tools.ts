@@ -4,6 +4,7 @@
 import { quote } from 'shell-quote';
 import type { ChatCompletionTool } from 'openai/resources/chat/completions';
 import type { Command } from '../protocol/command.ts';
+import { normalizeWorkspacePath } from '../policy/index.ts';
 
 type Params = Record<string, { type: string; description: string }>;
 
@@ -93,16 +94,29 @@ export function commandFromToolCall(id: string, name: string, rawArguments: stri
       return { ok: true, command: { ...base, tool: 'bash', cmd: c, ...(t !== undefined ? { timeout: t as number } : {}) } };
     }
     case 'list_files': {
-      const dir = need('path') ?? '.';
-      return { ok: true, command: { ...base, tool: 'bash', cmd: `find ${quote([dir])} -not -path '*/.git/*' | sort | head -n 1000` } };
+      const dir = operand(need('path') ?? '.');
+      if (!dir.ok) return dir;
+      return { ok: true, command: { ...base, tool: 'bash', cmd: `find ${quote([dir.path])} -not -path '*/.git/*' | sort | head -n 1000` } };
     }
     case 'grep': {
       const pattern = need('pattern');
       if (pattern === null) return missing('pattern');
-      const where = need('path') ?? '.';
-      return { ok: true, command: { ...base, tool: 'bash', cmd: `grep -rnE -e ${quote([pattern])} -- ${quote([where])} | head -n 500` } };
+      const where = operand(need('path') ?? '.');
+      if (!where.ok) return where;
+      return { ok: true, command: { ...base, tool: 'bash', cmd: `grep -rnE -e ${quote([pattern])} -- ${quote([where.path])} | head -n 500` } };
     }
     default:
       return { ok: false, error: `unknown tool '${name}'` };
   }
+}
+
+/**
+ * A workspace path as a command operand: confined like every tool path, and
+ * always starting with `./` (or being `.`), so no value (`-delete`, `-exec`)
+ * can ever be read as an option or a find expression.
+ */
+function operand(raw: string): { ok: true; path: string } | { ok: false; error: string } {
+  const n = normalizeWorkspacePath(raw);
+  if (!n.ok) return { ok: false, error: n.reason };
+  return { ok: true, path: n.path === '.' ? '.' : `./${n.path}` };
 }

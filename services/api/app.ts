@@ -12,6 +12,7 @@ import { systemRoutes } from './routes/system.ts';
 import { jobRoutes } from './routes/jobs.ts';
 import { adminRoutes } from './routes/admin.ts';
 import { openApiDocument } from './openapi.ts';
+import { StreamCaps } from './stream-caps.ts';
 import type { JobsService } from '../jobs/jobs-service.ts';
 
 /**
@@ -22,6 +23,7 @@ import type { JobsService } from '../jobs/jobs-service.ts';
 export function createApp(rt: Runtime, extras: { jobs?: JobsService } = {}): Hono<AppEnv> {
   const { maxJsonBytes, maxCommandsBytes, apiKeys } = rt.config;
   const app = new Hono<AppEnv>();
+  const streams = new StreamCaps(rt.config.caps.maxStreamsPerKey);
 
   app.use('*', httpMetrics({ counter: rt.metrics.httpRequests }));
   app.use('*', auth({ keys: apiKeys }));
@@ -30,9 +32,9 @@ export function createApp(rt: Runtime, extras: { jobs?: JobsService } = {}): Hon
   app.get('/openapi.json', (c) => c.json(openApiDocument()));
   app.route('/', systemRoutes(rt));
   app.route('/admin', adminRoutes(rt));
-  if (extras.jobs) app.route('/v1/jobs', jobRoutes({ jobs: extras.jobs, pipeline: rt.pipeline, redis: rt.redis, keys: rt.keys, maxJsonBytes }));
+  if (extras.jobs) app.route('/v1/jobs', jobRoutes({ jobs: extras.jobs, pipeline: rt.pipeline, redis: rt.redis, keys: rt.keys, streams, maxJsonBytes }));
   app.route('/v1/sessions', sessionRoutes({ pipeline: rt.pipeline, maxJsonBytes, maxCommandsBytes }));
-  app.route('/v1/sessions', sessionEventRoutes(rt));
+  app.route('/v1/sessions', sessionEventRoutes({ ...rt, streams }));
   app.use('/v1/approvals', requireRole('operator', 'admin'));
   app.use('/v1/approvals/*', requireRole('operator', 'admin'));
   app.route('/v1/approvals', approvalRoutes({ pipeline: rt.pipeline, maxJsonBytes }));

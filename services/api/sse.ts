@@ -5,13 +5,14 @@ import { readEvents, type PipelineEvent } from '../pipeline/events.ts';
 import type { Keys } from '../pipeline/keys.ts';
 import type { Pipeline } from '../pipeline/pipeline.ts';
 import { AppError } from './errors.ts';
+import type { StreamCaps } from './stream-caps.ts';
 
 // A session's event stream as Server-Sent Events (`id:` = seq). The Redis
 // stream is the source of truth, read in seq order; pub/sub only wakes the
 // loop. Events can be published by several processes, so relying on pub/sub
 // order could skip one; re-reading from the last sent seq cannot.
 
-export type EventStreamDeps = { pipeline: Pipeline; redis: Redis; keys: Keys };
+export type EventStreamDeps = { pipeline: Pipeline; redis: Redis; keys: Keys; streams: StreamCaps };
 
 const BATCH = 500;
 const KEEP_ALIVE_MS = 15_000;
@@ -37,10 +38,14 @@ export function streamSessionEvents(
     done?: () => Promise<boolean>;
   },
 ): Response {
+  const release = deps.streams.acquire((c.var as { principal: { id: string } }).principal.id);
   return streamSSE(c, async (stream) => {
     let after = opts.after;
     let wake: (() => void) | null = null;
-    const unsubscribe = await deps.pipeline.hub.subscribe(sid, () => wake?.());
+    const unsubscribe = await deps.pipeline.hub.subscribe(sid, () => wake?.()).catch((err: unknown) => {
+      release();
+      throw err;
+    });
     stream.onAbort(() => wake?.());
     try {
       while (!stream.aborted) {
@@ -61,6 +66,7 @@ export function streamSessionEvents(
       }
     } finally {
       unsubscribe();
+      release();
     }
   });
 }

@@ -32,6 +32,12 @@ export const EnvSchema = z.object({
   THINKFLOW_WEBHOOK_SECRET: z.string().min(1).optional(),
   /** seconds without a heartbeat after which another API process fails a runner's unfinished jobs */
   THINKFLOW_RUNNER_TTL_S: z.coerce.number().int().min(1).max(3600).default(20),
+  /** workspace quota per session in MiB; a command that writes past it fails with workspace_full */
+  THINKFLOW_WORKSPACE_QUOTA_MB: z.coerce.number().int().min(1).default(2048),
+  /** per-key caps (429 too_many): open sessions, sessions with work in progress, open SSE streams */
+  THINKFLOW_MAX_SESSIONS_PER_KEY: z.coerce.number().int().min(1).default(100),
+  THINKFLOW_MAX_RUNNING_PER_KEY: z.coerce.number().int().min(1).default(20),
+  THINKFLOW_MAX_STREAMS_PER_KEY: z.coerce.number().int().min(1).default(50),
   /** a JSON file of extra replay transcripts (an array), served before the built-in ones */
   THINKFLOW_REPLAY_SCRIPTS: z.string().min(1).optional(),
 });
@@ -60,6 +66,8 @@ export type Config = {
   webhookSecret: string | null;
   runnerTtlS: number;
   replayScripts: string | null;
+  workspaceQuotaMb: number;
+  caps: { maxSessionsPerKey: number; maxRunningPerKey: number; maxStreamsPerKey: number };
 };
 
 /** `key:role,key:role` → map; throws with the offending pair so a typo never opens the API. */
@@ -106,5 +114,11 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     webhookSecret: e.THINKFLOW_WEBHOOK_SECRET ?? null,
     runnerTtlS: e.THINKFLOW_RUNNER_TTL_S,
     replayScripts: e.THINKFLOW_REPLAY_SCRIPTS ?? null,
+    workspaceQuotaMb: e.THINKFLOW_WORKSPACE_QUOTA_MB,
+    caps: {
+      maxSessionsPerKey: e.THINKFLOW_MAX_SESSIONS_PER_KEY,
+      maxRunningPerKey: e.THINKFLOW_MAX_RUNNING_PER_KEY,
+      maxStreamsPerKey: e.THINKFLOW_MAX_STREAMS_PER_KEY,
+    },
   };
 }

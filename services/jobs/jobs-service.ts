@@ -6,6 +6,7 @@ import type { Redis } from 'ioredis';
 import { runJob } from '../agent/job-runner.ts';
 import type { ModelEndpoint } from '../agent/model-client.ts';
 import type { Pipeline } from '../pipeline/pipeline.ts';
+import { newSessionId, type SessionMeta } from '../pipeline/sessions.ts';
 import { JobEvents } from './job-events.ts';
 import { FINAL_JOB_STATUSES, emptyCounts, type JobRequest, type JobView } from './job-schemas.ts';
 import { JobStore } from './job-store.ts';
@@ -88,9 +89,19 @@ export class JobsService {
 
   async submit(request: JobRequest, owner: string | null): Promise<JobView> {
     const jobId = newId('job');
-    const session = await this.#d.pipeline.createSession({
-      owner, project: request.project ?? null, approval: request.approval, policy: request.policy ?? null, jobId,
-    });
+    const caps = this.#d.pipeline.caps;
+    const sessionId = newSessionId();
+    // A running job keeps its sandbox busy: it counts against the key's running cap until it ends.
+    await caps.claimRunning(owner, sessionId, request.limits.timeout_s * 1000 + 60_000);
+    let session: SessionMeta;
+    try {
+      session = await this.#d.pipeline.createSession({
+        owner, project: request.project ?? null, approval: request.approval, policy: request.policy ?? null, jobId, sessionId,
+      });
+    } catch (err) {
+      await caps.releaseRunning(owner, sessionId);
+      throw err;
+    }
     const view: JobView = {
       job_id: jobId, session_id: session.session_id, status: 'queued', task: request.task, project: request.project ?? null,
       approval: request.approval, flow: request.flow, limits: request.limits, model: this.#d.endpoint.model, model_source: this.#d.endpoint.source,
@@ -102,9 +113,10 @@ export class JobsService {
     const submitted = { ...view };
     const abort = new AbortController();
     const timeout = setTimeout(() => abort.abort('timeout'), request.limits.timeout_s * 1000);
-    const done = this.#run(view, request, abort.signal).finally(() => {
+    const done = this.#run(view, request, abort.signal).finally(async () => {
       clearTimeout(timeout);
       this.#running.delete(jobId);
+      await caps.releaseRunning(owner, sessionId).catch((err: Error) => this.#d.log?.(`job ${jobId}: releasing its running slot failed: ${err.message}`));
     });
     this.#running.set(jobId, { abort, done });
     return submitted;

@@ -50,6 +50,10 @@ export function createKeys(prefix = 'tf') {
     /** zset token -> expires_at ms, the pending ones only */
     approvalsPending: () => `${prefix}:approvals:pending`,
     approvalChannel: () => `${prefix}:approvals:ch`,
+    /** set of an API key's open sessions (plus short-lived `pending:` reservations) */
+    ownerSessions: (owner: string) => `${prefix}:owner:${owner}:sessions`,
+    /** zset of an API key's sessions with work in progress, score = lease end ms */
+    ownerRunning: (owner: string) => `${prefix}:owner:${owner}:running`,
     /** every key pattern of this prefix (tests delete them with SCAN) */
     all: () => `${prefix}:*`,
   };

@@ -5,6 +5,7 @@ import { PipelineError } from './errors.ts';
 import { EventHub, type PipelineEvent } from './events.ts';
 import type { Executor } from './executor.ts';
 import type { Keys } from './keys.ts';
+import { OwnerCaps, type OwnerCapLimits } from './owner-caps.ts';
 import { emptyResult, Ledger } from './ledger.ts';
 import { FINAL_STATUSES, type LedgerRecord, type LedgerStatus } from './ledger-record.ts';
 import type { PipelineMetrics } from './metrics.ts';
@@ -30,6 +31,8 @@ export type PipelineDeps = {
   gate: PolicyGate;
   metrics: PipelineMetrics;
   inlineBytes: number;
+  /** per-key caps; omitted = no caps (internal callers, benchmarks) */
+  ownerCaps?: OwnerCapLimits;
 };
 
 const FALLBACK_POLL_MS = 2000;
@@ -40,6 +43,7 @@ export class Pipeline {
   readonly approvals: Approvals;
   readonly queues: SessionQueues;
   readonly hub: EventHub;
+  readonly caps: OwnerCaps;
   readonly #d: PipelineDeps;
   /** per-session chain: one process enqueues a session's commands strictly one after the other */
   readonly #chains = new Map<string, Promise<unknown>>();
@@ -52,6 +56,7 @@ export class Pipeline {
     this.approvals = new Approvals(deps.redis, deps.keys);
     this.queues = new SessionQueues(deps.redis, deps.keys);
     this.hub = new EventHub(deps.subscriber, deps.keys);
+    this.caps = new OwnerCaps(deps.redis, deps.keys, deps.ownerCaps ?? { maxSessions: Infinity, maxRunning: Infinity });
   }
 
   get executor(): Executor { return this.#d.executor; }
@@ -64,11 +69,19 @@ export class Pipeline {
     } catch (err) {
       throw new PipelineError('invalid_policy', (err as Error).message, { reason: (err as Error).message });
     }
-    const meta = await this.sessions.create({
-      ...(input.sessionId ? { session_id: input.sessionId } : {}),
-      owner: input.owner, project: input.project ?? null, approval: input.approval ?? 'never',
-      policy: input.policy ?? null, job_id: input.jobId ?? null,
-    });
+    const slot = await this.caps.reserveSession(input.owner);
+    let meta: SessionMeta;
+    try {
+      meta = await this.sessions.create({
+        ...(input.sessionId ? { session_id: input.sessionId } : {}),
+        owner: input.owner, project: input.project ?? null, approval: input.approval ?? 'never',
+        policy: input.policy ?? null, job_id: input.jobId ?? null,
+      });
+    } catch (err) {
+      await slot.cancel();
+      throw err;
+    }
+    await slot.commit(meta.session_id);
     await this.queues.configure(meta.session_id);
     return meta;
   }
@@ -202,8 +215,10 @@ export class Pipeline {
 
   /** Removes the sandbox; queued commands become skipped; the ledger stays. */
   async deleteSession(sid: string): Promise<void> {
-    await this.session(sid);
+    const meta = await this.session(sid);
     await this.sessions.markDeleted(sid);
+    await this.caps.releaseSession(meta.owner, sid);
+    await this.caps.releaseRunning(meta.owner, sid);
     const records = await this.ledger.list(sid);
     for (const r of records) if (r.status === 'queued') await skipOne(this.ledger, r, 'skipped: the session was deleted');
     await this.#d.executor.remove(sid);

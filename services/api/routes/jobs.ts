@@ -1,6 +1,7 @@
 import { Hono, type Context } from 'hono';
 import { normalizeWorkspacePath } from '../../policy/index.ts';
 import { resumePoint, streamSessionEvents } from '../sse.ts';
+import type { StreamCaps } from '../stream-caps.ts';
 import type { Pipeline } from '../../pipeline/pipeline.ts';
 import type { Keys } from '../../pipeline/keys.ts';
 import type { Redis } from 'ioredis';
@@ -16,7 +17,7 @@ import { readJson } from '../validate.ts';
 // Jobs (API.md): submit, read, cancel, and the job's events as Server-Sent
 // Events, resumable with Last-Event-ID and closed after job_finished.
 
-export type JobRoutesDeps = { jobs: JobsService; pipeline: Pipeline; redis: Redis; keys: Keys; maxJsonBytes: number };
+export type JobRoutesDeps = { jobs: JobsService; pipeline: Pipeline; redis: Redis; keys: Keys; streams: StreamCaps; maxJsonBytes: number };
 
 /** A job the caller may see: a submitter sees only its own (404 for others'). */
 async function visibleJob(c: Context<AppEnv>, jobs: JobsService): Promise<StoredJob> {
@@ -27,7 +28,7 @@ async function visibleJob(c: Context<AppEnv>, jobs: JobsService): Promise<Stored
   return job;
 }
 
-export function jobRoutes({ jobs, pipeline, redis, keys, maxJsonBytes }: JobRoutesDeps): Hono<AppEnv> {
+export function jobRoutes({ jobs, pipeline, redis, keys, streams, maxJsonBytes }: JobRoutesDeps): Hono<AppEnv> {
   const app = new Hono<AppEnv>();
 
   app.post('/', requireRole('submitter', 'admin'), maxBody(maxJsonBytes), async (c) => {
@@ -73,7 +74,7 @@ export function jobRoutes({ jobs, pipeline, redis, keys, maxJsonBytes }: JobRout
   app.get('/:job_id/events', async (c) => {
     const job = await visibleJob(c, jobs);
     const jobId = job.view.job_id;
-    return streamSessionEvents(c, { pipeline, redis, keys }, job.view.session_id, {
+    return streamSessionEvents(c, { pipeline, redis, keys, streams }, job.view.session_id, {
       after: resumePoint(c),
       data: ({ seq, type: _type, ...rest }) => ({ seq, ...rest, job_id: jobId }),
       endsWith: 'job_finished',

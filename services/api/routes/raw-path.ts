@@ -10,9 +10,15 @@ import { AppError } from '../errors.ts';
 
 const FILES = /^\/v1\/sessions\/[^/?#]+\/files(?:\/([^?#]*))?/;
 
+// Every request-target form reaches the same guard: an absolute-form target
+// (`GET http://host/v1/…`, which HTTP/1.1 servers must accept) is reduced to
+// its path, and repeated leading slashes to one.
+const ABSOLUTE_FORM = /^[A-Za-z][A-Za-z0-9+.-]*:\/\/[^/?#]*/;
+
 function rawTarget(c: Context): string {
   const env = c.env as { incoming?: { url?: string } } | undefined;
-  return env?.incoming?.url ?? new URL(c.req.url).pathname;
+  const raw = env?.incoming?.url ?? new URL(c.req.url).pathname;
+  return raw.replace(ABSOLUTE_FORM, '').replace(/^\/{2,}/, '/');
 }
 
 function decode(s: string): string {

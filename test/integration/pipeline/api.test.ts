@@ -126,6 +126,9 @@ describe('REST API (real Redis and Docker)', () => {
       `/v1/sessions/${sid}/files/../../etc/passwd`, `/v1/sessions/${sid}/files/..%2f..%2fetc%2fpasswd`,
       `/v1/sessions/${sid}/files/%2e%2e/%2e%2e/etc/passwd`, `/v1/sessions/${sid}/files/%2fetc%2fpasswd`,
       `/v1/sessions/${sid}/files/src/../../x`,
+      // Absolute-form and doubled-slash request targets reach the same guard (issue 9).
+      `http://127.0.0.1/v1/sessions/${sid}/files/..%2f..`, `http://example.test:80/v1/sessions/${sid}/files/%2e%2e/%2e%2e/etc/passwd`,
+      `//v1/sessions/${sid}/files/..%2f..%2fetc`,
     ]) {
       const r = await rawGet(svc.url!, target, 'k-sub1');
       expect([target, r.status]).toEqual([target, 403]);

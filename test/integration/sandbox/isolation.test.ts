@@ -3,6 +3,8 @@
 // start-up files that run later. Each test replays an attack that worked
 // when commands ran under the executor's own uid.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { commandFromToolCall } from '../../../services/agent/native-tools.ts';
+import { FLOWS } from '../../../services/agent/flows.ts';
 import { containerName, type Sandbox, type SandboxManager } from '../../../services/sandbox/index.ts';
 import { bash, cmd, dockerExecRoot, newManager, reapAll, requireImage, sessionId, testPrefix } from './helpers.ts';
 
@@ -162,5 +164,17 @@ describe('shell start-up files are never read', () => {
     expect(r.stdout!.startsWith('clean\n')).toBe(true);
     expect(r.stdout).not.toMatch(/^BASH_ENV=|^THINKFLOW_/m);
     expect(r.stdout).toMatch(/^HOME=\/home\/sandbox$/m);
+  });
+});
+
+describe('native tools take no options from their arguments', () => {
+  it('list_files {path: "-delete"} and grep {path: "--include=*"} delete and widen nothing', async () => {
+    await bash(sb, 'mkdir -p keep && echo precious > keep/a.txt');
+    for (const [name, args] of [['list_files', { path: '-delete' }], ['grep', { pattern: 'x', path: '-delete' }]] as const) {
+      const made = commandFromToolCall('c1', name, JSON.stringify(args), FLOWS.react.nativeTools);
+      expect(made.ok).toBe(true);
+      if (made.ok) await sb.execute(made.command);
+    }
+    expect(await bash(sb, 'cat keep/a.txt')).toMatchObject({ ok: true, stdout: 'precious\n' });
   });
 });

@@ -16,7 +16,11 @@ describe('native tool calls → commands', () => {
     ['read', { path: 'r' }, { tool: 'read', path: 'r' }],
     ['bash', { cmd: 'ls', timeout: 5 }, { tool: 'bash', cmd: 'ls', timeout: 5 }],
     ['list_files', {}, { tool: 'bash', cmd: "find . -not -path '*/.git/*' | sort | head -n 1000" }],
-    ['grep', { pattern: "it's", path: 'src' }, { tool: 'bash', cmd: `grep -rnE -e "it's" -- src | head -n 500` }],
+    ['grep', { pattern: "it's", path: 'src' }, { tool: 'bash', cmd: `grep -rnE -e "it's" -- ./src | head -n 500` }],
+    // Argument injection (issue 9): an operand can never become an option or a find expression.
+    ['list_files', { path: '-delete' }, { tool: 'bash', cmd: "find ./-delete -not -path '*/.git/*' | sort | head -n 1000" }],
+    ['list_files', { path: '-exec rm {} ;' }, { tool: 'bash', cmd: "find './-exec rm {} ;' -not -path '*/.git/*' | sort | head -n 1000" }],
+    ['grep', { pattern: 'x', path: '--include=*' }, { tool: 'bash', cmd: 'grep -rnE -e x -- ./--include\\=\\* | head -n 500' }],
   ])('%s', (name, args, expected) => {
     const out = commandFromToolCall('call_1', name, JSON.stringify(args), all);
     expect(out).toEqual({ ok: true, command: { id: 'call_1', need_result: true, ...expected } });
@@ -29,6 +33,8 @@ describe('native tool calls → commands', () => {
     ['bash', 'not json', /not a JSON object/],
     ['bash', '[1]', /not a JSON object/],
     ['format_disk', '{}', /not offered/],
+    ['list_files', '{"path":"../.."}', /path_outside_workspace/],
+    ['grep', '{"pattern":"x","path":"/etc"}', /path_outside_workspace/],
   ])('%s %s is refused with a reason', (name, raw, reason) => {
     const out = commandFromToolCall('c', name, raw, all);
     expect(out.ok).toBe(false);

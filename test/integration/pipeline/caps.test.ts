@@ -1,0 +1,101 @@
+// Per-key caps of API.md (issue 9): one key cannot open unbounded sessions,
+// keep unbounded sandboxes busy or hold unbounded event streams; other keys
+// are unaffected, and a freed slot can be used again.
+import http from 'node:http';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startService, type ServiceHandle } from '../../../services/api/server.ts';
+import { cleanupPrefix, client, removeSandboxes, sandboxPrefix, testConfig, testPrefix } from './helpers.ts';
+
+const prefix = testPrefix('caps');
+const boxes = sandboxPrefix('caps');
+let svc: ServiceHandle;
+let a: ReturnType<typeof client>;
+let b: ReturnType<typeof client>;
+
+beforeAll(async () => {
+  svc = await startService(testConfig(prefix, {
+    PORT: '0', THINKFLOW_API_KEYS: 'k-a:submitter,k-b:submitter', THINKFLOW_SANDBOX_PREFIX: boxes,
+    THINKFLOW_MAX_SESSIONS_PER_KEY: '3', THINKFLOW_MAX_RUNNING_PER_KEY: '1', THINKFLOW_MAX_STREAMS_PER_KEY: '2',
+  }), {}, () => {});
+  a = client(svc.url!, 'k-a');
+  b = client(svc.url!, 'k-b');
+});
+afterAll(async () => {
+  await svc?.close();
+  await cleanupPrefix(prefix);
+  await removeSandboxes(boxes);
+});
+
+async function session(c: typeof a): Promise<string> {
+  const res = await c.json('/v1/sessions', {});
+  expect(res.status).toBe(201);
+  return ((await res.json()) as { session_id: string }).session_id;
+}
+
+async function expectTooMany(res: Response, cap: string): Promise<void> {
+  expect(res.status).toBe(429);
+  const body = (await res.json()) as { error: { code: string; message: string; details: { cap: string } } };
+  expect(body.error.code).toBe('too_many');
+  expect(body.error.details.cap).toBe(cap);
+  expect(body.error.message).toContain(cap);
+}
+
+/** Opens an SSE stream with a plain Node client; resolves with its status and a closer. */
+function openStream(path: string, key: string): Promise<{ status: number; close: () => void }> {
+  const u = new URL(svc.url!);
+  return new Promise((resolve, reject) => {
+    const req = http.get({ host: u.hostname, port: u.port, path, agent: false, headers: { authorization: `Bearer ${key}`, accept: 'text/event-stream' } }, (res) => {
+      res.on('data', () => {});
+      res.on('error', () => {});
+      resolve({ status: res.statusCode ?? 0, close: () => req.destroy() });
+    });
+    req.on('error', (err) => (err.message.includes('aborted') || (err as NodeJS.ErrnoException).code === 'ECONNRESET' ? undefined : reject(err)));
+  });
+}
+
+describe('per-key caps', () => {
+  it('open sessions: over the cap is 429 too_many; other keys unaffected; a deleted one frees its slot', async () => {
+    const sids = [await session(a), await session(a), await session(a)];
+    await expectTooMany(await a.json('/v1/sessions', {}), 'THINKFLOW_MAX_SESSIONS_PER_KEY');
+    await session(b);
+    expect((await a.del(`/v1/sessions/${sids[0]}`)).status).toBe(204);
+    sids[0] = await session(a);
+    for (const sid of sids) await a.del(`/v1/sessions/${sid}`);
+  });
+
+  it('sessions with work in progress: a second busy session is 429 until the first is done', async () => {
+    const [s1, s2] = [await session(a), await session(a)];
+    const slow = a.text(`/v1/sessions/${s1}/commands`, '<tf-bash id="1" cmd="sleep 3" />');
+    await new Promise((r) => setTimeout(r, 1_000));
+    await expectTooMany(await a.text(`/v1/sessions/${s2}/commands`, '<tf-bash id="1" cmd="echo hi" />'), 'THINKFLOW_MAX_RUNNING_PER_KEY');
+    const other = await session(b);
+    expect((await b.text(`/v1/sessions/${other}/commands`, '<tf-bash id="1" cmd="echo b" />')).status).toBe(200);
+    expect((await slow).status).toBe(200);
+    expect((await a.text(`/v1/sessions/${s2}/commands`, '<tf-bash id="1" cmd="echo hi" />')).status).toBe(200);
+    for (const sid of [s1, s2]) await a.del(`/v1/sessions/${sid}`);
+    await b.del(`/v1/sessions/${other}`);
+  });
+
+  it('open event streams: the third is 429; closing one frees a slot; other keys unaffected', async () => {
+    const sid = await session(a);
+    const path = `/v1/sessions/${sid}/events`;
+    const s1 = await openStream(path, 'k-a');
+    const s2 = await openStream(path, 'k-a');
+    expect([s1.status, s2.status]).toEqual([200, 200]);
+    await expectTooMany(await a.get(path), 'THINKFLOW_MAX_STREAMS_PER_KEY');
+    const otherSid = await session(b);
+    const sb = await openStream(`/v1/sessions/${otherSid}/events`, 'k-b');
+    expect(sb.status).toBe(200);
+    s1.close();
+    let again = { status: 0, close: () => {} };
+    for (let i = 0; i < 50 && again.status !== 200; i++) {
+      await new Promise((r) => setTimeout(r, 100));
+      again = await openStream(path, 'k-a');
+      if (again.status !== 200) again.close();
+    }
+    expect(again.status).toBe(200);
+    for (const s of [s2, sb, again]) s.close();
+    await a.del(`/v1/sessions/${sid}`);
+    await b.del(`/v1/sessions/${otherSid}`);
+  });
+});
