@@ -18,12 +18,18 @@ const CLI_N = Number(process.env.BENCH_CLI_N ?? 40);
 const docker = new Docker();
 const prefix = `tfbench-${randomBytes(3).toString('hex')}-`;
 const manager = new SandboxManager({ docker, namePrefix: prefix, reapIntervalMs: 0 });
+// The same executor with commands run as root and no separation: the bash
+// path before commands got their own uid (no setpriv, no leftover-process
+// sweep), measured in the same run so the cost of the isolation is a
+// difference. (File tools take the same path either way.)
+const unisolated = new SandboxManager({ docker, namePrefix: `${prefix}root-`, reapIntervalMs: 0, user: '0:0' });
 const run = promisify(execFile);
 const KiB = 'x'.repeat(1023) + '\n';
 
 /** One `docker exec` through the Engine API: create, start attached, wait for the end, read the exit code. */
 async function apiExec(container: Docker.Container, cmd: string[]): Promise<string> {
-  const exec = await container.exec({ Cmd: cmd, AttachStdout: true, AttachStderr: true });
+  // As the command user, like the executor's commands (the container's own user is the executor's root).
+  const exec = await container.exec({ Cmd: cmd, User: '1000:1000', AttachStdout: true, AttachStderr: true });
   const stream = await exec.start({ hijack: true, stdin: false });
   const out = new PassThrough();
   const chunks: Buffer[] = [];
@@ -56,17 +62,23 @@ async function main(): Promise<void> {
     };
     rows.push(row('write 1 KiB', 'executor', await measure(N, 20, () => must(c({ tool: 'write', path: 'bench/w.txt', content: KiB }))), 5));
     rows.push(row('read 1 KiB', 'executor', await measure(N, 20, () => must(c({ tool: 'read', path: 'bench/w.txt' }))), 5));
-    rows.push(row('bash -lc true', 'executor', await measure(N, 10, () => must(c({ tool: 'bash', cmd: 'true' }))), 25));
+    rows.push(row('bash true', 'executor, isolated (uid 1000, no caps, leftovers swept)', await measure(N, 10, () => must(c({ tool: 'bash', cmd: 'true' }))), 25));
+    const plain = await unisolated.sandboxFor(`ses_root${randomBytes(5).toString('hex')}`);
+    const mustPlain = async (cmd: Command) => {
+      const r = await plain.execute(cmd);
+      if (!r.ok) throw new Error(`${cmd.tool} failed: ${r.error}`);
+    };
+    rows.push(row('bash true', 'executor, not isolated (before)', await measure(N, 10, () => mustPlain(c({ tool: 'bash', cmd: 'true' })))));
 
     const container = docker.getContainer(containerName(prefix, sid));
     const writeCmd = ['sh', '-c', 'printf %s "$1" > /workspace/bench/e.txt', 'sh', KiB];
     rows.push(row('write 1 KiB', 'docker exec (Engine API)', await measure(N, 10, () => apiExec(container, writeCmd))));
     rows.push(row('read 1 KiB', 'docker exec (Engine API)', await measure(N, 10, () => apiExec(container, ['cat', '/workspace/bench/e.txt']))));
-    rows.push(row('bash -lc true', 'docker exec (Engine API)', await measure(N, 10, () => apiExec(container, ['bash', '-lc', 'true']))));
+    rows.push(row('bash true', 'docker exec (Engine API)', await measure(N, 10, () => apiExec(container, ['bash', '--noprofile', '--norc', '-c', 'true']))));
     const name = containerName(prefix, sid);
-    rows.push(row('write 1 KiB', 'docker exec (CLI)', await measure(CLI_N, 3, () => run('docker', ['exec', name, ...writeCmd]))));
-    rows.push(row('read 1 KiB', 'docker exec (CLI)', await measure(CLI_N, 3, () => run('docker', ['exec', name, 'cat', '/workspace/bench/e.txt']))));
-    rows.push(row('bash -lc true', 'docker exec (CLI)', await measure(CLI_N, 3, () => run('docker', ['exec', name, 'bash', '-lc', 'true']))));
+    rows.push(row('write 1 KiB', 'docker exec (CLI)', await measure(CLI_N, 3, () => run('docker', ['exec', '-u', '1000:1000', name, ...writeCmd]))));
+    rows.push(row('read 1 KiB', 'docker exec (CLI)', await measure(CLI_N, 3, () => run('docker', ['exec', '-u', '1000:1000', name, 'cat', '/workspace/bench/e.txt']))));
+    rows.push(row('bash true', 'docker exec (CLI)', await measure(CLI_N, 3, () => run('docker', ['exec', '-u', '1000:1000', name, 'bash', '--noprofile', '--norc', '-c', 'true']))));
 
     const { stdout: engine } = await run('docker', ['version', '-f', '{{.Server.Version}}']);
     const header =
@@ -76,9 +88,16 @@ async function main(): Promise<void> {
     const output = `${header}\n\n${formatTable(rows)}`;
     console.log(output);
     if (process.argv.includes('--update-results')) await updateResults('npm run bench:sandbox -- --update-results', output);
+    const missed = rows.filter((r) => r.target !== undefined && r.p50 > r.target);
+    if (missed.length) {
+      console.error(`missed targets: ${missed.map((r) => `${r.name} via ${r.via}`).join('; ')}`);
+      process.exitCode = 1;
+    }
   } finally {
-    await manager.reap({ liveSessions: new Set() });
-    await manager.close();
+    for (const m of [manager, unisolated]) {
+      await m.reap({ liveSessions: new Set() });
+      await m.close();
+    }
   }
 }
 
