@@ -2,7 +2,9 @@
 // it speaks JSON lines over the container's attached stdin/stdout:
 //   -> {"rid":"a1","op":"exec","command":{...},"limits":{...}}
 //   <- {"rid":"a1","result":{...}}
-// Other ops: ping, readPath, cancel {"target": rid}, cancelAll. Responses carry the
+// Other ops: ping, readPath, resolve {"paths"}, cancel {"target": rid}, cancelAll.
+// `exec` may carry `expect: {path?, dest?}` (resolutions the host's policy
+// check saw): when they no longer hold it fails with `path_changed`. Responses carry the
 // request's rid, so several managers or overlapping requests stay matched.
 // Runs on the image's Node 18: plain ESM JavaScript, no dependencies.
 // Started as root; identity.mjs explains why commands cannot reach it.
@@ -10,7 +12,8 @@ import { runBash } from './bash-tool.mjs';
 import { toFailure } from './errors.mjs';
 import * as files from './file-tools.mjs';
 import { dropToCommandUser } from './identity.mjs';
-import { WORKSPACE } from './paths.mjs';
+import path from 'node:path';
+import { resolveInside, ToolError, WORKSPACE } from './paths.mjs';
 import { WorkspaceQuota } from './quota.mjs';
 import { readPath } from './read-path.mjs';
 import { killStrays } from './strays.mjs';
@@ -36,10 +39,12 @@ function send(msg) {
   process.stdout.write(JSON.stringify(msg) + '\n');
 }
 
-async function execCommand(command, limits, signal) {
+async function execCommand(command, limits, signal, expect) {
   const tool = command && command.tool;
   const base = { tool, path: command && command.path };
   try {
+    const moved = expect ? await resolutionChanged(command, expect) : null;
+    if (moved) return { ...base, ok: false, error_code: 'path_changed', error: moved };
     if (tool === 'bash') return { ...base, ...(await runBash(command, limits, signal, quota)) };
     const fn = FILE_TOOLS[tool];
     if (!fn) return { ...base, ok: false, error_code: 'bad_request', error: `unknown tool ${JSON.stringify(tool)}` };
@@ -59,6 +64,29 @@ function serial(fn) {
   });
   chain = run.catch(() => {});
   return run;
+}
+
+/** Workspace-relative real path of `p` ('.' for the root); `null` when it leads outside. */
+async function resolveRelative(p) {
+  try {
+    return path.relative(WORKSPACE, await resolveInside(p)) || '.';
+  } catch (err) {
+    if (err instanceof ToolError && err.code === 'path_outside_workspace') return null;
+    throw err;
+  }
+}
+
+// The host checked its policy against these resolutions; the side effect
+// happens only if they still hold, inside the same serial slot.
+async function resolutionChanged(command, expect) {
+  for (const field of ['path', 'dest']) {
+    if (!(field in expect) || command[field] === undefined) continue;
+    const now = await resolveRelative(command[field]);
+    if (now !== expect[field]) {
+      return `${field} ${JSON.stringify(command[field])} now resolves to ${now === null ? 'outside the workspace' : JSON.stringify(now)}, not the checked ${JSON.stringify(expect[field])}`;
+    }
+  }
+  return null;
 }
 
 function cancelledBeforeStart(command) {
@@ -81,6 +109,9 @@ async function handle(req) {
       for (const ac of running.values()) ac.abort();
       return send({ rid, result: { cancelled: n } });
     }
+    case 'resolve':
+      // Queued like a command, so it sees the workspace exactly as the next command will.
+      return send({ rid, result: { resolved: await serial(() => Promise.all((req.paths || []).map(resolveRelative))) } });
     case 'readPath':
       // Read-only, so it does not queue behind a long command (the dashboard's view).
       lastActivity = Date.now();
@@ -89,7 +120,7 @@ async function handle(req) {
       const ac = new AbortController();
       running.set(rid, ac);
       try {
-        const result = await serial(() => (ac.signal.aborted ? cancelledBeforeStart(req.command) : execCommand(req.command, limits, ac.signal)));
+        const result = await serial(() => (ac.signal.aborted ? cancelledBeforeStart(req.command) : execCommand(req.command, limits, ac.signal, req.expect)));
         return send({ rid, result });
       } finally {
         running.delete(rid);

@@ -10,7 +10,7 @@ import { AnswerApprovalBody, CreateSessionBody } from './schemas.ts';
 const ErrorBody = z.object({ error: z.object({ code: z.string(), message: z.string(), details: z.unknown() }) });
 const CommandResult = z.object({
   id: z.string(), tool: z.string(), status: z.string(),
-  error: z.string().optional(), exit_code: z.number().optional(), stdout: z.string().optional(), stderr: z.string().optional(), bytes_written: z.number().optional(),
+  error: z.string().optional(), code: z.string().optional(), exit_code: z.number().optional(), stdout: z.string().optional(), stderr: z.string().optional(), bytes_written: z.number().optional(),
 });
 const MatchedRule = z.object({ id: z.string(), layer: z.string(), decision: z.enum(['allow', 'prompt', 'forbid']), justification: z.string() });
 const Approval = z.object({

@@ -10,7 +10,8 @@ import type { CommandHandle, Pipeline } from './pipeline.ts';
 
 export type CommandResult = {
   id: string; tool: string; status: string;
-  error?: string; exit_code?: number; stdout?: string; stderr?: string; bytes_written?: number;
+  /** with every failure: a code of the spec (`empty_content`, `path_outside_workspace`, `forbidden`, `skipped`, …) */
+  error?: string; code?: string; exit_code?: number; stdout?: string; stderr?: string; bytes_written?: number;
 };
 
 export type TurnOutcome = { turn: number; results: CommandResult[]; errors: ParseError[] };
@@ -18,6 +19,7 @@ export type TurnOutcome = { turn: number; results: CommandResult[]; errors: Pars
 export function toResult(r: LedgerRecord): CommandResult {
   const out: CommandResult = { id: r.id, tool: r.tool, status: r.status };
   if (r.error !== null) out.error = r.error;
+  if (r.error_code !== null) out.code = r.error_code;
   if (r.exit_code !== null) out.exit_code = r.exit_code;
   if (r.stdout !== null) out.stdout = r.stdout;
   if (r.stderr !== null) out.stderr = r.stderr;

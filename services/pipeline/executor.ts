@@ -1,15 +1,17 @@
 import type { Command } from '../protocol/command.ts';
-import type { ExecutionResult, ReadPathResult, SandboxManager } from '../sandbox/index.ts';
+import type { ExecutionResult, ExpectedResolution, ReadPathResult, SandboxManager } from '../sandbox/index.ts';
 
 // The pipeline's only view of the sandbox: three verbs and a health probe.
 // Tests inject an in-memory fake; the service injects `SandboxExecutor`.
 
-export type { ExecutionResult, ReadPathResult };
+export type { ExecutionResult, ExpectedResolution, ReadPathResult };
 
 export interface Executor {
   /** Must not throw for a failing command (failures are `ok: false`); may throw for infrastructure errors. */
-  execute(sessionId: string, command: Command, opts?: { signal?: AbortSignal }): Promise<ExecutionResult>;
+  execute(sessionId: string, command: Command, opts?: { signal?: AbortSignal; expect?: ExpectedResolution }): Promise<ExecutionResult>;
   readPath(sessionId: string, path: string): Promise<ReadPathResult>;
+  /** Real workspace-relative paths (symlinks followed), `null` for one that leads outside; queued behind running work. */
+  resolvePaths(sessionId: string, paths: string[]): Promise<(string | null)[]>;
   /** Aborts whatever still runs in the session's sandbox, e.g. a dead worker's command. */
   cancelRunning(sessionId: string): Promise<number>;
   /** Removes the session's sandbox (container and workspace). Idempotent. */
@@ -26,7 +28,7 @@ export class SandboxExecutor implements Executor {
     this.#manager = manager;
   }
 
-  async execute(sessionId: string, command: Command, opts?: { signal?: AbortSignal }): Promise<ExecutionResult> {
+  async execute(sessionId: string, command: Command, opts?: { signal?: AbortSignal; expect?: ExpectedResolution }): Promise<ExecutionResult> {
     const sandbox = await this.#manager.sandboxFor(sessionId);
     return sandbox.execute(command, opts);
   }
@@ -34,6 +36,11 @@ export class SandboxExecutor implements Executor {
   async readPath(sessionId: string, path: string): Promise<ReadPathResult> {
     const sandbox = await this.#manager.sandboxFor(sessionId);
     return sandbox.readPath(path);
+  }
+
+  async resolvePaths(sessionId: string, paths: string[]): Promise<(string | null)[]> {
+    const sandbox = await this.#manager.sandboxFor(sessionId);
+    return sandbox.resolvePaths(paths);
   }
 
   async cancelRunning(sessionId: string): Promise<number> {

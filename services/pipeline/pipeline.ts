@@ -1,5 +1,6 @@
 import type { Redis } from 'ioredis';
 import type { Command, CommandFlow } from '../protocol/command.ts';
+import { OUTSIDE } from '../policy/index.ts';
 import { Approvals } from './approvals.ts';
 import { PipelineError } from './errors.ts';
 import { EventHub, type PipelineEvent } from './events.ts';
@@ -132,7 +133,9 @@ export class Pipeline {
       if (action.action === 'refuse') { status = 'forbidden'; error = action.reason ?? 'refused by policy'; }
     }
     const common = { session: sid, turn, command, flow, evaluation, jobId: session.job_id };
-    let out = await this.ledger.create({ ...common, status, ...(error ? { error, errorCode: 'forbidden' } : {}) });
+    // The hard invariant keeps its own code, the same whether caught here or at execution.
+    const errorCode = error?.startsWith(OUTSIDE) ? OUTSIDE : 'forbidden';
+    let out = await this.ledger.create({ ...common, status, ...(error ? { error, errorCode } : {}) });
     if (out.kind === 'turn_failed') {
       const failure = await this.ledger.turnFailure(sid, turn);
       out = await this.ledger.create({ ...common, status: 'skipped', error: skipReason(failure ?? { id: '?' }), errorCode: 'skipped' });

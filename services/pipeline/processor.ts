@@ -1,14 +1,16 @@
 import type { Command } from '../protocol/command.ts';
 import type { Approvals, ApprovalState } from './approvals.ts';
 import type { PublicApproval } from './events.ts';
-import type { Executor, ExecutionResult } from './executor.ts';
+import { OUTSIDE, rank } from '../policy/index.ts';
+import type { Executor, ExecutionResult, ExpectedResolution } from './executor.ts';
 import { emptyResult, type Ledger } from './ledger.ts';
 import { capText, summarize, type LedgerApproval, type LedgerRecord, type LedgerResult } from './ledger-record.ts';
 import type { PipelineMetrics } from './metrics.ts';
-import type { Grant, PolicyGate } from './policy-gate.ts';
+import type { Evaluation, Grant, PolicyGate } from './policy-gate.ts';
 import type { PipelineRedis } from './redis.ts';
 import type { Keys } from './keys.ts';
-import type { Sessions } from './sessions.ts';
+import { isRefusal, resolveForPolicy } from './resolved-paths.ts';
+import type { SessionMeta, Sessions } from './sessions.ts';
 import { skipOne, skipReason, skipRestOfTurn } from './turns.ts';
 
 // What a worker does with one job: the command state machine. `signal` only
@@ -77,20 +79,24 @@ async function handleQueued(d: ProcessorDeps, rec: LedgerRecord, loaded: Loaded,
     await skipOne(d.ledger, rec, 'skipped: the session was deleted');
     return;
   }
-  // `allow` at enqueue stays `allow`: the policy layers of a session never
-  // change and grants only loosen. Anything else is evaluated again with the
-  // grants of this moment: an approve_for_session answered while this command
-  // waited in the queue must count.
-  if (rec.decision === 'allow') return run(d, rec, command, ['queued'], null);
+  const resolution = await resolveForPolicy(d.executor, sid, command);
+  if (resolution.outside) return refuse(d, rec, 'forbidden', OUTSIDE, resolution.outside);
+  // `allow` at enqueue stays `allow` (the policy layers of a session never
+  // change and grants only loosen) unless a symlink makes the path another
+  // one. Anything else is evaluated again with the grants of this moment: an
+  // approve_for_session answered while this command waited must count.
+  if (rec.decision === 'allow' && !resolution.resolved) return run(d, rec, command, ['queued'], null, resolution.expect);
   const grants = loaded.grantsJson.map((g) => JSON.parse(g) as Grant);
-  const evaluation = d.gate.evaluate(session, command, grants);
+  // The stricter of the path as written and as resolved decides, and is what an operator is shown.
+  const judged = stricterOf(d, session, grants, command, resolution.resolved);
+  const { evaluation } = judged;
   if (evaluation.decision === 'forbid') return refuse(d, rec, 'forbidden', 'forbidden', evaluation.reason || 'forbidden by policy');
-  const action = d.gate.decide(evaluation, session, command, grants);
+  const action = d.gate.decide(evaluation, session, judged.command, grants);
   if (action.action === 'refuse') return refuse(d, rec, 'forbidden', 'forbidden', action.reason ?? 'refused by policy');
-  if (action.action === 'run') return run(d, rec, command, ['queued'], null);
+  if (action.action === 'run') return run(d, rec, command, ['queued'], null, resolution.expect);
 
   const state = await d.approvals.request({
-    record: rec, command, evaluation, grant: d.gate.grantFor(command, evaluation), ttlS: d.approvalTtlS, jobId: session.job_id,
+    record: rec, command: judged.command, evaluation, grant: d.gate.grantFor(judged.command, evaluation), ttlS: d.approvalTtlS, jobId: session.job_id,
   });
   const moved = await d.ledger.transition(rec, {
     from: ['queued'], to: 'awaiting_approval', unlessTurnFailed: true, events: ['approval_requested'],
@@ -114,7 +120,9 @@ async function awaitApproval(d: ProcessorDeps, rec: LedgerRecord, signal?: Abort
   if (state.status === 'approve' || state.status === 'approve_for_session') {
     const command = await d.ledger.command(rec.session, rec.index);
     if (!command) return refuse(d, rec, 'failed', 'internal', 'command data missing', ['awaiting_approval']);
-    return run(d, { ...rec, approval: decided }, command, ['awaiting_approval'], state);
+    const resolution = await resolveForPolicy(d.executor, rec.session, command);
+    if (resolution.outside) return refuse(d, rec, 'forbidden', OUTSIDE, resolution.outside, ['awaiting_approval']);
+    return run(d, { ...rec, approval: decided }, command, ['awaiting_approval'], state, resolution.expect);
   }
   const reason = state.status === 'expired' ? 'approval timed out' : state.reason || 'rejected by operator';
   const result: LedgerResult = { ...emptyResult(), error: reason, error_code: 'rejected', output_summary: reason };
@@ -128,8 +136,18 @@ async function awaitApproval(d: ProcessorDeps, rec: LedgerRecord, signal?: Abort
   }
 }
 
+function stricterOf(
+  d: ProcessorDeps, session: SessionMeta, grants: Grant[], command: Command, resolved: Command | undefined,
+): { command: Command; evaluation: Evaluation } {
+  const asWritten = { command, evaluation: d.gate.evaluate(session, command, grants) };
+  if (!resolved) return asWritten;
+  const asResolved = { command: resolved, evaluation: d.gate.evaluate(session, resolved, grants) };
+  return rank(asResolved.evaluation.decision) > rank(asWritten.evaluation.decision) ? asResolved : asWritten;
+}
+
 async function run(
   d: ProcessorDeps, rec: LedgerRecord, command: Command, from: ('queued' | 'awaiting_approval')[], approval: ApprovalState | null,
+  expect?: ExpectedResolution,
 ): Promise<void> {
   const startedAt = new Date();
   const started = await d.ledger.transition(rec, {
@@ -146,7 +164,7 @@ async function run(
   let result: ExecutionResult;
   try {
     // No signal here on purpose: a graceful shutdown lets a running command finish.
-    result = await d.executor.execute(rec.session, command);
+    result = await d.executor.execute(rec.session, command, expect ? { expect } : {});
   } catch (err) {
     result = {
       ok: false, tool: command.tool, status: 'failed', duration_ms: Date.now() - startedAt.getTime(),
@@ -160,7 +178,8 @@ async function finish(d: ProcessorDeps, rec: LedgerRecord, r: ExecutionResult): 
   const cap = d.outputCapChars ?? 64 * 1024;
   const out = capText(r.stdout, cap);
   const err = capText(r.stderr, cap);
-  const status = r.ok ? 'succeeded' : 'failed';
+  // A symlink out of the workspace found at execution is the hard invariant: refused, like `..`.
+  const status = r.ok ? 'succeeded' : isRefusal(r.error_code) ? 'forbidden' : 'failed';
   const base = {
     error: r.ok ? null : r.error ?? `exit code ${r.exit_code ?? '?'}`, error_code: r.ok ? null : r.error_code ?? null,
     bytes_written: r.bytes_written ?? null, stdout: out.text, stderr: err.text,
@@ -174,7 +193,7 @@ async function finish(d: ProcessorDeps, rec: LedgerRecord, r: ExecutionResult): 
   });
   d.metrics.execution.observe(r.duration_ms / 1000, { tool: rec.tool });
   if (moved.ok) d.metrics.commandsFinished.inc({ status, tool: rec.tool });
-  if (moved.ok && status === 'failed') await skipRestOfTurn(d.ledger, rec.session, rec.turn);
+  if (moved.ok && status !== 'succeeded') await skipRestOfTurn(d.ledger, rec.session, rec.turn);
 }
 
 async function refuse(

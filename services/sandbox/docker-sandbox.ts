@@ -2,7 +2,7 @@ import type { Command } from '../protocol/command.ts';
 import type { ExecutorClient } from './executor-client.ts';
 import { logSandboxError } from './log.ts';
 import type { ResolvedSandboxOptions } from './sandbox-options.ts';
-import type { DirEntry, ExecutionResult, ReadPathResult, Sandbox } from './types.ts';
+import type { DirEntry, ExecutionResult, ExpectedResolution, ReadPathResult, Sandbox } from './types.ts';
 
 type ExecutorResult = Omit<ExecutionResult, 'status' | 'duration_ms'>;
 type WireReadPath = { kind: 'file'; base64: string } | { kind: 'dir'; entries: DirEntry[] } | { kind: 'missing' } | { kind: 'outside' };
@@ -32,7 +32,7 @@ export class DockerSandbox implements Sandbox {
     this.#opts = opts;
   }
 
-  async execute(command: Command, opts: { signal?: AbortSignal } = {}): Promise<ExecutionResult> {
+  async execute(command: Command, opts: { signal?: AbortSignal; expect?: ExpectedResolution } = {}): Promise<ExecutionResult> {
     const started = performance.now();
     const done = (r: ExecutorResult): ExecutionResult => ({
       ...r,
@@ -45,7 +45,7 @@ export class DockerSandbox implements Sandbox {
     if (opts.signal?.aborted) return fail('aborted', 'cancelled before it started');
     this.#hooks.touch(+1);
     try {
-      return await this.#run(command, opts.signal, done, fail);
+      return await this.#run(command, opts, done, fail);
     } finally {
       this.#hooks.touch(-1);
     }
@@ -53,7 +53,7 @@ export class DockerSandbox implements Sandbox {
 
   async #run(
     command: Command,
-    signal: AbortSignal | undefined,
+    { signal, expect }: { signal?: AbortSignal; expect?: ExpectedResolution },
     done: (r: ExecutorResult) => ExecutionResult,
     fail: (code: string, error: string) => ExecutionResult,
   ): Promise<ExecutionResult> {
@@ -79,7 +79,7 @@ export class DockerSandbox implements Sandbox {
     const onAbort = () => client.cancel(rid);
     signal?.addEventListener('abort', onAbort, { once: true });
     try {
-      return done(await client.request<ExecutorResult>('exec', { command, limits }, hostTimeout));
+      return done(await client.request<ExecutorResult>('exec', { command, limits, ...(expect ? { expect } : {}) }, hostTimeout));
     } catch (err) {
       const code = (err as { code?: string }).code ?? 'sandbox_unavailable';
       // A stuck or misbehaving executor would hold every later command of the
@@ -112,6 +112,12 @@ export class DockerSandbox implements Sandbox {
       throw err;
     }
     return r.kind === 'file' ? { kind: 'file', bytes: Buffer.from(r.base64, 'base64') } : r;
+  }
+
+  async resolvePaths(paths: string[]): Promise<(string | null)[]> {
+    this.#hooks.touch(0);
+    const client = await this.#hooks.connect();
+    return (await client.request<{ resolved: (string | null)[] }>('resolve', { paths }, this.#opts.requestTimeoutMs)).resolved;
   }
 
   async cancelRunning(): Promise<number> {

@@ -27,12 +27,17 @@ export type ReadPathResult =
   | { kind: 'missing' }
   | { kind: 'outside' };
 
+/** Resolutions a policy check was made on; the executor refuses (`path_changed`) when they no longer hold. */
+export type ExpectedResolution = { path?: string | null; dest?: string | null };
+
 /** One session's container, as the pipeline sees it. */
 export interface Sandbox {
   readonly sessionId: string;
   /** Must not throw for a failing command: failures come back as `ok: false`. */
-  execute(command: Command, opts?: { signal?: AbortSignal }): Promise<ExecutionResult>;
+  execute(command: Command, opts?: { signal?: AbortSignal; expect?: ExpectedResolution }): Promise<ExecutionResult>;
   readPath(path: string): Promise<ReadPathResult>;
+  /** Workspace-relative real paths (symlinks followed; `null` = leads outside), seen as the next command will see them. */
+  resolvePaths(paths: string[]): Promise<(string | null)[]>;
   /** Aborts every command running in the sandbox (whoever started it); resolves with how many. */
   cancelRunning(): Promise<number>;
 }

@@ -74,6 +74,8 @@ export class FakeExecutor implements Executor {
     return v === undefined ? { kind: 'missing' } : { kind: 'file', bytes: Buffer.from(v) };
   }
 
+  /** No symlinks in memory: every path resolves to itself. */
+  async resolvePaths(_sid: string, paths: string[]): Promise<(string | null)[]> { return paths; }
   async cancelRunning(sid: string): Promise<number> { this.cancelled.push(sid); return 0; }
   async remove(sid: string): Promise<void> { this.removed.push(sid); this.files.delete(sid); }
   async ping(): Promise<boolean> { return true; }

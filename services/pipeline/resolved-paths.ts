@@ -1,0 +1,47 @@
+import type { Command } from '../protocol/command.ts';
+import { normalizeWorkspacePath, OUTSIDE } from '../policy/index.ts';
+import type { Executor, ExpectedResolution } from './executor.ts';
+
+// POLICY.md §7 "Resolved paths": path rules and the workspace invariant are
+// checked on the path as it resolves at execution (symlinks followed) as
+// well as on the path as written, so `g -> .git` cannot walk around the
+// `.git/**` rules. The worker asks the sandbox for the resolutions right
+// before running (nothing else of the session runs in between: commands are
+// serial and their leftover processes are killed) and hands them to the
+// executor as `expect`, which refuses the side effect if they changed.
+
+export type Resolution = {
+  /** What the executor must still see when it runs the command. */
+  expect?: ExpectedResolution;
+  /** Set when a path leads out of the workspace: the hard invariant, refused before any rule. */
+  outside?: string;
+  /** The command with resolved paths, when a symlink made them differ from the written ones. */
+  resolved?: Command;
+};
+
+const FILE_FIELDS = ['path', 'dest'] as const;
+
+export async function resolveForPolicy(executor: Executor, sid: string, command: Command): Promise<Resolution> {
+  if (command.tool === 'bash') return {};
+  const fields = FILE_FIELDS.filter((f) => typeof command[f] === 'string');
+  if (fields.length === 0) return {};
+  const written = fields.map((f) => command[f] as string);
+  const real = await executor.resolvePaths(sid, written);
+  const expect: ExpectedResolution = {};
+  let differs = false;
+  const resolved: Command = { ...command };
+  for (const [i, field] of fields.entries()) {
+    const r = real[i] ?? null;
+    if (r === null) return { outside: `${OUTSIDE}: ${JSON.stringify(written[i])} leads outside /workspace through a symlink` };
+    expect[field] = r;
+    resolved[field] = r;
+    const asWritten = normalizeWorkspacePath(written[i]!);
+    if (!asWritten.ok || asWritten.path !== r) differs = true;
+  }
+  return differs ? { expect, resolved } : { expect };
+}
+
+/** Executor failures that are refusals of the hard invariant (or of a check that no longer holds), not ordinary failures. */
+export function isRefusal(errorCode: string | undefined): boolean {
+  return errorCode === OUTSIDE || errorCode === 'path_changed';
+}
