@@ -8,7 +8,7 @@ import { constants } from 'node:os';
 import { asRoot, commandEnv, commandPrefix } from './identity.mjs';
 import { WORKSPACE, ToolError } from './paths.mjs';
 import { utf8Prefix } from './file-tools.mjs';
-import { killStrays } from './strays.mjs';
+import { killStrays, StraysSurvived } from './strays.mjs';
 
 const PIPE_GRACE_MS = 200;
 const QUOTA_TICK_MS = 50;
@@ -51,7 +51,13 @@ function killGroup(pid) {
 export async function runBash(cmd, limits, signal, quota) {
   if (typeof cmd.cmd !== 'string' || cmd.cmd === '') throw new ToolError('bad_request', 'bash needs cmd');
   const r = await runGroup(cmd.cmd, limits, signal, quota);
-  await killStrays();
+  try {
+    await killStrays();
+  } catch (err) {
+    // Processes the sweep cannot end: this container cannot be trusted again (the host replaces it).
+    if (err instanceof StraysSurvived) return { ...r, ok: false, error_code: 'sandbox_broken', error: `${err.message}; the sandbox is replaced` };
+    throw err;
+  }
   // Writes faster than the watchdog's tick are caught here; a command that
   // failed with the workspace at its quota failed for lack of space (EFBIG
   // from the file-size limit, with SIGXFSZ handled or ignored).
@@ -89,7 +95,7 @@ function runGroup(script, limits, signal, quota) {
     };
     const timer = setTimeout(() => stop('timeout'), timeoutMs);
     const watchdog = setInterval(() => {
-      if (quota.exceeds(limits.workspaceQuotaBytes)) stop('workspace_full');
+      if (quota.exceeds(limits.workspaceQuotaBytes, 0, { watchdog: true })) stop('workspace_full');
     }, QUOTA_TICK_MS);
     const onAbort = () => stop('aborted');
     signal?.addEventListener('abort', onAbort, { once: true });

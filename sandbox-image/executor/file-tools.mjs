@@ -1,7 +1,8 @@
 // The seven file tools of PROTOCOL.md §2. Every path goes through
 // resolveInside first; every replacement of a file is temp file + rename.
-import { constants } from 'node:fs';
-import { chmod, copyFile, cp, mkdir, open, readFile, rename, stat, unlink, utimes, writeFile } from 'node:fs/promises';
+import { constants, createReadStream, createWriteStream } from 'node:fs';
+import { chmod, cp, lstat, mkdir, open, readdir, rename, stat, unlink, utimes, writeFile } from 'node:fs/promises';
+import { pipeline } from 'node:stream/promises';
 import path from 'node:path';
 import { assertOpenedInside, resolveInside, ToolError } from './paths.mjs';
 
@@ -23,13 +24,49 @@ function requireRegular(st, p) {
   if (!st.isFile()) throw new ToolError('not_a_regular_file', `${p} is not a regular file`);
 }
 
+/**
+ * Opens an existing regular file in the workspace without ever blocking: a
+ * FIFO or device swapped in after a check is refused, not waited on, and the
+ * descriptor (not the name) is checked to lie inside the workspace.
+ */
+async function openRegular(real, p, flags = constants.O_RDONLY) {
+  let fh;
+  try {
+    fh = await open(real, flags | constants.O_NONBLOCK | constants.O_NOFOLLOW);
+  } catch (err) {
+    // ENXIO: a FIFO with no reader, opened for writing; ELOOP: a symlink swapped in.
+    if (err.code === 'ENXIO' || err.code === 'ELOOP') throw new ToolError('not_a_regular_file', `${p} is not a regular file`);
+    throw err;
+  }
+  try {
+    requireRegular(await fh.stat(), p);
+    assertOpenedInside(fh.fd, p);
+    return fh;
+  } catch (err) {
+    await fh.close();
+    throw err;
+  }
+}
+
+/** Bytes of the regular files under `dir` (what copying it will add). */
+async function treeBytes(dir) {
+  let total = 0;
+  for (const name of await readdir(dir)) {
+    const st = await lstat(path.join(dir, name));
+    if (st.isDirectory()) total += await treeBytes(path.join(dir, name));
+    else if (st.isFile()) total += st.size;
+  }
+  return total;
+}
+
 /** Writes via a temporary file in the same directory, so readers never see half a file. */
 async function atomicReplace(real, fill) {
   const existing = await statOrNull(real);
   if (existing && existing.isDirectory()) throw new ToolError('is_directory', 'target is a directory');
   const dir = path.dirname(real);
   await mkdir(dir, { recursive: true });
-  const tmp = path.join(dir, `.${path.basename(real)}.tf-${process.pid}-${++tmpCounter}.tmp`);
+  // Created exclusively by fill() (flag 'wx'): a name planted in advance cannot redirect the write.
+  const tmp = path.join(dir, `.${path.basename(real)}.tf-${process.pid}-${Date.now()}-${++tmpCounter}.tmp`);
   try {
     await fill(tmp);
     if (existing) await chmod(tmp, existing.mode & 0o7777);
@@ -57,7 +94,7 @@ export async function write(cmd, limits, quota) {
   const content = cmd.content ?? '';
   reserve(quota, limits, Buffer.byteLength(content));
   const real = await resolveInside(cmd.path);
-  await atomicReplace(real, (tmp) => writeFile(tmp, content));
+  await atomicReplace(real, (tmp) => writeFile(tmp, content, { flag: 'wx' }));
   return { bytes_written: Buffer.byteLength(content) };
 }
 
@@ -65,10 +102,13 @@ export async function append(cmd, limits, quota) {
   if (isEmpty(cmd.content)) throw new ToolError('empty_content', 'append needs non-empty content');
   reserve(quota, limits, Buffer.byteLength(cmd.content));
   const real = await resolveInside(cmd.path);
-  const existing = await statOrNull(real);
-  if (existing) requireRegular(existing, cmd.path);
   await mkdir(path.dirname(real), { recursive: true });
-  await writeFile(real, cmd.content, { flag: 'a' });
+  const fh = await openRegular(real, cmd.path, constants.O_WRONLY | constants.O_APPEND | constants.O_CREAT);
+  try {
+    await fh.writeFile(cmd.content);
+  } finally {
+    await fh.close();
+  }
   return { bytes_written: Buffer.byteLength(cmd.content) };
 }
 
@@ -104,22 +144,32 @@ export async function copy(cmd, limits, quota) {
   // cp(1) semantics: copying onto an existing directory puts the source inside it.
   if (destStat && destStat.isDirectory()) dest = await resolveInside(path.join(dest, path.basename(src)));
   if (dest === src) throw new ToolError('bad_request', 'source and destination are the same');
-  reserve(quota, limits, srcStat.isDirectory() ? 0 : srcStat.size);
+  reserve(quota, limits, srcStat.isDirectory() ? await treeBytes(src) : srcStat.size);
   if (srcStat.isDirectory()) {
     if (dest.startsWith(src + '/')) throw new ToolError('bad_request', 'cannot copy a directory into itself');
     await mkdir(path.dirname(dest), { recursive: true });
     await cp(src, dest, { recursive: true, force: true, verbatimSymlinks: true });
     return {};
   }
-  await atomicReplace(dest, (tmp) => copyFile(src, tmp, constants.COPYFILE_FICLONE));
+  const from = await openRegular(src, cmd.path);
+  try {
+    await atomicReplace(dest, (tmp) => pipeline(createReadStream(null, { fd: from.fd, autoClose: false, start: 0 }), createWriteStream(tmp, { flags: 'wx' })));
+  } finally {
+    await from.close();
+  }
   return { bytes_written: srcStat.size };
 }
 
 export async function edit(cmd, limits, quota) {
   if (isEmpty(cmd.old_text)) throw new ToolError('bad_request', 'edit needs non-empty old text');
   const real = await resolveInside(cmd.path);
-  requireRegular(await stat(real), cmd.path);
-  const text = await readFile(real, 'utf8');
+  const fh = await openRegular(real, cmd.path);
+  let text;
+  try {
+    text = await fh.readFile('utf8');
+  } finally {
+    await fh.close();
+  }
   const first = text.indexOf(cmd.old_text);
   if (first < 0) throw new ToolError('edit_no_match', 'old text does not occur in the file');
   // Overlapping occurrences count too: the replacement would be ambiguous either way.
@@ -131,19 +181,17 @@ export async function edit(cmd, limits, quota) {
   }
   const updated = text.slice(0, first) + (cmd.new_text ?? '') + text.slice(first + cmd.old_text.length);
   reserve(quota, limits, Buffer.byteLength(updated));
-  await atomicReplace(real, (tmp) => writeFile(tmp, updated));
+  await atomicReplace(real, (tmp) => writeFile(tmp, updated, { flag: 'wx' }));
   return { bytes_written: Buffer.byteLength(updated) };
 }
 
 /** Reads at most `cap` bytes so a huge file cannot blow up the executor. */
 export async function read(cmd, limits) {
   const real = await resolveInside(cmd.path);
-  const st = await stat(real);
-  requireRegular(st, cmd.path);
   const cap = limits.readCapBytes;
-  const fh = await open(real, 'r');
+  const fh = await openRegular(real, cmd.path);
   try {
-    assertOpenedInside(fh.fd, cmd.path);
+    const st = await fh.stat();
     const buf = Buffer.alloc(Math.min(st.size, cap) + 1);
     const { bytesRead } = await fh.read(buf, 0, buf.length, 0);
     const truncated = bytesRead > cap;

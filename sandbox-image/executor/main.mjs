@@ -28,6 +28,26 @@ const DEFAULT_LIMITS = {
   workspaceQuotaBytes: 2048 * 1024 ** 2,
 };
 const quota = new WorkspaceQuota(WORKSPACE);
+
+/** A counting semaphore: at most `n` calls of run() at once, the rest wait in order. */
+function slots(n) {
+  let free = n;
+  const waiting = [];
+  return {
+    async run(fn) {
+      if (free > 0) free--;
+      else await new Promise((resolve) => waiting.push(resolve));
+      try {
+        return await fn();
+      } finally {
+        const next = waiting.shift();
+        if (next) next();
+        else free++;
+      }
+    },
+  };
+}
+const viewSlots = slots(2);
 const FILE_TOOLS = { write: files.write, append: files.append, mkdir: files.mkdirP, touch: files.touch, copy: files.copy, edit: files.edit, read: files.read };
 const running = new Map(); // rid -> AbortController, for cancel
 const startedAt = Date.now();
@@ -113,9 +133,10 @@ async function handle(req) {
       // Queued like a command, so it sees the workspace exactly as the next command will.
       return send({ rid, result: { resolved: await serial(() => Promise.all((req.paths || []).map(resolveRelative))) } });
     case 'readPath':
-      // Read-only, so it does not queue behind a long command (the dashboard's view).
+      // Read-only, so it does not queue behind a long command (the dashboard's
+      // view); a few at a time, so parallel large reads cannot exhaust memory.
       lastActivity = Date.now();
-      return send({ rid, result: await readPath(req.path, limits) });
+      return send({ rid, result: await viewSlots.run(() => readPath(req.path, limits)) });
     case 'exec': {
       const ac = new AbortController();
       running.set(rid, ac);

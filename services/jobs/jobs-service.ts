@@ -92,14 +92,14 @@ export class JobsService {
     const caps = this.#d.pipeline.caps;
     const sessionId = newSessionId();
     // A running job keeps its sandbox busy: it counts against the key's running cap until it ends.
-    await caps.claimRunning(owner, sessionId, request.limits.timeout_s * 1000 + 60_000);
+    const running = await caps.claimRunning(owner, sessionId, request.limits.timeout_s * 1000 + 60_000);
     let session: SessionMeta;
     try {
       session = await this.#d.pipeline.createSession({
         owner, project: request.project ?? null, approval: request.approval, policy: request.policy ?? null, jobId, sessionId,
       });
     } catch (err) {
-      await caps.releaseRunning(owner, sessionId);
+      await running.release();
       throw err;
     }
     const view: JobView = {
@@ -116,7 +116,7 @@ export class JobsService {
     const done = this.#run(view, request, abort.signal).finally(async () => {
       clearTimeout(timeout);
       this.#running.delete(jobId);
-      await caps.releaseRunning(owner, sessionId).catch((err: Error) => this.#d.log?.(`job ${jobId}: releasing its running slot failed: ${err.message}`));
+      await running.release().catch((err: Error) => this.#d.log?.(`job ${jobId}: releasing its running slot failed: ${err.message}`));
     });
     this.#running.set(jobId, { abort, done });
     return submitted;

@@ -12,7 +12,7 @@ import type { PipelineRedis } from './redis.ts';
 export type OwnerCapLimits = {
   /** open (not deleted) sessions per key */
   maxSessions: number;
-  /** sessions with work in progress (a running job or a /commands turn) per key */
+  /** pieces of work in progress (running jobs and /commands turns) per key */
   maxRunning: number;
 };
 
@@ -50,22 +50,31 @@ export class OwnerCaps {
     if (owner !== null) await this.#redis.srem(this.#keys.ownerSessions(owner), sid);
   }
 
-  /** Marks the session busy until release (or until the lease ends); 429 when the key has too many busy sessions. */
-  async claimRunning(owner: string | null, sid: string, leaseMs = DEFAULT_LEASE_MS): Promise<void> {
-    if (owner === null) return;
+  /**
+   * Marks one piece of work (a job, a /commands turn) on the session busy
+   * until `release()` or the lease's end; 429 when the key has too many.
+   * Each claim is its own member, so one turn ending never frees another's slot.
+   */
+  async claimRunning(owner: string | null, sid: string, leaseMs = DEFAULT_LEASE_MS): Promise<{ release: () => Promise<void> }> {
+    if (owner === null) return { release: async () => {} };
     const key = this.#keys.ownerRunning(owner);
+    const member = `${sid}:${randomBytes(6).toString('hex')}`;
     const now = Date.now();
     const [, , count] = await this.#exec(
-      this.#redis.multi().zremrangebyscore(key, '-inf', now).zadd(key, now + leaseMs, sid).zcard(key),
+      this.#redis.multi().zremrangebyscore(key, '-inf', now).zadd(key, now + leaseMs, member).zcard(key),
     );
     if (Number(count) > this.limits.maxRunning) {
-      await this.#redis.zrem(key, sid);
-      throw tooMany('THINKFLOW_MAX_RUNNING_PER_KEY', this.limits.maxRunning, 'sessions with work in progress; wait for one to finish');
+      await this.#redis.zrem(key, member);
+      throw tooMany('THINKFLOW_MAX_RUNNING_PER_KEY', this.limits.maxRunning, 'pieces of work in progress (jobs and /commands turns); wait for one to finish');
     }
-  }
-
-  async releaseRunning(owner: string | null, sid: string): Promise<void> {
-    if (owner !== null) await this.#redis.zrem(this.#keys.ownerRunning(owner), sid);
+    let released = false;
+    return {
+      release: async () => {
+        if (released) return;
+        released = true;
+        await this.#redis.zrem(key, member);
+      },
+    };
   }
 
   async #exec(multi: { exec(): Promise<[Error | null, unknown][] | null> }): Promise<unknown[]> {

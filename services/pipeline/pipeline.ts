@@ -221,7 +221,6 @@ export class Pipeline {
     const meta = await this.session(sid);
     await this.sessions.markDeleted(sid);
     await this.caps.releaseSession(meta.owner, sid);
-    await this.caps.releaseRunning(meta.owner, sid);
     const records = await this.ledger.list(sid);
     for (const r of records) if (r.status === 'queued') await skipOne(this.ledger, r, 'skipped: the session was deleted');
     await this.#d.executor.remove(sid);

@@ -3,8 +3,12 @@ import { containerName, labelsFor } from './names.ts';
 import type { ResolvedSandboxOptions } from './sandbox-options.ts';
 
 export const WORKSPACE = '/workspace';
-/** What the executor needs to start commands as another user with no capability; commands get none of them. */
-export const EXECUTOR_CAPS = ['SETUID', 'SETGID', 'SETPCAP'];
+/**
+ * What the executor needs, and commands never get: SETUID/SETGID/SETPCAP to
+ * start commands as another user with no capability, DAC_READ_SEARCH so the
+ * quota walk sees directories a command made unreadable.
+ */
+export const EXECUTOR_CAPS = ['SETUID', 'SETGID', 'SETPCAP', 'DAC_READ_SEARCH'];
 
 /**
  * The one boundary from options to dockerode. The only mount is the

@@ -79,7 +79,10 @@ export class DockerSandbox implements Sandbox {
     const onAbort = () => client.cancel(rid);
     signal?.addEventListener('abort', onAbort, { once: true });
     try {
-      return done(await client.request<ExecutorResult>('exec', { command, limits, ...(expect ? { expect } : {}) }, hostTimeout));
+      const r = await client.request<ExecutorResult>('exec', { command, limits, ...(expect ? { expect } : {}) }, hostTimeout);
+      // The executor itself says its container holds processes it cannot end.
+      if (r.error_code === 'sandbox_broken') await this.#recover('sandbox_broken');
+      return done(r);
     } catch (err) {
       const code = (err as { code?: string }).code ?? 'sandbox_unavailable';
       // A stuck or misbehaving executor would hold every later command of the

@@ -29,16 +29,27 @@ function decode(s: string): string {
   }
 }
 
+// A target the router takes for a files route although its raw form does
+// not read as one (`/v1/./sessions/S/files/..%2f..`): dot segments before
+// the files path would make the raw reading and the routed one differ.
+function filesMatch(c: Context): RegExpExecArray | null {
+  const m = FILES.exec(rawTarget(c));
+  if (!m && FILES.test(new URL(c.req.url).pathname)) {
+    throw new AppError(400, 'invalid_path', 'a files request target must not contain dot segments before the file path');
+  }
+  return m;
+}
+
 /** The workspace path of a files request, decoded, from the raw target. */
 export function filePathOf(c: Context): string {
-  const m = FILES.exec(rawTarget(c));
+  const m = filesMatch(c);
   return m ? decode(m[1] ?? '') : '';
 }
 
 /** Runs before routing: a raw files path that escapes the workspace is a 403, whatever route it would normalise to. */
 export function guardRawFilePaths(): MiddlewareHandler<AppEnv> {
   return async function guardRawFilePaths(c: Context<AppEnv>, next: Next) {
-    const m = FILES.exec(rawTarget(c));
+    const m = filesMatch(c);
     if (m && c.req.method === 'GET') {
       const path = decode(m[1] ?? '');
       if (path !== '' && !normalizeWorkspacePath(path).ok) {

@@ -134,6 +134,12 @@ describe('REST API (real Redis and Docker)', () => {
       expect([target, r.status]).toEqual([target, 403]);
       expect(JSON.parse(r.body).error.code).toBe('path_outside_workspace');
     }
+    // Dot segments before the files path would make the raw and the routed reading differ.
+    for (const target of [`/v1/./sessions/${sid}/files/..%2f..`, `/v1/sessions/${sid}/./files/..%2f..`, `/v1/x/../sessions/${sid}/files/..%2f..`]) {
+      const r = await rawGet(svc.url!, target, 'k-sub1');
+      expect([target, r.status]).toEqual([target, 400]);
+      expect(JSON.parse(r.body).error.code).toBe('invalid_path');
+    }
     const ledger = (await (await sub1.get(`/v1/sessions/${sid}/ledger`)).json()) as { entries: Record<string, unknown>[] };
     expect(ledger.entries.map((e) => [e.turn, e.id, e.tool, e.status, e.flow])).toEqual([
       [1, '1', 'write', 'succeeded', 'api'], [1, '2', 'write', 'succeeded', 'api'],

@@ -68,6 +68,9 @@ describe('per-key caps', () => {
     const slow = a.text(`/v1/sessions/${s1}/commands`, '<tf-bash id="1" cmd="sleep 3" />');
     await new Promise((r) => setTimeout(r, 1_000));
     await expectTooMany(await a.text(`/v1/sessions/${s2}/commands`, '<tf-bash id="1" cmd="echo hi" />'), 'THINKFLOW_MAX_RUNNING_PER_KEY');
+    // A second turn on the busy session is work too, and its end does not free the first turn's slot.
+    await expectTooMany(await a.text(`/v1/sessions/${s1}/commands`, 'garbage <tf-bash'), 'THINKFLOW_MAX_RUNNING_PER_KEY');
+    await expectTooMany(await a.text(`/v1/sessions/${s2}/commands`, '<tf-bash id="1" cmd="echo hi" />'), 'THINKFLOW_MAX_RUNNING_PER_KEY');
     const other = await session(b);
     expect((await b.text(`/v1/sessions/${other}/commands`, '<tf-bash id="1" cmd="echo b" />')).status).toBe(200);
     expect((await slow).status).toBe(200);

@@ -43,7 +43,7 @@ describe('toContainerSpec', () => {
     // The executor is root with three capabilities; commands run as the configured user with none.
     expect(spec.User).toBe('0:0');
     expect(spec.Env).toEqual(['THINKFLOW_RUN_AS=1000:1000']);
-    expect(spec.HostConfig?.CapAdd).toEqual(['SETUID', 'SETGID', 'SETPCAP']);
+    expect(spec.HostConfig?.CapAdd).toEqual(['SETUID', 'SETGID', 'SETPCAP', 'DAC_READ_SEARCH']);
     expect(spec.HostConfig).toMatchObject({
       NetworkMode: 'none',
       CapDrop: ['ALL'],

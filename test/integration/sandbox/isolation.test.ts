@@ -123,6 +123,35 @@ describe('a command\'s processes end with it', () => {
     expect(await strays()).toBe('');
   });
 
+  it('a process whose main thread exited (a zombie leader with live threads) is killed too', async () => {
+    // Attack F1 of the review: the leader shows State Z while a thread goes on forging files.
+    await bash(
+      sb,
+      `setsid python3 -c "
+import ctypes, threading, time
+def loop():
+    while True:
+        open('/workspace/forged.txt', 'w').write('FORGED-BY-IMPLANT')
+        time.sleep(0.05)
+threading.Thread(target=loop).start()
+time.sleep(0.1)
+ctypes.CDLL(None).syscall(60, 0)" >/dev/null 2>&1 &
+sleep 0.5`,
+    );
+    expect(await sb.execute(cmd({ tool: 'write', path: 'forged.txt', content: 'real' }))).toMatchObject({ ok: true });
+    await new Promise((r) => setTimeout(r, 300));
+    expect(await sb.execute(cmd({ tool: 'read', path: 'forged.txt' }))).toMatchObject({ ok: true, stdout: 'real' });
+    expect(await strays()).toBe('');
+  });
+
+  it('a fork loop that fills the pids limit cannot stop the sweep', async () => {
+    // Attack F3: with every pid taken, a sweep that forks a killer fails.
+    const r = await bash(sb, 'setsid python3 -c "import os,time\nwhile True:\n  try:\n    if os.fork()==0:\n      time.sleep(1000)\n  except OSError:\n    time.sleep(0.01)" >/dev/null 2>&1 & sleep 1; echo filled', { timeout: 30 });
+    expect(r).toMatchObject({ ok: true, stdout: 'filled\n' });
+    expect(await bash(sb, 'echo next')).toMatchObject({ ok: true, stdout: 'next\n' });
+    expect(await strays()).toBe('');
+  });
+
   it('a timed-out command takes its escaped children with it', async () => {
     const r = await bash(sb, 'setsid sleep 1000 & sleep 30', { timeout: 1 });
     expect(r).toMatchObject({ ok: false, error_code: 'timeout' });

@@ -64,6 +64,33 @@ describe('workspace quota', () => {
     expect(await bash(sb, 'head -c 1M /dev/zero > one.bin && echo ok')).toMatchObject({ ok: true, stdout: 'ok\n' });
   });
 
+  it('files hidden behind an unreadable directory, a path past PATH_MAX or an unlink count', async () => {
+    // Attacks F2a/b/c of the review, each of which once let a session keep several times its quota.
+    const hidden = await bash(sb, 'mkdir d && exec 3>d/f1 4>d/f2 && chmod 644 d && for fd in 3 4; do head -c 50M /dev/zero >&$fd || exit 1; done', { timeout: 60 });
+    expect(hidden).toMatchObject({ ok: false, error_code: 'workspace_full' });
+    await bash(sb, 'chmod 755 d; rm -rf d');
+    const deep = await bash(
+      sb,
+      'n=$(python3 -c \'print("/".join(["a"*250]*16))\'); mkdir -p $n && cd $n && for i in 1 2 3; do head -c 30M /dev/zero > $(python3 -c \'print("b"*200)\')$i || exit 1; done',
+      { timeout: 60 },
+    );
+    expect(deep).toMatchObject({ ok: false, error_code: 'workspace_full' });
+    await bash(sb, 'rm -rf /workspace/aaaa*');
+    const unlinked = await bash(sb, 'for i in 1 2 3; do exec {fd}>u$i; rm u$i; head -c 30M /dev/zero >&$fd || exit 1; done; sleep 0.3', { timeout: 60 });
+    expect(unlinked).toMatchObject({ ok: false, error_code: 'workspace_full' });
+    // What was freed does not become headroom for plain files afterwards.
+    const after = await bash(sb, 'for i in 1 2 3; do head -c 30M /dev/zero > v$i || exit 1; done', { timeout: 60 });
+    expect(after).toMatchObject({ ok: false, error_code: 'workspace_full' });
+    expect(await usage()).toBeLessThanOrEqual(QUOTA + OVERSHOOT);
+    await bash(sb, 'rm -f v*');
+  });
+
+  it('copying a directory reserves its size', async () => {
+    await bash(sb, 'mkdir -p tree && for i in 1 2 3 4; do head -c 10M /dev/zero > tree/f$i; done');
+    expect(await sb.execute(cmd({ tool: 'copy', path: 'tree', dest: 'tree2' }))).toMatchObject({ ok: false, error_code: 'workspace_full' });
+    await bash(sb, 'rm -rf tree tree2');
+  });
+
   it('a chmod 000 directory does not hide its size', async () => {
     const r = await bash(sb, 'mkdir hidden && for i in $(seq 1 20); do head -c 8M /dev/zero > hidden/f$i || exit 1; done; chmod 000 hidden', { timeout: 60 });
     expect(r).toMatchObject({ ok: false, error_code: 'workspace_full' });
