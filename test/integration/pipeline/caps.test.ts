@@ -58,6 +58,8 @@ describe('per-key caps', () => {
     const sids = [await session(a), await session(a), await session(a)];
     await expectTooMany(await a.json('/v1/sessions', {}), 'THINKFLOW_MAX_SESSIONS_PER_KEY');
     await session(b);
+    // A job opens a session too: the same cap holds for POST /v1/jobs.
+    await expectTooMany(await a.json('/v1/jobs', { task: 'anything' }), 'THINKFLOW_MAX_SESSIONS_PER_KEY');
     expect((await a.del(`/v1/sessions/${sids[0]}`)).status).toBe(204);
     sids[0] = await session(a);
     for (const sid of sids) await a.del(`/v1/sessions/${sid}`);

@@ -76,6 +76,22 @@ describe('one container per session', () => {
     await m.close();
   });
 
+  it('an executor that sends an oversized line is declared broken; the next command gets a fresh container on the same volume', async () => {
+    const m = newManager(prefix, { maxFrameBytes: 4 * 1024 * 1024 });
+    const sb = await m.sandboxFor(sessionId());
+    const name = containerName(prefix, sb.sessionId);
+    await sb.execute(cmd({ tool: 'write', path: 'keep.txt', content: 'kept' }));
+    const firstId = (await docker.getContainer(name).inspect()).Id;
+    // Only root outside the executor can write to the host channel now; play the fault with it.
+    const running = bash(sb, 'sleep 2', { timeout: 5 });
+    await new Promise((r) => setTimeout(r, 300));
+    await dockerExecRoot(name, 'head -c 40M /dev/zero > /proc/1/fd/1');
+    expect(await running).toMatchObject({ ok: false, error_code: 'sandbox_broken' });
+    expect(await sb.execute(cmd({ tool: 'read', path: 'keep.txt' }))).toMatchObject({ ok: true, stdout: 'kept' });
+    expect((await docker.getContainer(name).inspect()).Id).not.toBe(firstId);
+    await m.close();
+  });
+
   it('serialises overlapping commands of one session', async () => {
     const sb = await manager.sandboxFor(sessionId());
     const results = await Promise.all([
