@@ -1,0 +1,58 @@
+import type { Context } from 'hono';
+import { streamSSE } from 'hono/streaming';
+
+// A "state + changes" Server-Sent Events stream: each connection first gets a
+// `snapshot` of the whole state it shows, then one event per change. A client
+// that reconnects gets a fresh snapshot, so nothing is missed across a drop
+// (these streams span many sessions, which have no common seq to resume from).
+
+export type Push = (event: string, data: unknown) => void;
+
+const KEEP_ALIVE_MS = 15_000;
+
+export function streamFeed(
+  c: Context,
+  opts: {
+    /** Start listening for changes; resolves once listening (the snapshot is read after). */
+    listen: (push: Push) => Promise<() => void>;
+    snapshot: () => Promise<unknown>;
+    label: string;
+  },
+): Response {
+  return streamSSE(c, async (stream) => {
+    let chain: Promise<unknown> = Promise.resolve();
+    let n = 0;
+    // Writes are chained so events leave in the order they were pushed.
+    const push: Push = (event, data) => {
+      chain = chain.then(async () => {
+        if (stream.aborted) return;
+        await stream.writeSSE({ id: String(++n), event, data: JSON.stringify(data) });
+      }).catch((err) => process.stderr.write(`thinkflow api: ${opts.label}: write failed: ${(err as Error).message}\n`));
+    };
+    const held: [string, unknown][] = [];
+    let live = false;
+    const stop = await opts.listen((event, data) => (live ? push(event, data) : held.push([event, data])));
+    try {
+      push('snapshot', await opts.snapshot());
+      live = true;
+      for (const [event, data] of held) push(event, data);
+      await new Promise<void>((resolve) => {
+        const timer = setInterval(() => {
+          chain = chain.then(() => (stream.aborted ? undefined : stream.write(': keep-alive\n\n'))).catch(() => {});
+        }, KEEP_ALIVE_MS);
+        stream.onAbort(() => { clearInterval(timer); resolve(); });
+      });
+    } finally {
+      stop();
+    }
+  });
+}
+
+/** Calls `fn(key)` at most once per `ms` for each key, always after the last call (trailing). */
+export function throttleByKey(ms: number, fn: (key: string) => void): (key: string) => void {
+  const timers = new Map<string, NodeJS.Timeout>();
+  return (key) => {
+    if (timers.has(key)) return;
+    timers.set(key, setTimeout(() => { timers.delete(key); fn(key); }, ms));
+  };
+}
