@@ -71,7 +71,7 @@ export function stream(path, { onEvent, onStatus = () => {}, resume = false, don
           if (res.status === 403 || res.status === 404) { onStatus({ state: 'failed', error: err }); return; }
           throw err;
         }
-        onStatus({ state: 'live', attempt: ctl.attempt, resumedAfter: ctl.lastId });
+        onStatus({ state: 'live', attempt: ctl.attempt, resumedAfter: resume ? ctl.lastId : null });
         ctl.attempt = 0;
         finished = await read(res.body, (type, data, id) => {
           if (id !== null) ctl.lastId = id;
@@ -127,7 +127,10 @@ async function read(body, handle) {
 
 /** Connection state in words, shared by every view. */
 export function connectionWords(label, s) {
-  if (s.state === 'live') return s.resumedAfter ? `${label}: live again (resumed after event ${s.resumedAfter})` : `${label}: live`;
+  if (s.state === 'live') {
+    if (s.resumedAfter) return `${label}: live again (resumed after event ${s.resumedAfter})`;
+    return s.attempt > 0 ? `${label}: live again (current state reloaded)` : `${label}: live`;
+  }
   if (s.state === 'reconnecting') return `${label}: connection lost (${s.error?.message ?? 'network error'}); reconnecting in ${Math.round(s.delay / 100) / 10} s, attempt ${s.attempt}`;
   if (s.state === 'ended') return `${label}: finished`;
   if (s.state === 'failed') return `${label}: ${words(s.error)}`;
