@@ -14,7 +14,7 @@ import { adminRoutes } from './routes/admin.ts';
 import { openApiDocument } from './openapi.ts';
 import type { JobsService } from '../jobs/jobs-service.ts';
 import { dashboardRoutes } from '../dashboard/routes.ts';
-import { Firehose } from './firehose.ts';
+import { Firehose } from '../pipeline/firehose.ts';
 import { approvalEventRoutes, jobEventRoutes } from './routes/live-routes.ts';
 
 /**

@@ -43,7 +43,7 @@ function page() {
 <header class="top">
   <p class="brand">ThinkFlow</p>
   <nav aria-label="Main" id="nav" hidden>
-    <a href="#/approvals" data-nav="approvals">Approvals <span id="pending-count" class="count" aria-label="pending approvals">0</span></a>
+    <a href="#/approvals" data-nav="approvals">Approvals <span id="pending-count" class="count" hidden></span><span class="sr-only"> (pending count)</span></a>
     <a href="#/jobs" data-nav="jobs">Jobs</a>
   </nav>
   <p id="who" class="who" hidden></p>

@@ -4,7 +4,7 @@ import type { Pipeline } from '../../pipeline/pipeline.ts';
 import type { PolicyGate } from '../../pipeline/policy-gate.ts';
 import { approvalCard } from '../approval-view.ts';
 import type { AppEnv } from '../env.ts';
-import type { Firehose } from '../firehose.ts';
+import type { Firehose } from '../../pipeline/firehose.ts';
 import { streamFeed, throttleByKey } from '../live-feed.ts';
 import { requireRole } from '../middleware/auth.ts';
 

@@ -11,7 +11,11 @@ let me = null;
 let current = null;
 
 function setConn(text) { $('conn').textContent = text; }
-function setPending(n) { $('pending-count').textContent = String(n); document.title = n ? `(${n}) ThinkFlow dashboard` : 'ThinkFlow dashboard'; }
+function setPending(n) {
+  $('pending-count').hidden = n === null;
+  $('pending-count').textContent = String(n ?? '');
+  document.title = n ? `(${n}) ThinkFlow dashboard` : 'ThinkFlow dashboard';
+}
 
 function signOut(message) {
   current?.stop();

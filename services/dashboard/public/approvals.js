@@ -173,5 +173,6 @@ export function approvalsView(root, { me, setConn, setPending }) {
       else if (type === 'approval_resolved') remove(data.token, data);
     },
   });
-  return { stop() { stop(); clearInterval(timer); } };
+  // The count is only known while this view's stream runs.
+  return { stop() { stop(); clearInterval(timer); setPending(null); } };
 }

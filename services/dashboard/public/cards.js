@@ -14,12 +14,15 @@ function rulesList(rules) {
     r.justification ? [': ', r.justification] : '')));
 }
 
-/** Long text folded behind a <details>, plain monospace. */
+/** Long text: its first lines shown, the whole behind a <details>; plain monospace. */
 function folded(text, label) {
-  const lines = text.split('\n').length;
+  const lines = text.split('\n');
   const pre = h('pre', { class: 'code', tabindex: '0' }, text);
-  if (lines <= FOLD_LINES && text.length <= FOLD_CHARS) return pre;
-  return h('details', { class: 'fold' }, h('summary', {}, `${label}: ${lines} lines, ${text.length} characters (show)`), pre);
+  if (lines.length <= FOLD_LINES && text.length <= FOLD_CHARS) return pre;
+  const head = lines.slice(0, 8).join('\n').slice(0, 800);
+  return h('div', { class: 'fold' },
+    h('pre', { class: 'code', tabindex: '0', 'aria-label': `${label}, first lines` }, `${head}\n…`),
+    h('details', {}, h('summary', {}, `Show all of it: ${lines.length} lines, ${text.length} characters`), pre));
 }
 
 function diffView(diff) {

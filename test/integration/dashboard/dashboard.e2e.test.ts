@@ -121,8 +121,9 @@ describe('dashboard in a browser', () => {
     await bWrite.focus();
     await alice.keyboard.press('a');
     await card(alice, 'B', '2').waitFor({ timeout: 15_000 });
-    await alice.evaluate(() => document.getElementById('toast')!.classList.remove('show'));
+    await alice.evaluate(() => { document.getElementById('toast')!.style.visibility = 'hidden'; });
     await alice.screenshot({ path: `${SHOTS}/dashboard-approvals.png`, fullPage: true });
+    await alice.evaluate(() => { document.getElementById('toast')!.style.visibility = ''; });
     expect(await axeViolations(alice)).toEqual([]);
 
     await bash.locator('button.reject').click();
@@ -229,7 +230,7 @@ describe('dashboard in a browser', () => {
     await alice.locator('.files button', { hasText: 'docs/' }).click();
     await alice.locator('.files button', { hasText: 'plan.md' }).click();
     await expect.poll(() => alice.locator('.files pre.file').textContent()).toMatch(/^# Gateway migration plan/);
-    await alice.evaluate(() => { document.getElementById('toast')!.classList.remove('show'); window.scrollTo(0, 0); });
+    await alice.evaluate(() => { document.getElementById('toast')!.style.visibility = 'hidden'; window.scrollTo(0, 0); });
     await alice.screenshot({ path: `${SHOTS}/dashboard-job.png`, fullPage: true });
     expect(await axeViolations(alice)).toEqual([]);
   }, 120_000);

@@ -1,6 +1,6 @@
 import type { Redis } from 'ioredis';
-import type { PipelineEvent } from '../pipeline/events.ts';
-import type { Keys } from '../pipeline/keys.ts';
+import type { PipelineEvent } from './events.ts';
+import type { Keys } from './keys.ts';
 
 // Every session's events, and every approval answer, for the operator-wide
 // streams (approvals, jobs list). One pattern subscription per process on the
