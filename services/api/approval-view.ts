@@ -54,7 +54,7 @@ export function recentOf(records: LedgerRecord[]): RecentEntry[] {
 export async function approvalCard(deps: { pipeline: Pipeline; gate: PolicyGate }, a: ApprovalState): Promise<ApprovalCard> {
   const p = deps.pipeline;
   const [record, grant, session, ledger] = await Promise.all([
-    p.ledger.get(a.session_id, a.index), p.approvals.grantOf(a.token), p.sessions.get(a.session_id), p.ledger.list(a.session_id),
+    p.ledger.get(a.session_id, a.index), p.approvals.grantOf(a.token), p.sessions.get(a.session_id), p.ledger.tail(a.session_id, RECENT + 1),
   ]);
   const r = record;
   const command: Command = { id: a.command_id, tool: a.tool as Command['tool'], need_result: false, path: r?.path ?? undefined, dest: r?.dest ?? undefined, cmd: r?.cmd ?? undefined };

@@ -48,11 +48,20 @@ export function streamFeed(
   });
 }
 
-/** Calls `fn(key)` at most once per `ms` for each key, always after the last call (trailing). */
-export function throttleByKey(ms: number, fn: (key: string) => void): (key: string) => void {
+/**
+ * Calls `fn(key)` at most once per `ms` for each key, always after the last
+ * call (trailing); `cancel()` drops what is pending (the stream closed).
+ */
+export function throttleByKey(ms: number, fn: (key: string) => void): { call: (key: string) => void; cancel: () => void } {
   const timers = new Map<string, NodeJS.Timeout>();
-  return (key) => {
-    if (timers.has(key)) return;
-    timers.set(key, setTimeout(() => { timers.delete(key); fn(key); }, ms));
+  return {
+    call(key) {
+      if (timers.has(key)) return;
+      timers.set(key, setTimeout(() => { timers.delete(key); fn(key); }, ms));
+    },
+    cancel() {
+      for (const t of timers.values()) clearTimeout(t);
+      timers.clear();
+    },
   };
 }

@@ -52,13 +52,14 @@ export function jobEventRoutes(d: LiveDeps & { jobs: JobsService }): Hono<AppEnv
     };
     return streamFeed(c, {
       label: 'jobs stream',
-      listen: (push) => {
+      listen: async (push) => {
         // A job's figures change with nearly every event (text deltas too): send its view at most 4 times a second.
         const send = throttleByKey(250, (id) => {
           void visible(id).then((v) => v && push('job', v))
             .catch((err) => process.stderr.write(`thinkflow api: jobs stream: ${id}: ${(err as Error).message}\n`));
         });
-        return d.firehose.listen({ event: (e) => { if (e.job_id) send(e.job_id); } });
+        const stop = await d.firehose.listen({ event: (e) => { if (e.job_id) send.call(e.job_id); } });
+        return () => { stop(); send.cancel(); };
       },
       snapshot: async () => {
         const out = [];

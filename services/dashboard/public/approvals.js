@@ -10,7 +10,7 @@ const WARN_MS = 2 * 60_000;
 
 export function approvalsView(root, { me, setConn, setPending }) {
   const canDecide = me.role === 'operator' || me.role === 'admin';
-  clear(root, h('h1', {}, 'Pending approvals'));
+  clear(root, h('h1', { tabindex: '-1' }, 'Pending approvals'));
   if (!canDecide) {
     root.append(h('p', { class: 'notice' }, `Approvals are decided by operators. Your key (${me.name}) is a submitter: it sees only its own jobs and cannot decide. Follow them under Jobs.`));
     return { stop() {} };
@@ -59,10 +59,12 @@ export function approvalsView(root, { me, setConn, setPending }) {
   }
   renderBatchBar();
 
-  async function run(list, decision) {
-    await confirmDecision(list, decision, {
+  async function run(items, decision) {
+    await confirmDecision(items, decision, {
       onDone: (done, results) => done.forEach((c, i) => { if (results[i].ok) remove(c.token, null); }),
     });
+    // The decided card is gone: keyboard users continue at the first card left.
+    if (!document.activeElement || document.activeElement === document.body) (list.querySelector('.card') ?? root.querySelector('h1'))?.focus();
   }
 
   async function quickApprove(data) {

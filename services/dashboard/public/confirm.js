@@ -48,8 +48,14 @@ export function confirmDecision(cards, decision, { onDone } = {}) {
   dlg.append(form);
   document.body.append(dlg);
   const results = [];
+  const from = document.activeElement;
   return new Promise((resolve) => {
-    dlg.addEventListener('close', () => { dlg.remove(); resolve(results); });
+    dlg.addEventListener('close', () => {
+      dlg.remove();
+      // Back where the person was; its card may have left meanwhile (then the view moves focus).
+      if (from?.isConnected) from.focus();
+      resolve(results);
+    });
     form.addEventListener('submit', async (e) => {
       e.preventDefault();
       if (confirmBtn.dataset.ran) { dlg.close(); return; }

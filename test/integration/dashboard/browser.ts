@@ -14,6 +14,9 @@ export const CHROMIUM_ARGS = [
   '--no-first-run', '--disable-component-update', '--disable-sync',
 ];
 
+/** Uncaught errors of every page opened by signedIn(): tests expect none. */
+export const pageErrors: string[] = [];
+
 /** Playwright gives every launch a fresh temporary user-data-dir, removed on close. */
 export async function launch(): Promise<Browser> {
   return chromium.launch({ executablePath: CHROMIUM, args: CHROMIUM_ARGS, headless: true });
@@ -24,7 +27,7 @@ export async function signedIn(browser: Browser, base: string, key: string, view
   // bypassCSP only so the test can inject axe-core; the app's own scripts are same-origin files.
   const context = await browser.newContext({ viewport, bypassCSP: true });
   const page = await context.newPage();
-  page.on('pageerror', (e) => process.stderr.write(`[browser ${key.slice(0, 6)}] page error: ${e.message}\n`));
+  page.on('pageerror', (e) => pageErrors.push(`[${key.slice(0, 6)}] ${e.message}`));
   await page.goto(`${base}/dashboard`);
   await page.fill('#key', key);
   await page.click('#signin-form button[type=submit]');

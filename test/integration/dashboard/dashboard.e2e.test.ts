@@ -3,11 +3,11 @@
 // with the replay model. One test per acceptance bullet of issue 13; they run
 // in order on one service and build on each other's jobs.
 import { mkdirSync } from 'node:fs';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { Browser, Page } from 'playwright-core';
 import { OPERATOR_REVIEW, REVIEW_POLICY, REVIEW_TASK, thinkflowTranscript } from '../../../services/replay-model/scenarios.ts';
 import { startHarness, type Harness } from '../jobs/harness.ts';
-import { axeViolations, launch, signedIn, startProxy } from './browser.ts';
+import { axeViolations, launch, pageErrors, signedIn, startProxy } from './browser.ts';
 import { readJobEvents } from './events.ts';
 
 const ALICE = 'op-alice-key-0001';
@@ -64,6 +64,11 @@ beforeAll(async () => {
   mkdirSync(SHOTS, { recursive: true });
 }, 180_000);
 
+// A script error in the page fails the test that caused it.
+afterEach(() => {
+  expect(pageErrors.splice(0)).toEqual([]);
+});
+
 afterAll(async () => {
   await browser?.close();
   await proxy?.close();
@@ -99,10 +104,13 @@ describe('dashboard in a browser', () => {
     await expect.poll(() => edit.locator('.diff .del').allTextContents()).toEqual([expect.stringContaining('- Status: draft')]);
     expect(await edit.locator('.diff .add').allTextContents()).toEqual([expect.stringContaining('+ Status: ready for review'), expect.stringContaining('+ Owner: platform team')]);
 
-    await edit.locator('button.approve-session').click();
+    // Keyboard: S on the focused card asks for the session grant.
+    await edit.focus();
+    await alice.keyboard.press('s');
     const dialog = alice.locator('dialog.confirm');
     await expect.poll(() => dialog.locator('.grant').textContent()).toMatch(/`edit` on docs\/plan\.md runs without asking again/);
     await dialog.locator('button[type=submit]').click();
+    await expect.poll(() => alice.evaluate(() => document.activeElement?.outerHTML.slice(0, 80) ?? 'none')).toMatch(/^<(article|h1)/);
 
     // Command 3 (a second edit of the same file) is covered by the grant: the next card is the bash script.
     const bash = card(alice, 'A', '4');
