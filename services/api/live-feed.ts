@@ -20,6 +20,10 @@ export function streamFeed(
   },
 ): Response {
   return streamSSE(c, async (stream) => {
+    // Registered first, so a client gone during the snapshot still ends the stream.
+    let ended!: () => void;
+    const gone = new Promise<void>((resolve) => { ended = resolve; });
+    stream.onAbort(() => ended());
     let chain: Promise<unknown> = Promise.resolve();
     let n = 0;
     // Writes are chained so events leave in the order they were pushed.
@@ -32,17 +36,17 @@ export function streamFeed(
     const held: [string, unknown][] = [];
     let live = false;
     const stop = await opts.listen((event, data) => (live ? push(event, data) : held.push([event, data])));
+    const timer = setInterval(() => {
+      chain = chain.then(() => (stream.aborted ? undefined : stream.write(': keep-alive\n\n'))).catch(() => {});
+    }, KEEP_ALIVE_MS);
     try {
+      if (stream.aborted) return;
       push('snapshot', await opts.snapshot());
       live = true;
       for (const [event, data] of held) push(event, data);
-      await new Promise<void>((resolve) => {
-        const timer = setInterval(() => {
-          chain = chain.then(() => (stream.aborted ? undefined : stream.write(': keep-alive\n\n'))).catch(() => {});
-        }, KEEP_ALIVE_MS);
-        stream.onAbort(() => { clearInterval(timer); resolve(); });
-      });
+      await gone;
     } finally {
+      clearInterval(timer);
       stop();
     }
   });

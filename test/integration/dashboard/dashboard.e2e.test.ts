@@ -15,7 +15,8 @@ const BOB = 'op-bob-key-0002';
 const SAM = 'sub-sam-key-0003';
 const SUE = 'sub-sue-key-0004';
 const KEYS = `${ALICE}:operator:alice,${BOB}:operator:bob,${SAM}:submitter:sam,${SUE}:submitter:sue`;
-const SHOTS = process.env.THINKFLOW_SCREENSHOTS ?? 'docs';
+// The committed screenshots in docs/ are refreshed with THINKFLOW_SCREENSHOTS=docs.
+const SHOTS = process.env.THINKFLOW_SCREENSHOTS ?? '.tmp/screenshots';
 
 let h: Harness;
 let proxy: Awaited<ReturnType<typeof startProxy>>;
@@ -210,6 +211,9 @@ describe('dashboard in a browser', () => {
       method: 'POST', headers: { authorization: `Bearer ${k}`, 'content-type': 'application/json' }, body: JSON.stringify({ decision: 'approve' }),
     })).status, [token, SAM]);
     expect(status).toBe(403);
+    const stream = await fetch(`${h.url}/v1/approvals/events`, { headers: { authorization: `Bearer ${SAM}` } });
+    expect(stream.status).toBe(403);
+    expect((await fetch(`${h.url}/v1/approvals/events`)).status).toBe(401);
     await sam.context().close();
   }, 60_000);
 
