@@ -218,11 +218,18 @@ describe('dashboard in a browser', () => {
   }, 60_000);
 
   it('the job page follows its events; a server-dropped stream reconnects with Last-Event-ID and misses nothing', async () => {
+    const resumes: string[] = [];
+    alice.on('request', (r) => {
+      if (r.url().endsWith(`/v1/jobs/${jobs.B!.job_id}/events`) && r.headers()['last-event-id']) resumes.push(r.headers()['last-event-id']!);
+    });
     await alice.goto(`${proxy.url}/dashboard#/jobs/${jobs.B!.job_id}`);
     const log = alice.locator('#event-log');
     await expect.poll(async () => Number(await log.getAttribute('data-events'))).toBeGreaterThan(5);
+    const before = await log.getAttribute('data-last-seq');
     expect(proxy.dropAll()).toBeGreaterThan(0);
     await expect.poll(async () => Number(await log.getAttribute('data-reconnects'))).toBeGreaterThanOrEqual(1);
+    // The reconnect asked for what came after the last event it had, not the whole stream again.
+    await expect.poll(() => resumes[0]).toBe(before);
     // Work goes on while the page is away and after it is back.
     await approveRest('B', '3');
     await approveRest('B', '4');
