@@ -28,7 +28,7 @@ export function auth({ keys, names = new Map(), publicPaths = ['/healthz', '/rea
 }): MiddlewareHandler<AppEnv> {
   const digests = keys ? [...keys].map(([k, role]) => ({ digest: createHash('sha256').update(k).digest(), key: k, role, name: names.get(k) ?? principalId(k) })) : [];
   return async function auth(c: Context<AppEnv>, next: Next) {
-    if (publicPaths.includes(c.req.path) || publicPrefixes.some((p) => c.req.path.startsWith(p))) return next();
+    if (publicPaths.includes(c.req.path) || publicPrefixes.some((p) => c.req.path === p || c.req.path.startsWith(`${p}/`))) return next();
     if (!keys) {
       const addr = remoteAddress(c);
       if (!addr || !LOOPBACK.test(addr)) throw new AppError(403, 'forbidden', 'dev mode (no THINKFLOW_API_KEYS) accepts loopback clients only');

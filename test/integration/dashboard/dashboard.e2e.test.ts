@@ -180,8 +180,10 @@ describe('dashboard in a browser', () => {
     await target.waitFor({ timeout: 20_000 });
     await target.locator('button.approve-session').click();
     await bob.locator('dialog.confirm .grant').waitFor();
+    const clicked = Date.now();
     await card(alice, 'C', '2').locator('button.approve').click();
-    await expect.poll(() => target.count(), { timeout: 5000 }).toBe(0);
+    await expect.poll(() => target.count(), { timeout: 5000, interval: 20 }).toBe(0);
+    process.stdout.write(`dashboard: card left the second operator's page ${Date.now() - clicked} ms after the first one's click\n`);
     const late = bob.waitForResponse((r) => r.url().includes('/v1/approvals/') && r.request().method() === 'POST');
     await bob.locator('dialog.confirm button[type=submit]').click();
     expect((await late).status()).toBe(409);

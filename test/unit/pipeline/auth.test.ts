@@ -42,6 +42,7 @@ describe('auth middleware', () => {
 
   it('lets the dashboard page and assets through without a key (they hold no data)', async () => {
     expect((await app(keys)('/dashboard/assets/x')).status).toBe(200);
+    expect((await app(keys)('/dashboardx')).status).toBe(401);
   });
 
   it('guards routes by role', async () => {
