@@ -16,6 +16,8 @@ export class Firehose {
   readonly #keys: Keys;
   readonly #listeners = new Set<Listener>();
   #ready: Promise<unknown> | null = null;
+  readonly #channels = new Map<string, Set<(message: string) => void>>();
+  readonly #channelReady = new Map<string, Promise<unknown>>();
 
   constructor(subscriber: Redis, keys: Keys) {
     this.#sub = subscriber;
@@ -40,6 +42,24 @@ export class Firehose {
     });
     // Subscribed for the life of the process: the worker's Approvals may share the channel subscription.
     return Promise.all([this.#sub.psubscribe(pattern), this.#sub.subscribe(answers)]);
+  }
+
+  /**
+   * Messages of one more channel (another service's, e.g. job changes) on the
+   * same shared connection; resolves once subscribed. The subscription stays
+   * for the life of the process, like the others.
+   */
+  async onChannel(channel: string, fn: (message: string) => void): Promise<() => void> {
+    let set = this.#channels.get(channel);
+    if (!set) {
+      set = new Set();
+      this.#channels.set(channel, set);
+      this.#sub.on('message', (ch: string, message: string) => { if (ch === channel) for (const f of set!) f(message); });
+      this.#channelReady.set(channel, this.#sub.subscribe(channel));
+    }
+    set.add(fn);
+    await this.#channelReady.get(channel);
+    return () => { set!.delete(fn); };
   }
 
   /** Resolves once Redis confirmed the subscriptions, so a snapshot read after it misses nothing. */

@@ -53,12 +53,13 @@ export function jobEventRoutes(d: LiveDeps & { jobs: JobsService }): Hono<AppEnv
     return streamFeed(c, {
       label: 'jobs stream',
       listen: async (push) => {
-        // A job's figures change with nearly every event (text deltas too): send its view at most 4 times a second.
+        // A busy job's view is written often: send it at most 4 times a second.
         const send = throttleByKey(250, (id) => {
           void visible(id).then((v) => v && push('job', v))
             .catch((err) => process.stderr.write(`thinkflow api: jobs stream: ${id}: ${(err as Error).message}\n`));
         });
-        const stop = await d.firehose.listen({ event: (e) => { if (e.job_id) send.call(e.job_id); } });
+        // Every write of a job's view is announced: the list follows the view, nothing else.
+        const stop = await d.firehose.onChannel(d.jobs.store.changesChannel(), (id) => send.call(id));
         return () => { stop(); send.cancel(); };
       },
       snapshot: async () => {

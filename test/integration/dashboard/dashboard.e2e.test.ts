@@ -270,5 +270,9 @@ describe('dashboard in a browser', () => {
     await card(alice, 'F', '1').locator('button.approve').click();
     await card(alice, 'F', '2').waitFor({ timeout: 15_000 });
     await alice.setViewportSize({ width: 1280, height: 800 });
+    // Command counts follow each finished command, mid-turn (the turn waits at command 2).
+    await alice.goto(`${proxy.url}/dashboard#/jobs`);
+    await expect.poll(() => row.locator('td:nth-child(6)').textContent(), { timeout: 10_000 }).toBe('4 total: 1 succeeded');
+    expect(await row.getAttribute('data-status')).toBe('awaiting_approval');
   }, 60_000);
 });
