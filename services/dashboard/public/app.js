@@ -3,7 +3,8 @@
 // when another view takes over.
 import { api, onUnauthorized, session, words } from './api.js';
 import { approvalsView } from './approvals.js';
-import { jobsListView, jobView } from './jobs.js';
+import { jobsListView } from './jobs.js';
+import { jobView } from './job-page.js';
 import { h, clear } from './dom.js';
 
 const $ = (id) => document.getElementById(id);
