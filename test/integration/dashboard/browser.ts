@@ -1,6 +1,7 @@
 // Browser-test helpers: Debian's Chromium driven by playwright-core, a TCP
 // proxy between the browser and the API (so a test can drop every connection
 // as a failing server would), and axe-core run inside the page.
+import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { createServer, connect, type Server, type Socket } from 'node:net';
 import type { AddressInfo } from 'node:net';
@@ -14,7 +15,7 @@ export const CHROMIUM_ARGS = [
   '--no-first-run', '--disable-component-update', '--disable-sync',
 ];
 
-/** Uncaught errors of every page opened by signedIn(): tests expect none. */
+/** Uncaught errors and CSP refusals of every page opened by signedIn(): tests expect none. */
 export const pageErrors: string[] = [];
 
 /** Playwright gives every launch a fresh temporary user-data-dir, removed on close. */
@@ -24,10 +25,11 @@ export async function launch(): Promise<Browser> {
 
 /** One person at one browser: a fresh context (own storage), signed in with `key`. */
 export async function signedIn(browser: Browser, base: string, key: string, viewport = { width: 1280, height: 800 }): Promise<{ context: BrowserContext; page: Page }> {
-  // bypassCSP only so the test can inject axe-core; the app's own scripts are same-origin files.
-  const context = await browser.newContext({ viewport, bypassCSP: true });
+  // The page's Content-Security-Policy stays on: whatever the app needs must pass it.
+  const context = await browser.newContext({ viewport });
   const page = await context.newPage();
   page.on('pageerror', (e) => pageErrors.push(`[${key.slice(0, 6)}] ${e.message}`));
+  page.on('console', (m) => { if (m.type() === 'error' && /Content Security Policy/i.test(m.text())) pageErrors.push(`[${key.slice(0, 6)}] ${m.text()}`); });
   await page.goto(`${base}/dashboard`);
   await page.fill('#key', key);
   await page.click('#signin-form button[type=submit]');
@@ -37,7 +39,8 @@ export async function signedIn(browser: Browser, base: string, key: string, view
 
 /** Serious or critical axe-core violations on the page as it is now. */
 export async function axeViolations(page: Page): Promise<{ id: string; impact: string; help: string; nodes: string[] }[]> {
-  await page.addScriptTag({ path: require.resolve('axe-core/axe.min.js') });
+  // Evaluated through the devtools protocol, which the page's CSP does not govern (a <script> tag would be refused).
+  await page.evaluate(readFileSync(require.resolve('axe-core/axe.min.js'), 'utf8'));
   const result = await page.evaluate(async () => (globalThis as any).axe.run(document, { resultTypes: ['violations'] }));
   return (result.violations as any[])
     .filter((v) => v.impact === 'serious' || v.impact === 'critical')
