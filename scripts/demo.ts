@@ -8,7 +8,7 @@ import { ledgerSummary } from '../services/agent/job-runner.ts';
 import { ApiClient, resolveConnection } from '../services/cli/api-client.ts';
 import { follow } from '../services/cli/commands/submit.ts';
 import type { LedgerRecord } from '../services/pipeline/ledger-record.ts';
-import { DEMO_TASK } from '../services/replay-model/scenarios.ts';
+import { DEMO_TASK, REVIEW_POLICY, REVIEW_TASK } from '../services/replay-model/scenarios.ts';
 
 const port = process.env.PORT ?? '8080';
 const conn = resolveConnection({ url: process.env.THINKFLOW_URL ?? `http://127.0.0.1:${port}` });
@@ -61,5 +61,13 @@ say(`  events:   curl -sN ${client.eventsUrl(submitted.job_id)}     (SSE; add -H
 say(`  ledger:   curl -s ${conn.url}/v1/sessions/${submitted.session_id}/ledger`);
 say(`  a file:   curl -s ${conn.url}/v1/sessions/${submitted.session_id}/files/package.json`);
 say(`  API:      curl -s ${conn.url}/openapi.json`);
+say();
+// A second job for the dashboard: on-request, so its docs/ changes and its
+// check script wait for an operator (see REVIEW_POLICY).
+const review = await client.submitJob({ task: REVIEW_TASK, approval: 'on-request', policy: REVIEW_POLICY } as Parameters<ApiClient['submitJob']>[0]);
+say(`a second job waits for an operator: ${review.job_id} (approval on-request)`);
+say(`  dashboard: open ${conn.url}/dashboard in a browser and sign in with an operator key`);
+say(`             (dev mode, THINKFLOW_API_KEYS unset: any text signs in as admin from this machine)`);
+say(`  or:        npx thinkflow approvals   then   npx thinkflow approve TOKEN`);
 say('  the service keeps running; stop it with: npm run stop');
 process.exitCode = code;

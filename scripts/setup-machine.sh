@@ -12,6 +12,8 @@ need_pkgs=()
 command -v dockerd >/dev/null || need_pkgs+=(docker.io)
 command -v redis-server >/dev/null || need_pkgs+=(redis-server)
 command -v debootstrap >/dev/null || need_pkgs+=(debootstrap)
+# The dashboard's browser tests drive Debian's Chromium (playwright-core downloads no browser).
+command -v chromium >/dev/null || need_pkgs+=(chromium)
 if [ ${#need_pkgs[@]} -gt 0 ]; then
   log "installing ${need_pkgs[*]}"
   as_root apt-get update -qq

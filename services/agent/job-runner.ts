@@ -58,7 +58,18 @@ export async function runJob(deps: JobRunnerDeps, view: JobView, request: JobReq
   view.status = 'running';
   view.started_at = new Date().toISOString();
   await deps.save(view);
+  // Command counts follow each finished command (not only turn ends), so job
+  // lists stay live during a long turn; bursts cost one ledger read per 250 ms.
+  let countsTimer: NodeJS.Timeout | null = null;
+  const countsSoon = () => {
+    countsTimer ??= setTimeout(() => {
+      countsTimer = null;
+      refreshCounts(pipeline, view).then(() => deps.save(view))
+        .catch((err) => process.stderr.write(`thinkflow job ${view.job_id}: updating command counts: ${(err as Error).message}\n`));
+    }, 250);
+  };
   const stopOnApproval = await pipeline.hub.subscribe(sid, (e) => {
+    if (e.type === 'command_finished') return countsSoon();
     if (e.type === 'approval_requested' && view.status === 'running') view.status = 'awaiting_approval';
     else if (e.type === 'approval_resolved' && view.status === 'awaiting_approval') view.status = 'running';
     else return;
@@ -129,6 +140,7 @@ export async function runJob(deps: JobRunnerDeps, view: JobView, request: JobReq
     return view;
   } finally {
     stopOnApproval();
+    if (countsTimer) clearTimeout(countsTimer);
     view.finished_at = new Date().toISOString();
     await refreshCounts(pipeline, view).catch(() => {});
   }

@@ -25,7 +25,7 @@ type Route = {
   auth: 'none' | 'any' | 'operator';
   body?: z.ZodType;
   bodyType?: string;
-  ok: [number, z.ZodType | 'text' | 'bytes' | 'sse' | null];
+  ok: [number, z.ZodType | 'text' | 'html' | 'bytes' | 'sse' | null];
 };
 
 const ROUTES: Route[] = [
@@ -42,6 +42,10 @@ const ROUTES: Route[] = [
   { method: 'get', path: '/v1/sessions/{id}/files/{path}', summary: "A workspace file's bytes, or a directory listing", auth: 'any', ok: [200, 'bytes'] },
   { method: 'delete', path: '/v1/sessions/{id}', summary: 'Remove the sandbox; the ledger stays', auth: 'any', ok: [204, null] },
   { method: 'get', path: '/v1/approvals', summary: 'Pending approvals', auth: 'operator', ok: [200, z.object({ approvals: z.array(Approval) })] },
+  { method: 'get', path: '/v1/approvals/events', summary: 'SSE across all sessions: `snapshot` {approvals: cards} on every (re)connect, then `approval_requested` (a card: the approval with its command, edit diff, bash segments, grant scope in words, recent ledger) and `approval_resolved` {token, status, decision, decided_by, decided_at, reason}', auth: 'operator', ok: [200, 'sse'] },
+  { method: 'get', path: '/v1/jobs/events', summary: 'SSE of the jobs the key may see: `snapshot` {jobs} on every (re)connect, then `job` (the job view) whenever one changes', auth: 'any', ok: [200, 'sse'] },
+  { method: 'get', path: '/v1/whoami', summary: "The key's display name and role (never the key)", auth: 'any', ok: [200, z.object({ name: z.string(), role: z.enum(['submitter', 'operator', 'admin']) })] },
+  { method: 'get', path: '/dashboard', summary: 'The operator dashboard (a web page; it signs in with an API key itself)', auth: 'none', ok: [200, 'html'] },
   { method: 'post', path: '/v1/approvals/{token}', summary: 'Answer an approval', auth: 'operator', body: AnswerApprovalBody, ok: [200, z.unknown()] },
   { method: 'get', path: '/healthz', summary: 'Liveness', auth: 'none', ok: [200, z.object({ status: z.literal('ok') })] },
   { method: 'get', path: '/readyz', summary: 'Readiness: Redis and Docker reachable (503 when not)', auth: 'none', ok: [200, z.object({ status: z.string(), redis: z.boolean(), docker: z.boolean() })] },
@@ -58,6 +62,7 @@ function schema(s: z.ZodType, io: 'input' | 'output'): Record<string, unknown> {
 function okContent(kind: Route['ok'][1]): Record<string, unknown> | undefined {
   if (kind === null) return undefined;
   if (kind === 'text') return { 'text/plain': { schema: { type: 'string' } } };
+  if (kind === 'html') return { 'text/html': { schema: { type: 'string' } } };
   if (kind === 'bytes') return { 'application/octet-stream': { schema: { type: 'string', contentMediaType: 'application/octet-stream' } }, 'application/json': { schema: { type: 'object' } } };
   if (kind === 'sse') return { 'text/event-stream': { schema: { type: 'string' } } };
   return { 'application/json': { schema: schema(kind, 'output') } };

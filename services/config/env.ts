@@ -52,6 +52,8 @@ export type Config = {
   role: 'api' | 'worker' | 'all';
   /** null = dev mode (no keys): loopback only */
   apiKeys: ApiKeys | null;
+  /** display names of keys (`key:role:name`); keys without one are named by their digest */
+  apiKeyNames: Map<string, string>;
   policyDir: string;
   approvalTtlS: number;
   redisPrefix: string;
@@ -70,20 +72,41 @@ export type Config = {
   caps: { maxSessionsPerKey: number; maxRunningPerKey: number; maxStreamsPerKey: number };
 };
 
-/** `key:role,key:role` → map; throws with the offending pair so a typo never opens the API. */
-export function parseApiKeys(raw: string | undefined): ApiKeys | null {
+/** A key's display name: set as `key:role:name`, else its non-secret digest (`key-…`). */
+const KEY_NAME = /^[A-Za-z0-9_.@-]{1,40}$/;
+const ROLES = ['submitter', 'operator', 'admin'];
+
+/**
+ * `key:role[:name],…` → entries; throws with the offending pair (key masked)
+ * so a typo never opens the API. A name is what dashboards and ledgers show
+ * instead of the key ("approved by alice").
+ */
+export function parseApiKeyEntries(raw: string | undefined): { key: string; role: Role; name: string | null }[] | null {
   if (raw === undefined || raw.trim() === '') return null;
-  const keys: ApiKeys = new Map();
+  const out: { key: string; role: Role; name: string | null }[] = [];
   for (const pair of raw.split(',').map((p) => p.trim()).filter(Boolean)) {
-    const at = pair.lastIndexOf(':');
-    const key = pair.slice(0, at);
-    const role = pair.slice(at + 1);
-    if (at <= 0 || !['submitter', 'operator', 'admin'].includes(role)) {
-      throw new Error(`THINKFLOW_API_KEYS: bad pair '${pair.replace(key, '***')}' (expected key:submitter|operator|admin)`);
+    const parts = pair.split(':');
+    let name: string | null = null;
+    if (parts.length >= 3 && !ROLES.includes(parts.at(-1)!) && ROLES.includes(parts.at(-2)!)) name = parts.pop()!;
+    const role = parts.pop() ?? '';
+    const key = parts.join(':');
+    if (!key || !ROLES.includes(role) || (name !== null && !KEY_NAME.test(name))) {
+      throw new Error(`THINKFLOW_API_KEYS: bad pair '${key ? pair.replace(key, '***') : pair}' (expected key:submitter|operator|admin, optionally :name with letters, digits, _.@-)`);
     }
-    keys.set(key, role as Role);
+    out.push({ key, role: role as Role, name });
   }
-  return keys;
+  return out;
+}
+
+/** `key:role,key:role` → map; see parseApiKeyEntries. */
+export function parseApiKeys(raw: string | undefined): ApiKeys | null {
+  const entries = parseApiKeyEntries(raw);
+  return entries ? new Map(entries.map((e) => [e.key, e.role])) : null;
+}
+
+/** Names given as `key:role:name` (keys without one are absent). */
+export function parseApiKeyNames(raw: string | undefined): Map<string, string> {
+  return new Map((parseApiKeyEntries(raw) ?? []).filter((e) => e.name !== null).map((e) => [e.key, e.name!]));
 }
 
 export function loadConfig(env: Record<string, string | undefined> = process.env): Config {
@@ -100,6 +123,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     redisUrl: e.REDIS_URL,
     role: e.THINKFLOW_ROLE,
     apiKeys: parseApiKeys(e.THINKFLOW_API_KEYS),
+    apiKeyNames: parseApiKeyNames(e.THINKFLOW_API_KEYS),
     policyDir: e.THINKFLOW_POLICY_DIR,
     approvalTtlS: e.THINKFLOW_APPROVAL_TTL_S,
     redisPrefix: e.THINKFLOW_REDIS_PREFIX,

@@ -1,6 +1,7 @@
 import { readFileSync } from 'node:fs';
 import type { Redis } from 'ioredis';
 import type { Keys } from '../pipeline/keys.ts';
+import { jobKeys } from './job-store.ts';
 
 // The runner's events (turn_started, reasoning_delta, text_delta,
 // command_parsed, parse_error, turn_ended, job_finished) go into the session's
@@ -34,7 +35,8 @@ export class JobEvents {
    * no reader ever sees a final job without its last event, or the reverse.
    */
   async finish(jobKey: string, view: { session_id: string; job_id: string }): Promise<void> {
-    const multi = this.#redis.multi().hset(jobKey, 'data', JSON.stringify(view)) as unknown as { appendEvent(...a: (string | number)[]): { exec(): Promise<unknown> } };
+    const multi = this.#redis.multi().hset(jobKey, 'data', JSON.stringify(view))
+      .publish(jobKeys(this.#keys.prefix).changes(), view.job_id) as unknown as { appendEvent(...a: (string | number)[]): { exec(): Promise<unknown> } };
     const results = (await multi.appendEvent(...this.#args(view.session_id, view.job_id, 'job_finished', { job: view })).exec()) as Array<[Error | null, unknown]> | null;
     const failed = results?.find(([err]) => err);
     if (!results || failed) throw failed?.[0] ?? new Error('MULTI was discarded');

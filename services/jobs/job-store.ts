@@ -10,6 +10,8 @@ export function jobKeys(prefix: string) {
   return {
     job: (id: string) => `${prefix}:job:${id}`,
     jobs: () => `${prefix}:jobs`,
+    /** pub/sub: a job's view was written (payload: job id), for live job lists */
+    changes: () => `${prefix}:jobs:ch`,
   };
 }
 
@@ -29,6 +31,7 @@ export class JobStore {
       .multi()
       .hset(this.#keys.job(view.job_id), { data: JSON.stringify(view), owner: owner ?? '', cancel: '0', runner })
       .zadd(this.#keys.jobs(), Date.parse(view.created_at), view.job_id)
+      .publish(this.#keys.changes(), view.job_id)
       .exec();
   }
 
@@ -44,7 +47,12 @@ export class JobStore {
   }
 
   async save(view: JobView): Promise<void> {
-    await this.#redis.hset(this.#keys.job(view.job_id), 'data', JSON.stringify(view));
+    await this.#redis.multi().hset(this.#keys.job(view.job_id), 'data', JSON.stringify(view)).publish(this.#keys.changes(), view.job_id).exec();
+  }
+
+  /** The channel on which every write of a job's view is announced (payload: job id). */
+  changesChannel(): string {
+    return this.#keys.changes();
   }
 
   async requestCancel(id: string): Promise<void> {

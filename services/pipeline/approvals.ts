@@ -90,6 +90,13 @@ export class Approvals {
     };
   }
 
+  /** The grant an `approve_for_session` answer would give (stored with the request), for showing it before it is given. */
+  async grantOf(token: string): Promise<Grant | null> {
+    const sid = /^[A-Za-z0-9_-]{20,100}$/.test(token) ? await this.#redis.hget(this.#keys.approvalIndex(), token) : null;
+    const raw = sid ? await this.#redis.hget(this.#keys.approval(sid, token), 'grant') : null;
+    return raw ? (JSON.parse(raw) as Grant) : null;
+  }
+
   async answer(token: string, decision: AnswerDecision | 'expire', reason: string | null, decidedBy: string): Promise<AnswerOutcome> {
     if (!/^[A-Za-z0-9_-]{20,100}$/.test(token)) return 'unknown';
     const sid = await this.#redis.hget(this.#keys.approvalIndex(), token);

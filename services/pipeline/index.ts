@@ -25,3 +25,5 @@ export type { PipelineErrorCode } from './errors.ts';
 export { PipelineMetrics } from './metrics.ts';
 export { createKeys } from './keys.ts';
 export type { Keys } from './keys.ts';
+export { Firehose } from './firehose.ts';
+export type { FirehoseEvent } from './firehose.ts';

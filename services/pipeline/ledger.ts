@@ -180,6 +180,13 @@ export class Ledger {
     return records;
   }
 
+  /** The last `n` records, in execution order. */
+  async tail(sid: string, n: number): Promise<LedgerRecord[]> {
+    const count = Number((await this.#redis.get(this.#keys.ledgerCounter(sid))) ?? 0);
+    const from = Math.max(1, count - n + 1);
+    return this.many(sid, Array.from({ length: Math.max(0, count - from + 1) }, (_, i) => from + i));
+  }
+
   /** The whole ledger, in execution order (= queue order, = index order). */
   async list(sid: string): Promise<LedgerRecord[]> {
     const n = Number((await this.#redis.get(this.#keys.ledgerCounter(sid))) ?? 0);

@@ -1,7 +1,7 @@
 import type { Command } from '../protocol/command.ts';
 import {
-  decideApproval, evaluate, grantFor, loadPolicyDir, parsePolicyDocument,
-  type Evaluation, type Grant, type PolicyFile,
+  decideApproval, evaluate, explainBash, grantFor, loadPolicyDir, parsePolicyDocument,
+  type BashExplanation, type Evaluation, type Grant, type PolicyFile,
 } from '../policy/index.ts';
 import type { SessionMeta } from './sessions.ts';
 
@@ -10,13 +10,15 @@ import type { SessionMeta } from './sessions.ts';
 // never deserialized, because an Evaluation may carry details only its
 // producer holds.
 
-export type { Evaluation, Grant };
+export type { BashExplanation, Evaluation, Grant };
 export type ApprovalAction = { action: 'run' | 'ask' | 'refuse'; reason?: string };
 
 export interface PolicyGate {
   evaluate(session: SessionMeta, command: Command, grants: Grant[]): Evaluation;
   decide(evaluation: Evaluation, session: SessionMeta, command: Command, grants: Grant[]): ApprovalAction;
   grantFor(command: Command, evaluation: Evaluation): Grant;
+  /** A bash script's simple commands, each with its own decision and rules (for people deciding). */
+  explainBash(session: SessionMeta, cmd: string, grants: Grant[]): BashExplanation;
   /** Throws PolicyLoadError (code `invalid_policy`) for a bad session policy or an unknown project. */
   validateSession(project: string | null, policy: unknown): void;
 }
@@ -58,6 +60,10 @@ export class FilePolicyGate implements PolicyGate {
 
   grantFor(command: Command, evaluation: Evaluation): Grant {
     return grantFor(command, evaluation);
+  }
+
+  explainBash(session: SessionMeta, cmd: string, grants: Grant[]): BashExplanation {
+    return explainBash(this.#store.layers(session.project ?? undefined, this.#sessionLayer(session)), cmd, grants);
   }
 
   validateSession(project: string | null, policy: unknown): void {

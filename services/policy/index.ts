@@ -18,3 +18,5 @@ export { decideApproval, grantFor, grantsFor, grantsCover, NEVER_REASON, GRANTED
 export type { ApprovalMode, ApprovalAction } from './approval.ts';
 export { splitScript } from './shell-split.ts';
 export type { SplitScript } from './shell-split.ts';
+export { explainBash, describeGrant } from './explain.ts';
+export type { Segment, BashExplanation } from './explain.ts';

@@ -7,7 +7,8 @@ import type { TranscriptInput, ScriptedTurn } from './transcript.ts';
 type Action =
   | { tool: 'write' | 'append'; path: string; content: string; note: string }
   | { tool: 'mkdir'; path: string; note: string }
-  | { tool: 'edit'; path: string; old_text: string; new_text: string; note: string };
+  | { tool: 'edit'; path: string; old_text: string; new_text: string; note: string }
+  | { tool: 'bash'; cmd: string; note: string };
 
 interface Scenario {
   name: string;
@@ -25,6 +26,8 @@ function tag(a: Action, id: number): string {
   switch (a.tool) {
     case 'mkdir':
       return `<tf-mkdir id="${id}" path="${esc(a.path)}" />`;
+    case 'bash':
+      return `<tf-bash id="${id}" cmd="${esc(a.cmd)}" />`;
     case 'edit':
       return `<tf-edit id="${id}" path="${esc(a.path)}"><old>${a.old_text}</old><new>${a.new_text}</new></tf-edit>`;
     default:
@@ -35,6 +38,7 @@ function tag(a: Action, id: number): string {
 function argsOf(a: Action): Record<string, unknown> {
   if (a.tool === 'mkdir') return { path: a.path };
   if (a.tool === 'edit') return { path: a.path, old_text: a.old_text, new_text: a.new_text };
+  if (a.tool === 'bash') return { cmd: a.cmd };
   return { path: a.path, content: a.content };
 }
 
@@ -118,7 +122,33 @@ export const MIDWAY_FAILURE: Scenario = {
   summary: 'Release 1.1 is prepared: notes/release.md, CHANGELOG.md, notes/upgrade.md, and config.json at version 1.1.',
 };
 
-export const SCENARIOS: readonly Scenario[] = [WEB_SKELETON, FIVE_CHAPTERS, MIDWAY_FAILURE];
+/**
+ * A job for operators (`approval: on-request` with REVIEW_POLICY): a prompted
+ * write, two prompted edits of one file (the second is covered when the first
+ * is approved for the session), and a compound bash script whose parts have
+ * different decisions (`ls` allowed, `tac` prompts by default, `head` allowed).
+ */
+export const OPERATOR_REVIEW: Scenario = {
+  name: 'operator-review',
+  match: 'operator review',
+  intro: 'The plan goes into docs/, which a person reviews; then I check the result.',
+  actions: [
+    { tool: 'write', path: 'docs/plan.md', note: 'The plan itself (its folder is created with it).', content: `# Migration plan\n\nStatus: draft\n\n${Array.from({ length: 18 }, (_, i) => `${i + 1}. Step ${i + 1}: move service ${String.fromCharCode(65 + i)} behind the new gateway, then check its error rate for a day.`).join('\n')}\n` },
+    { tool: 'edit', path: 'docs/plan.md', old_text: 'Status: draft', new_text: 'Status: ready for review\nOwner: platform team', note: 'Mark it ready.' },
+    { tool: 'edit', path: 'docs/plan.md', old_text: '# Migration plan', new_text: '# Gateway migration plan', note: 'A clearer title.' },
+    { tool: 'bash', cmd: 'ls -la docs && tac docs/plan.md | head -n 3', note: 'Check the files and the end of the plan.' },
+  ],
+  failure: { at: 3, recovery: [], explanation: 'The operator stopped the check; the plan itself is written, so I stop here.' },
+  summary: 'The migration plan is in docs/plan.md, marked ready for review.',
+};
+
+/** The job policy that makes the docs/ changes of OPERATOR_REVIEW wait for an operator (a submitter may add prompts). */
+export const REVIEW_POLICY = {
+  rules: [{ id: 'docs-reviewed', tool: ['write', 'append', 'edit'], path: 'docs/**', decision: 'prompt', justification: 'documentation changes are reviewed by a person' }],
+};
+export const REVIEW_TASK = 'Write the gateway migration plan into docs/ for operator review.';
+
+export const SCENARIOS: readonly Scenario[] = [WEB_SKELETON, FIVE_CHAPTERS, MIDWAY_FAILURE, OPERATOR_REVIEW];
 
 /** Both flows of every scenario: what the replay model serves when OPENAI_BASE_URL is unset. */
 export const BUILTIN_TRANSCRIPTS: TranscriptInput[] = SCENARIOS.flatMap((s) => [thinkflowTranscript(s), reactTranscript(s)]);

@@ -21,14 +21,18 @@ export const principalId = (key: string) => `key-${createHash('sha256').update(k
  * admin, but only from loopback (403 otherwise).
  * @example app.use('*', auth({ keys: config.apiKeys }))
  */
-export function auth({ keys, publicPaths = ['/healthz', '/readyz', '/openapi.json'] }: { keys: ApiKeys | null; publicPaths?: string[] }): MiddlewareHandler<AppEnv> {
-  const digests = keys ? [...keys].map(([k, role]) => ({ digest: createHash('sha256').update(k).digest(), key: k, role })) : [];
+export function auth({ keys, names = new Map(), publicPaths = ['/healthz', '/readyz', '/openapi.json'], publicPrefixes = [] }: {
+  keys: ApiKeys | null; names?: Map<string, string>; publicPaths?: string[];
+  /** e.g. the dashboard's page and assets, which hold no data: the page signs in with a key itself */
+  publicPrefixes?: string[];
+}): MiddlewareHandler<AppEnv> {
+  const digests = keys ? [...keys].map(([k, role]) => ({ digest: createHash('sha256').update(k).digest(), key: k, role, name: names.get(k) ?? principalId(k) })) : [];
   return async function auth(c: Context<AppEnv>, next: Next) {
-    if (publicPaths.includes(c.req.path)) return next();
+    if (publicPaths.includes(c.req.path) || publicPrefixes.some((p) => c.req.path === p || c.req.path.startsWith(`${p}/`))) return next();
     if (!keys) {
       const addr = remoteAddress(c);
       if (!addr || !LOOPBACK.test(addr)) throw new AppError(403, 'forbidden', 'dev mode (no THINKFLOW_API_KEYS) accepts loopback clients only');
-      c.set('principal', { id: 'dev', role: 'admin' });
+      c.set('principal', { id: 'dev', role: 'admin', name: 'dev' });
       return next();
     }
     const header = c.req.header('authorization') ?? '';
@@ -38,7 +42,7 @@ export function auth({ keys, publicPaths = ['/healthz', '/readyz', '/openapi.jso
     const d = createHash('sha256').update(m[1]!).digest();
     const hit = digests.find((x) => timingSafeEqual(x.digest, d));
     if (!hit) throw new AppError(401, 'unauthorized', 'unknown API key');
-    c.set('principal', { id: principalId(hit.key), role: hit.role });
+    c.set('principal', { id: principalId(hit.key), role: hit.role, name: hit.name });
     return next();
   };
 }

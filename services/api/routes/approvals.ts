@@ -27,12 +27,17 @@ export function approvalRoutes({ pipeline: p, maxJsonBytes }: ApprovalRoutesDeps
   app.post('/:token', maxBody(maxJsonBytes), async (c) => {
     const token = c.req.param('token');
     const body = await readJson(c, AnswerApprovalBody);
-    const outcome = await p.approvals.answer(token, body.decision, body.reason ?? null, c.var.principal.id);
+    const outcome = await p.approvals.answer(token, body.decision, body.reason ?? null, c.var.principal.name);
     if (outcome === 'unknown') throw new AppError(404, 'approval_not_found', 'no such approval token');
     if (outcome !== 'ok') {
       const state = await p.approvals.get(token);
-      throw new AppError(409, 'approval_closed', outcome === 'expired' ? 'approval expired' : 'approval already answered', {
-        details: { status: state?.status ?? outcome, decided_by: state?.decided_by ?? null },
+      const by = state?.decided_by ?? null;
+      const at = state?.decided_at ?? null;
+      const message = outcome === 'expired' || state?.status === 'expired'
+        ? `approval expired at ${state?.expires_at ?? 'its expiry time'} (no operator answered in time)`
+        : `approval already decided by ${by ?? 'someone'} at ${at ?? 'an earlier time'} (${state?.decision ?? outcome})`;
+      throw new AppError(409, 'approval_closed', message, {
+        details: { status: state?.status ?? outcome, decision: state?.decision ?? null, decided_by: by, decided_at: at },
       });
     }
     const state = await p.approvals.get(token);

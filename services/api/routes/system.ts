@@ -21,6 +21,9 @@ export function systemRoutes(rt: Pick<Runtime, 'redis' | 'executor' | 'metrics' 
     return c.json({ status: ready ? 'ready' : 'not_ready', redis, docker }, ready ? 200 : 503);
   });
 
+  // Who the key is (name and role, never the key): the dashboard signs in with it.
+  app.get('/v1/whoami', (c) => c.json({ name: c.var.principal.name, role: c.var.principal.role }));
+
   app.get('/metrics', requireRole('operator', 'admin'), async (c) => {
     const text = await rt.metrics.render();
     return c.text(text, 200, { 'content-type': 'text/plain; version=0.0.4; charset=utf-8' });

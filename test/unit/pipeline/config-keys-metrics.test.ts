@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { loadConfig, parseApiKeys } from '../../../services/config/env.ts';
+import { loadConfig, parseApiKeyNames, parseApiKeys } from '../../../services/config/env.ts';
 import { createKeys } from '../../../services/pipeline/keys.ts';
 import { PipelineMetrics } from '../../../services/pipeline/metrics.ts';
 import { skipReason } from '../../../services/pipeline/turns.ts';
@@ -18,6 +18,14 @@ describe('config', () => {
     expect(() => parseApiKeys('secret123:root')).toThrow(/\*\*\*:root/);
     expect(() => parseApiKeys('secret123:root')).not.toThrow(/secret123/);
     expect(() => loadConfig({ THINKFLOW_ROLE: 'boss' })).toThrow(/THINKFLOW_ROLE/);
+  });
+  it('reads an optional display name per key (key:role:name)', () => {
+    const raw = 'k1:operator:alice, b:c:submitter ,k3:admin:ops.team';
+    expect(parseApiKeys(raw)).toEqual(new Map([['k1', 'operator'], ['b:c', 'submitter'], ['k3', 'admin']]));
+    expect(parseApiKeyNames(raw)).toEqual(new Map([['k1', 'alice'], ['k3', 'ops.team']]));
+    expect(loadConfig({ THINKFLOW_API_KEYS: raw }).apiKeyNames.get('k1')).toBe('alice');
+    expect(() => parseApiKeys('sekrit:operator:bad name!')).toThrow(/\*\*\*:operator:bad name!/);
+    expect(() => parseApiKeys('sekrit:operator:bad name!')).not.toThrow(/sekrit/);
     expect(() => loadConfig({ PORT: 'eighty' })).toThrow(/PORT/);
   });
   it('reads the model settings; an empty variable counts as unset', () => {

@@ -1,0 +1,91 @@
+// One approval as a card: what will run, why it stopped, and the session's
+// last ledger entries. Pure rendering from the card data of
+// GET /v1/approvals/events; the approvals view owns state and actions.
+import { h, when } from './dom.js';
+
+const FOLD_LINES = 16;
+const FOLD_CHARS = 1500;
+
+function rulesList(rules) {
+  if (!rules?.length) return h('p', { class: 'muted' }, 'No rule matched: the tool\'s default decided.');
+  return h('ul', { class: 'rules' }, rules.map((r) => h('li', {},
+    h('span', { class: `decision d-${r.decision}` }, r.decision), ' ',
+    h('code', {}, r.id), h('span', { class: 'muted' }, ` (${r.layer})`),
+    r.justification ? [': ', r.justification] : '')));
+}
+
+/** Long text: its first lines shown, the whole behind a <details>; plain monospace. */
+function folded(text, label) {
+  const lines = text.split('\n');
+  const pre = h('pre', { class: 'code', tabindex: '0' }, text);
+  if (lines.length <= FOLD_LINES && text.length <= FOLD_CHARS) return pre;
+  const head = lines.slice(0, 8).join('\n').slice(0, 800);
+  return h('div', { class: 'fold' },
+    h('pre', { class: 'code', tabindex: '0', 'aria-label': `${label}, first lines` }, `${head}\n…`),
+    h('details', {}, h('summary', {}, `Show all of it: ${lines.length} lines, ${text.length} characters`), pre));
+}
+
+function diffView(diff) {
+  return h('pre', { class: 'code diff', tabindex: '0', 'aria-label': 'diff, old to new' }, diff.map((l) => h('span', {
+    class: l.op === '+' ? 'add' : l.op === '-' ? 'del' : 'ctx',
+  }, h('span', { class: 'sr-only' }, l.op === '+' ? 'added: ' : l.op === '-' ? 'removed: ' : ''), `${l.op} ${l.text}\n`)));
+}
+
+function segmentsTable(bash) {
+  return [
+    bash.complex ? h('p', { class: 'warn-text' }, `This script cannot be split safely (${bash.complex}): it is judged as a whole.`) : null,
+    h('table', { class: 'segments' },
+      h('caption', {}, 'Each part of the script and its decision'),
+      h('thead', {}, h('tr', {}, h('th', { scope: 'col' }, '#'), h('th', { scope: 'col' }, 'Part'), h('th', { scope: 'col' }, 'Decision'), h('th', { scope: 'col' }, 'Why'))),
+      h('tbody', {}, bash.segments.map((s, i) => h('tr', { class: `seg seg-${s.decision}` },
+        h('td', {}, String(i + 1)), h('td', {}, h('code', {}, s.text)),
+        h('td', {}, h('span', { class: `decision d-${s.decision}` }, s.decision)),
+        h('td', {}, rulesList(s.matched_rules), h('p', { class: 'muted small' }, s.reason)))))),
+  ];
+}
+
+function whatWillRun(c) {
+  const cmd = c.command;
+  switch (c.tool) {
+    case 'bash':
+      return [h('pre', { class: 'code', tabindex: '0', 'aria-label': 'full command' }, cmd.cmd ?? c.target), c.bash ? segmentsTable(c.bash) : null];
+    case 'write':
+    case 'append':
+      if (cmd.content === null) return h('p', {}, `${c.tool} ${cmd.content_size ?? '?'} bytes to ${cmd.path} (content too large to keep inline; see the ledger digest).`);
+      return [h('p', {}, `${c.tool === 'write' ? 'Write' : 'Append'} ${cmd.content.length} characters to `, h('code', {}, cmd.path), ':'), folded(cmd.content, 'Content')];
+    case 'edit':
+      return [h('p', {}, 'Edit ', h('code', {}, cmd.path), ': old → new'), c.diff ? diffView(c.diff) : null];
+    case 'copy':
+      return h('p', {}, 'Copy ', h('code', {}, cmd.path), ' → ', h('code', {}, cmd.dest));
+    default:
+      return h('p', {}, `${c.tool} `, h('code', {}, cmd.path ?? c.target));
+  }
+}
+
+function recentTable(recent) {
+  if (!recent.length) return h('p', { class: 'muted' }, 'No other ledger entries in this session yet.');
+  return h('table', { class: 'recent' },
+    h('caption', { class: 'sr-only' }, 'Last ledger entries of the session'),
+    h('thead', {}, h('tr', {}, ['#', 'Command', 'Tool', 'Target', 'Status'].map((t) => h('th', { scope: 'col' }, t)))),
+    h('tbody', {}, recent.map((r) => h('tr', {},
+      h('td', {}, String(r.index)), h('td', {}, r.id), h('td', {}, r.tool), h('td', {}, h('code', {}, r.target)),
+      h('td', {}, h('span', { class: `status s-${r.status}` }, r.status), r.decided_by ? ` (${r.decision} by ${r.decided_by})` : '')))));
+}
+
+/** The card element; `actions` are the buttons the view wires (null for a read-only viewer). */
+export function renderCard(c, { actions, onSelect }) {
+  const id = `card-${c.token.slice(0, 12)}`;
+  return h('article', { class: 'card', id, tabindex: '0', 'aria-labelledby': `${id}-h`, 'aria-describedby': `${id}-keys`, dataset: { token: c.token, tool: c.tool } },
+    h('header', { class: 'card-head' },
+      onSelect ? h('label', { class: 'select' }, h('input', { type: 'checkbox', class: 'sel', onchange: (e) => onSelect(e.target.checked) }), h('span', { class: 'sr-only' }, `Select command ${c.command_id}`)) : null,
+      h('h3', { id: `${id}-h` }, h('span', { class: `tool t-${c.tool}` }, c.tool), ' ', h('code', { class: 'target' }, c.target)),
+      h('p', { class: 'meta' }, `command ${c.command_id} · turn ${c.turn} · asked ${when(c.created_at)} · `,
+        h('span', { class: 'timer', dataset: { expires: c.expires_at } }, ''))),
+    h('section', { class: 'why' }, h('h4', {}, 'Why it stopped here'), h('p', { class: 'reason' }, c.policy_reason ?? c.justification ?? ''),
+      h('p', { class: 'muted small' }, 'Matched rules:'), rulesList(c.matched_rules)),
+    h('section', { class: 'what' }, h('h4', {}, 'What will run'), whatWillRun(c)),
+    h('details', { class: 'recent-wrap' }, h('summary', {}, `Session's last ledger entries (${c.recent.length})`), recentTable(c.recent)),
+    actions ? h('div', { class: 'actions' }, actions) : null,
+    h('p', { class: 'keys muted small', id: `${id}-keys` }, actions ? 'Keys: A approve · S approve for session · R reject · X select · J/K next/previous' : 'Read only: your key cannot decide.'),
+    h('p', { class: 'card-status', role: 'status' }));
+}

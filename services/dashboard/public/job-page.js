@@ -1,0 +1,179 @@
+// A job page: its figures, its events live (resumed with Last-Event-ID after
+// a drop), its approvals with who decided, the ledger filterable by status,
+// and the workspace files.
+import { api, connectionWords, stream, words } from './api.js';
+import { clear, h, when } from './dom.js';
+import { countsText } from './jobs.js';
+
+const STATUSES = ['all', 'queued', 'awaiting_approval', 'running', 'succeeded', 'failed', 'skipped', 'forbidden', 'rejected', 'interrupted'];
+/** Events after which the figures and the ledger are read again. */
+const REFRESH_ON = new Set(['command_finished', 'approval_requested', 'approval_resolved', 'turn_ended', 'job_finished', 'command_queued', 'turn_started']);
+
+const tableWrap = (table) => h('div', { class: 'table-wrap', tabindex: '0', role: 'region', 'aria-label': 'scrollable table' }, table);
+const head = (cols) => h('thead', {}, h('tr', {}, cols.map((t) => h('th', { scope: 'col' }, t))));
+
+function describe(type, e) {
+  const c = e.command ?? e.record ?? {};
+  const target = c.target ?? c.cmd ?? c.path ?? '';
+  const a = e.approval ?? {};
+  switch (type) {
+    case 'turn_started': return `turn ${e.turn ?? ''} started`;
+    case 'command_parsed': return ['command parsed: ', h('code', {}, `${c.tool ?? ''} ${c.cmd ?? c.path ?? ''}`)];
+    case 'command_queued': return ['queued ', h('code', {}, `${c.id} ${c.tool} ${target}`)];
+    case 'command_started': return ['started ', h('code', {}, `${c.id} ${c.tool} ${target}`)];
+    case 'command_finished': return ['finished ', h('code', {}, `${c.id} ${c.tool}`), ` → ${c.status}${c.error ? `: ${c.error}` : ''}`];
+    case 'approval_requested': return ['approval requested for ', h('code', {}, `${a.command_id} ${a.tool} ${a.target}`)];
+    case 'approval_resolved': return [`approval for command ${a.command_id}: ${a.decision ?? a.status} by ${a.decided_by ?? 'system'}`, a.reason ? ` (${a.reason})` : ''];
+    case 'parse_error': return `parse error ${e.code ?? ''}: ${e.message ?? ''}`;
+    case 'turn_ended': return `turn ${e.turn ?? ''} ended${e.outcome ? ` (${e.outcome})` : ''}`;
+    case 'job_finished': return `job finished: ${e.job?.status ?? ''}${e.job?.error ? ` (${e.job.error})` : ''}`;
+    case 'gap': return `events before #${e.first_seq} are no longer kept`;
+    default: return type.replace(/_/g, ' ');
+  }
+}
+
+/**
+ * The live event list. Its data attributes say what it received: distinct
+ * events, the last seq, holes in the seq order and reconnects.
+ */
+function eventLog() {
+  const el = h('ol', { class: 'events', id: 'event-log', tabindex: '0', 'aria-label': 'Events', dataset: { lastSeq: '0', events: '0', missing: '0', reconnects: '0' } });
+  const seen = new Set();
+  let textLi = null;
+  const line = (type, e, text) => h('li', { class: `ev ev-${type}`, dataset: { seq: String(e.seq) } }, h('span', { class: 'muted small' }, `#${e.seq} ${when(e.at)} `), text);
+  return {
+    el,
+    reconnected() { el.dataset.reconnects = String(Number(el.dataset.reconnects) + 1); },
+    /** false for an event already shown (a replay after a reconnect). */
+    add(type, e) {
+      const seq = Number(e.seq);
+      if (seen.has(seq)) return false;
+      const last = Number(el.dataset.lastSeq);
+      if (type !== 'gap' && seq > last + 1) el.dataset.missing = String(Number(el.dataset.missing) + (seq - last - 1));
+      seen.add(seq);
+      el.dataset.lastSeq = String(Math.max(last, seq));
+      el.dataset.events = String(seen.size);
+      if (type === 'reasoning_delta') return true;
+      if (type === 'text_delta') {
+        // Visible text as it arrives, one block per run of deltas.
+        if (!textLi) { textLi = line('text', e, ''); textLi.append(h('span', { class: 'text' })); el.append(textLi); }
+        textLi.querySelector('.text').append(e.text ?? '');
+        return true;
+      }
+      textLi = null;
+      el.append(line(type, e, describe(type, e)));
+      return true;
+    },
+  };
+}
+
+/** The ledger (filterable by status) and the approvals decided in it. */
+function ledgerTables() {
+  const filter = h('select', { id: 'ledger-filter' }, STATUSES.map((s) => h('option', { value: s }, s)));
+  const ledgerBody = h('tbody', {});
+  const approvalsBody = h('tbody', {});
+  let ledger = [];
+  const render = () => {
+    const f = filter.value;
+    clear(ledgerBody, ledger.filter((r) => f === 'all' || r.status === f).map((r) => h('tr', { dataset: { status: r.status, id: r.id } },
+      h('td', {}, String(r.index)), h('td', {}, String(r.turn)), h('td', {}, r.id), h('td', {}, r.tool),
+      h('td', {}, h('code', {}, r.cmd ?? (r.dest ? `${r.path} -> ${r.dest}` : r.path ?? ''))),
+      h('td', {}, h('span', { class: `decision d-${r.decision}` }, r.decision)),
+      h('td', {}, h('span', { class: `status s-${r.status}` }, r.status)),
+      h('td', { class: 'small' }, r.error ?? r.output_summary ?? (r.exit_code !== null ? `exit ${r.exit_code}` : '')))));
+    clear(approvalsBody, ledger.filter((r) => r.approval).map((r) => h('tr', { dataset: { id: r.id } },
+      h('td', {}, r.id), h('td', {}, r.tool), h('td', {}, h('code', {}, r.cmd ?? r.path ?? '')),
+      h('td', {}, r.approval.decision ?? 'pending'), h('td', { class: 'decided-by' }, r.approval.decided_by ?? '—'),
+      h('td', {}, when(r.approval.decided_at)), h('td', {}, r.approval.reason ?? ''))));
+  };
+  filter.addEventListener('change', render);
+  return {
+    approvals: tableWrap(h('table', { class: 'approvals' }, head(['Command', 'Tool', 'Target', 'Decision', 'Decided by', 'At', 'Reason']), approvalsBody)),
+    ledger: [h('p', {}, h('label', { for: 'ledger-filter' }, 'Show status '), filter),
+      tableWrap(h('table', { class: 'ledger' }, head(['#', 'Turn', 'Command', 'Tool', 'Target', 'Decision', 'Status', 'Result']), ledgerBody))],
+    show(entries) { ledger = entries; render(); },
+  };
+}
+
+/** Browse the workspace: folders as lists of buttons, a file as plain text. */
+function filesBrowser(sessionId) {
+  const el = h('div', { class: 'files' });
+  let cwd = '';
+  const parent = (path) => (path.includes('/') ? path.slice(0, path.lastIndexOf('/')) : '');
+  const open = async (path) => {
+    try {
+      const res = await api(`/v1/sessions/${sessionId}/files/${path.split('/').map(encodeURIComponent).join('/')}`, { raw: true });
+      if (!(res.headers.get('content-type') ?? '').includes('json')) {
+        const text = await res.text();
+        clear(el, h('p', {}, h('button', { type: 'button', class: 'link', onclick: () => open(parent(path)) }, '← back to folder'), ' File ', h('code', {}, `/workspace/${path}`)),
+          h('pre', { class: 'code file', tabindex: '0', 'aria-label': `contents of ${path}` }, text));
+        return;
+      }
+      cwd = path;
+      const { entries } = await res.json();
+      clear(el, h('p', {}, 'Folder ', h('code', {}, `/workspace/${path}`)), h('ul', { class: 'dir' },
+        path ? h('li', {}, h('button', { type: 'button', class: 'link', onclick: () => open(parent(path)) }, '.. (up)')) : null,
+        entries.length === 0 ? h('li', { class: 'muted' }, 'empty') : null,
+        entries.map((en) => h('li', {}, h('button', { type: 'button', class: 'link', onclick: () => open(path ? `${path}/${en.name}` : en.name) },
+          en.type === 'dir' ? `${en.name}/` : en.name), en.type === 'dir' ? '' : h('span', { class: 'muted small' }, ` ${en.size} bytes`)))));
+    } catch (err) {
+      clear(el, h('p', { class: 'error' }, words(err)));
+    }
+  };
+  // A file being read stays open; a folder listing follows new files.
+  return { el, open, refresh: () => { if (!el.querySelector('pre.file')) open(cwd); } };
+}
+
+export function jobView(root, jobId, { setConn }) {
+  const figures = h('dl', { class: 'figures' });
+  const error = h('p', { class: 'error', role: 'alert' });
+  const log = eventLog();
+  const tables = ledgerTables();
+  const section = (id, title, ...body) => h('section', { 'aria-labelledby': id }, h('h2', { id }, title), ...body);
+  const filesSlot = h('div', {});
+  clear(root, h('p', {}, h('a', { href: '#/jobs' }, '← All jobs')), h('h1', {}, `Job ${jobId}`), error, figures,
+    section('ev-h', 'Events (live)', log.el), section('ap-h', 'Approvals', tables.approvals),
+    section('le-h', 'Ledger', tables.ledger), section('fi-h', 'Workspace files', filesSlot));
+
+  const showFigures = (job) => clear(figures, ...[
+    ['Status', job.status], ['Task', job.task], ['Approval mode', job.approval], ['Turns', job.turns], ['API calls', job.api_calls],
+    ['Commands', countsText(job.commands)], ['Created', when(job.created_at)], ['Finished', when(job.finished_at) || '—'],
+    job.error ? ['Error', job.error] : null,
+  ].filter(Boolean).flatMap(([k, v]) => [h('dt', {}, k), h('dd', k === 'Status' ? { class: `status s-${v}` } : {}, String(v))]));
+
+  let refreshing = null;
+  const refresh = (job) => {
+    // At most one refresh in flight, plus one after it: a burst of events costs two reads.
+    if (refreshing) { refreshing.again = true; return; }
+    refreshing = { again: false };
+    Promise.all([api(`/v1/jobs/${jobId}`), api(`/v1/sessions/${job.session_id}/ledger`)])
+      .then(([j, l]) => { showFigures(j); tables.show(l.entries); })
+      .catch((err) => { error.textContent = words(err); })
+      .finally(() => { const again = refreshing.again; refreshing = null; if (again) refresh(job); });
+  };
+
+  let stop = () => {};
+  let stopped = false;
+  api(`/v1/jobs/${jobId}`).then((job) => {
+    if (stopped) return;
+    showFigures(job);
+    refresh(job);
+    const files = filesBrowser(job.session_id);
+    filesSlot.replaceWith(files.el);
+    files.open('');
+    stop = stream(`/v1/jobs/${jobId}/events`, {
+      resume: true,
+      done: (type) => type === 'job_finished',
+      onStatus: (s) => {
+        if (s.state === 'reconnecting') log.reconnected();
+        setConn(connectionWords(`Job ${jobId}`, s));
+      },
+      onEvent: (type, e) => {
+        if (!log.add(type, e)) return;
+        if (REFRESH_ON.has(type)) refresh(job);
+        if (type === 'command_finished' || type === 'job_finished') files.refresh();
+      },
+    });
+  }).catch((err) => { error.textContent = words(err); });
+  return { stop: () => { stopped = true; stop(); } };
+}

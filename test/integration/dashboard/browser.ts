@@ -1,0 +1,74 @@
+// Browser-test helpers: Debian's Chromium driven by playwright-core, a TCP
+// proxy between the browser and the API (so a test can drop every connection
+// as a failing server would), and axe-core run inside the page.
+import { readFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { createServer, connect, type Server, type Socket } from 'node:net';
+import type { AddressInfo } from 'node:net';
+import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
+
+const require = createRequire(import.meta.url);
+
+export const CHROMIUM = '/usr/bin/chromium';
+export const CHROMIUM_ARGS = [
+  '--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-quic',
+  '--no-first-run', '--disable-component-update', '--disable-sync',
+];
+
+/** Uncaught errors and CSP refusals of every page opened by signedIn(): tests expect none. */
+export const pageErrors: string[] = [];
+
+/** Playwright gives every launch a fresh temporary user-data-dir, removed on close. */
+export async function launch(): Promise<Browser> {
+  return chromium.launch({ executablePath: CHROMIUM, args: CHROMIUM_ARGS, headless: true });
+}
+
+/** One person at one browser: a fresh context (own storage), signed in with `key`. */
+export async function signedIn(browser: Browser, base: string, key: string, viewport = { width: 1280, height: 800 }): Promise<{ context: BrowserContext; page: Page }> {
+  // The page's Content-Security-Policy stays on: whatever the app needs must pass it.
+  const context = await browser.newContext({ viewport });
+  const page = await context.newPage();
+  page.on('pageerror', (e) => pageErrors.push(`[${key.slice(0, 6)}] ${e.message}`));
+  page.on('console', (m) => { if (m.type() === 'error' && /Content Security Policy/i.test(m.text())) pageErrors.push(`[${key.slice(0, 6)}] ${m.text()}`); });
+  await page.goto(`${base}/dashboard`);
+  await page.fill('#key', key);
+  await page.click('#signin-form button[type=submit]');
+  await page.waitForSelector('#who:not([hidden])');
+  return { context, page };
+}
+
+/** Serious or critical axe-core violations on the page as it is now. */
+export async function axeViolations(page: Page): Promise<{ id: string; impact: string; help: string; nodes: string[] }[]> {
+  // Evaluated through the devtools protocol, which the page's CSP does not govern (a <script> tag would be refused).
+  await page.evaluate(readFileSync(require.resolve('axe-core/axe.min.js'), 'utf8'));
+  const result = await page.evaluate(async () => (globalThis as any).axe.run(document, { resultTypes: ['violations'] }));
+  return (result.violations as any[])
+    .filter((v) => v.impact === 'serious' || v.impact === 'critical')
+    .map((v) => ({ id: v.id, impact: v.impact, help: v.help, nodes: v.nodes.map((n: any) => n.target.join(' ')) }));
+}
+
+/** A TCP proxy to `target`; `dropAll()` cuts every open connection at once. */
+export async function startProxy(target: string): Promise<{ url: string; dropAll(): number; close(): Promise<void> }> {
+  const t = new URL(target);
+  const sockets = new Set<Socket>();
+  const server: Server = createServer((client) => {
+    const upstream = connect(Number(t.port), t.hostname);
+    for (const s of [client, upstream]) {
+      sockets.add(s);
+      s.on('close', () => sockets.delete(s));
+      s.on('error', () => { client.destroy(); upstream.destroy(); });
+    }
+    client.pipe(upstream).pipe(client);
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', () => r()));
+  const port = (server.address() as AddressInfo).port;
+  return {
+    url: `http://127.0.0.1:${port}`,
+    dropAll() {
+      const n = sockets.size;
+      for (const s of sockets) s.destroy();
+      return n;
+    },
+    close: () => new Promise<void>((r) => { for (const s of sockets) s.destroy(); server.close(() => r()); }),
+  };
+}
