@@ -9,7 +9,7 @@ import type { PipelineMetrics } from './metrics.ts';
 import type { Evaluation, Grant, PolicyGate } from './policy-gate.ts';
 import type { PipelineRedis } from './redis.ts';
 import type { Keys } from './keys.ts';
-import { isRefusal, resolveForPolicy } from './resolved-paths.ts';
+import { isRefusal, resolveForPolicy, verifyResolvedPaths, type PathVerdict, type Resolution } from './resolved-paths.ts';
 import type { SessionMeta, Sessions } from './sessions.ts';
 import { skipOne, skipReason, skipRestOfTurn } from './turns.ts';
 
@@ -79,21 +79,25 @@ async function handleQueued(d: ProcessorDeps, rec: LedgerRecord, loaded: Loaded,
     await skipOne(d.ledger, rec, 'skipped: the session was deleted');
     return;
   }
-  const resolution = await resolveForPolicy(d.executor, sid, command);
-  if (resolution.outside) return refuse(d, rec, 'forbidden', OUTSIDE, resolution.outside);
-  // `allow` at enqueue stays `allow` (the policy layers of a session never
-  // change and grants only loosen) unless a symlink makes the path another
-  // one. Anything else is evaluated again with the grants of this moment: an
-  // approve_for_session answered while this command waited must count.
-  if (rec.decision === 'allow' && !resolution.resolved) return run(d, rec, command, ['queued'], null, resolution.expect);
   const grants = loaded.grantsJson.map((g) => JSON.parse(g) as Grant);
+  // An `allow` at enqueue stays `allow` (a session's layers never change,
+  // grants only loosen) unless a symlink makes the path another one: checked
+  // here, where the command is about to run anyway. A command that waits for
+  // an operator is checked after the answer, right before it runs, so the
+  // approval is not held up by starting a sandbox.
+  let resolution: Resolution | undefined;
+  if (rec.decision === 'allow') {
+    resolution = await resolveForPolicy(d.executor, sid, command);
+    if (resolution.outside) return refuse(d, rec, 'forbidden', OUTSIDE, resolution.outside);
+    if (!resolution.resolved) return run(d, rec, command, ['queued'], null, resolution.expect);
+  }
   // The stricter of the path as written and as resolved decides, and is what an operator is shown.
-  const judged = stricterOf(d, session, grants, command, resolution.resolved);
+  const judged = stricterOf(d, session, grants, command, resolution?.resolved);
   const { evaluation } = judged;
   if (evaluation.decision === 'forbid') return refuse(d, rec, 'forbidden', 'forbidden', evaluation.reason || 'forbidden by policy');
   const action = d.gate.decide(evaluation, session, judged.command, grants);
   if (action.action === 'refuse') return refuse(d, rec, 'forbidden', 'forbidden', action.reason ?? 'refused by policy');
-  if (action.action === 'run') return run(d, rec, command, ['queued'], null, resolution.expect);
+  if (action.action === 'run') return runVerified(d, rec, session, grants, command, ['queued'], null);
 
   const state = await d.approvals.request({
     record: rec, command: judged.command, evaluation, grant: d.gate.grantFor(judged.command, evaluation), ttlS: d.approvalTtlS, jobId: session.job_id,
@@ -120,9 +124,10 @@ async function awaitApproval(d: ProcessorDeps, rec: LedgerRecord, signal?: Abort
   if (state.status === 'approve' || state.status === 'approve_for_session') {
     const command = await d.ledger.command(rec.session, rec.index);
     if (!command) return refuse(d, rec, 'failed', 'internal', 'command data missing', ['awaiting_approval']);
-    const resolution = await resolveForPolicy(d.executor, rec.session, command);
-    if (resolution.outside) return refuse(d, rec, 'forbidden', OUTSIDE, resolution.outside, ['awaiting_approval']);
-    return run(d, { ...rec, approval: decided }, command, ['awaiting_approval'], state, resolution.expect);
+    const session = await d.sessions.get(rec.session);
+    if (!session) return refuse(d, rec, 'failed', 'internal', `session ${rec.session} missing`, ['awaiting_approval']);
+    const grants = (await d.redis.lrange(d.keys.grants(rec.session), 0, -1)).map((g) => JSON.parse(g) as Grant);
+    return runVerified(d, { ...rec, approval: decided }, session, grants, command, ['awaiting_approval'], state);
   }
   const reason = state.status === 'expired' ? 'approval timed out' : state.reason || 'rejected by operator';
   const result: LedgerResult = { ...emptyResult(), error: reason, error_code: 'rejected', output_summary: reason };
@@ -145,9 +150,22 @@ function stricterOf(
   return rank(asResolved.evaluation.decision) > rank(asWritten.evaluation.decision) ? asResolved : asWritten;
 }
 
+/**
+ * Runs the command if its paths, as they resolve right now, pass the policy
+ * (POLICY.md §7); else it ends `forbidden`. Checked once `running`, so the
+ * operator's answer is recorded at once even when the check has to wait for
+ * the sandbox to start.
+ */
+function runVerified(
+  d: ProcessorDeps, rec: LedgerRecord, session: SessionMeta, grants: Grant[], command: Command,
+  from: ('queued' | 'awaiting_approval')[], approval: ApprovalState | null,
+): Promise<void> {
+  return run(d, rec, command, from, approval, () => verifyResolvedPaths(d, session, grants, command, approval?.target));
+}
+
 async function run(
   d: ProcessorDeps, rec: LedgerRecord, command: Command, from: ('queued' | 'awaiting_approval')[], approval: ApprovalState | null,
-  expect?: ExpectedResolution,
+  expectOrCheck?: ExpectedResolution | (() => Promise<PathVerdict>),
 ): Promise<void> {
   const startedAt = new Date();
   const started = await d.ledger.transition(rec, {
@@ -161,6 +179,16 @@ async function run(
     return;
   }
   d.metrics.queueWait.observe((startedAt.getTime() - Date.parse(rec.enqueued_at)) / 1000);
+  const runningRec: LedgerRecord = { ...rec, status: 'running', started_at: startedAt.toISOString(), executed_by: d.workerId ?? null };
+  let expect = typeof expectOrCheck === 'function' ? undefined : expectOrCheck;
+  if (typeof expectOrCheck === 'function') {
+    const verdict = await expectOrCheck();
+    if (!verdict.ok) {
+      const refused: ExecutionResult = { ok: false, tool: command.tool, status: 'failed', duration_ms: 0, error: verdict.reason, error_code: verdict.code };
+      return finish(d, runningRec, refused);
+    }
+    expect = verdict.expect;
+  }
   let result: ExecutionResult;
   try {
     // No signal here on purpose: a graceful shutdown lets a running command finish.
@@ -171,7 +199,7 @@ async function run(
       error: `executor error: ${(err as Error).message}`, error_code: 'executor_error',
     };
   }
-  await finish(d, { ...rec, status: 'running', started_at: startedAt.toISOString(), executed_by: d.workerId ?? null }, result);
+  await finish(d, runningRec, result);
 }
 
 async function finish(d: ProcessorDeps, rec: LedgerRecord, r: ExecutionResult): Promise<void> {

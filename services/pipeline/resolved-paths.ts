@@ -1,6 +1,9 @@
 import type { Command } from '../protocol/command.ts';
 import { normalizeWorkspacePath, OUTSIDE } from '../policy/index.ts';
 import type { Executor, ExpectedResolution } from './executor.ts';
+import { targetOf } from './ledger-record.ts';
+import type { Grant, PolicyGate } from './policy-gate.ts';
+import type { SessionMeta } from './sessions.ts';
 
 // POLICY.md §7 "Resolved paths": path rules and the workspace invariant are
 // checked on the path as it resolves at execution (symlinks followed) as
@@ -43,5 +46,26 @@ export async function resolveForPolicy(executor: Executor, sid: string, command:
 
 /** Executor failures that are refusals of the hard invariant (or of a check that no longer holds), not ordinary failures. */
 export function isRefusal(errorCode: string | undefined): boolean {
-  return errorCode === OUTSIDE || errorCode === 'path_changed';
+  return errorCode === OUTSIDE || errorCode === 'path_changed' || errorCode === 'forbidden';
+}
+
+export type PathVerdict = { ok: true; expect?: ExpectedResolution } | { ok: false; code: string; reason: string };
+
+/**
+ * Right before the side effect: the paths as they resolve now must be
+ * allowed by the policy, or be exactly what an operator approved
+ * (`approvedTarget`); a symlink that leads elsewhere needs its own approval.
+ */
+export async function verifyResolvedPaths(
+  d: { executor: Executor; gate: PolicyGate }, session: SessionMeta, grants: Grant[], command: Command, approvedTarget?: string,
+): Promise<PathVerdict> {
+  const r = await resolveForPolicy(d.executor, session.session_id, command);
+  if (r.outside) return { ok: false, code: OUTSIDE, reason: r.outside };
+  if (!r.resolved) return { ok: true, expect: r.expect };
+  const evaluation = d.gate.evaluate(session, r.resolved, grants);
+  const via = `${JSON.stringify(targetOf(command))} resolves to ${JSON.stringify(targetOf(r.resolved))} through a symlink`;
+  if (evaluation.decision === 'forbid') return { ok: false, code: 'forbidden', reason: `${via}: ${evaluation.reason || 'forbidden by policy'}` };
+  if (evaluation.decision === 'allow' || approvedTarget === targetOf(r.resolved)) return { ok: true, expect: r.expect };
+  if (d.gate.decide(evaluation, session, r.resolved, grants).action === 'run') return { ok: true, expect: r.expect };
+  return { ok: false, code: 'forbidden', reason: `${via}, which needs its own approval: name it directly` };
 }
