@@ -4,6 +4,7 @@ import { parseDocument } from 'yaml';
 import { FILE_TOOLS, type ToolName } from '../protocol/command.ts';
 import type { Decision } from './decision.ts';
 import { PolicyLoadError, ruleError } from './errors.ts';
+import { GlobError } from './glob.ts';
 import { normalizeWorkspacePath } from './path.ts';
 import {
   compileGlob,
@@ -15,7 +16,7 @@ import {
   type Rule,
 } from './rule.ts';
 import { formatIssues, PolicyFileSchema, RuleSchema, type Defaults, type RuleInput } from './schema.ts';
-import { splitScript } from './shell-split.ts';
+import { ASSIGNMENT_REASON, splitScript } from './shell-split.ts';
 
 export type PolicyFile = {
   name: string;
@@ -88,7 +89,7 @@ function compileRule(file: string, index: number, layer: Layer, r: RuleInput): R
   for (const [k, e] of (r.except ?? []).entries()) {
     if (typeof e === 'string') {
       if (hasBash) fail(`except[${k}]: bash rules take argv patterns (lists), got a string`);
-      pathExcept.push(compileGlob(normalizeGlob(e, fail)));
+      pathExcept.push(globOf(e, fail));
     } else {
       if (hasFile) fail(`except[${k}]: file rules take globs (strings), got a list`);
       commandExcept.push(compilePattern(e));
@@ -105,9 +106,18 @@ function compileRule(file: string, index: number, layer: Layer, r: RuleInput): R
     justification: r.justification ?? '',
     command: r.command ? compilePattern(r.command) : undefined,
     commandExcept,
-    path: globs?.map((g) => compileGlob(normalizeGlob(g, fail))),
+    path: globs?.map((g) => globOf(g, fail)),
     pathExcept,
   };
+}
+
+function globOf(glob: string, fail: (reason: string) => never): PathMatcher {
+  try {
+    return compileGlob(normalizeGlob(glob, fail));
+  } catch (err) {
+    if (err instanceof GlobError) return fail(`path glob ${JSON.stringify(glob.length > 80 ? `${glob.slice(0, 80)}…` : glob)}: ${err.message}`);
+    throw err;
+  }
 }
 
 /** Globs are workspace-relative; `./x` and `/workspace/x` are accepted spellings of `x`. */
@@ -131,6 +141,11 @@ function checkExamples(file: string, rule: Rule, r: RuleInput): void {
     if (commandRule) {
       if (typeof ex !== 'string') return ruleMatchesArgv(rule, ex);
       const split = splitScript(ex);
+      const one = split.simple.length === 1 ? split.simple[0]! : undefined;
+      // `NAME=value cmd` is one simple command in shell terms; the engine shows
+      // it to rules as `env NAME=value cmd` (policy.ts), and so do examples.
+      const assignedOnly = one !== undefined && one.assigns.length > 0 && one.argv.length > 0 && split.complex?.startsWith(ASSIGNMENT_REASON);
+      if (assignedOnly) return ruleMatchesArgv(rule, ['env', ...one.assigns, ...one.argv]);
       if (split.complex !== undefined || split.commands.length !== 1) {
         fail(`example ${shown} is not one simple command${split.complex ? ` (${split.complex})` : ''}`);
       }

@@ -1,8 +1,8 @@
 // One compiled rule and how it matches. Rules are compiled once at load time
 // (globs to regexes, patterns to token sets) so evaluation is lookups only.
-import picomatch from 'picomatch';
 import type { ToolName } from '../protocol/command.ts';
 import type { Decision } from './decision.ts';
+import { compileGlobMatcher } from './glob.ts';
 
 export type Layer = 'global' | 'project' | 'session';
 
@@ -76,14 +76,13 @@ export function prefixLength(r: Rule): number {
 
 /**
  * `**` spans zero or more segments, `*` and `?` stay within one, dotfiles
- * match, case matters. picomatch already lets `dir/**` match `dir` itself,
- * so `.git/**` protects the `.git` entry too (tested in evaluate.test.ts).
+ * match, case matters; `dir/**` matches `dir` itself, so `.git/**` protects
+ * the `.git` entry too. Linear-bounded matching (glob.ts).
+ * @throws GlobError for a glob over the §7 limits
  */
 export function compileGlob(glob: string): PathMatcher {
-  // nonegate: a leading `!` is a file name here, not "everything but" — that
-  // would turn a narrow forbid into a near-universal one.
-  const re = picomatch.makeRe(glob, { dot: true, nocase: false, nonegate: true });
+  const test = compileGlobMatcher(glob);
   // The workspace root "." is zero segments: only `**`-only globs (or ".") reach it.
   const root = glob === '.' || /^\*\*(\/\*\*)*$/.test(glob);
-  return { glob, test: (p) => (p === '.' ? root : re.test(p)) };
+  return { glob, test: (p) => (p === '.' ? root : test(p)) };
 }

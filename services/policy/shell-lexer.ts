@@ -240,7 +240,9 @@ class Lexer {
       return;
     }
     if (!inDq && (nx === "'" || nx === '"')) {
-      // $'…' and $"…" decode escapes or translate: the text is not literal.
+      // $'…' decodes escapes (`$'\x63url'` is curl) and $"…" translates: the
+      // text is not what the shell runs, so the script is complex (§7).
+      this.flag(nx === "'" ? "ANSI-C quoting $'…'" : 'locale quoting $"…"');
       this.i++;
       return;
     }

@@ -1,0 +1,75 @@
+// POLICY.md §6 globs and §7 "Glob matching is linear": semantics, limits,
+// and the pathological glob of issue 10 (it used to block the event loop for
+// seconds through a backtracking regular expression).
+import { describe, expect, it } from 'vitest';
+import { evaluate, parsePolicyDocument } from '../../../services/policy/index.ts';
+import { compileGlobMatcher } from '../../../services/policy/glob.ts';
+import { file, layersFrom } from './helpers.ts';
+
+const PATHOLOGICAL = '*a*a*a*a*a*a*a*c';
+
+describe('glob matching', () => {
+  it.each<[string, string, boolean]>([
+    ['*.md', 'README.md', true],
+    ['*.md', '.hidden.md', true], // dotfiles match
+    ['*', 'a/b', false],
+    ['a/**', 'a', true],
+    ['a/**', 'a/b/c', true],
+    ['a/**/b', 'a/b', true],
+    ['a/**/b', 'a/x/y/b', true],
+    ['a/**/b', 'a/x/y/c', false],
+    ['**/x/**/y', 'p/x/q/x/r/y', true],
+    ['a**b', 'axxb', true], // `**` inside a segment is `*`
+    ['a**b', 'ax/xb', false],
+    ['[ab].txt', 'b.txt', true],
+    ['[!ab].txt', 'b.txt', false],
+    ['[a-c]?.txt', 'cz.txt', true],
+    ['{src,lib}/*.ts', 'lib/x.ts', true],
+    ['{src,lib}/*.ts', 'test/x.ts', false],
+    ['a/{b,c{d,e}}', 'a/ce', true],
+    ['\\*.txt', '*.txt', true],
+    ['\\*.txt', 'a.txt', false],
+    ['[unclosed', '[unclosed', true],
+    ['Src/*.ts', 'src/a.ts', false], // case-sensitive
+  ])('%s vs %s → %s', (glob, path, hit) => {
+    expect(compileGlobMatcher(glob)(path)).toBe(hit);
+  });
+
+  it('decides the pathological glob against a 4 KiB path in under 10 ms', () => {
+    const test = compileGlobMatcher(PATHOLOGICAL);
+    for (const path of ['a'.repeat(4096), `${'a'.repeat(4095)}b`, `${'ab'.repeat(2047)}ac`, `x/${'a'.repeat(4094)}`]) {
+      const t0 = performance.now();
+      const hit = test(path);
+      const ms = performance.now() - t0;
+      expect(hit).toBe(path.endsWith('c') && !path.includes('/'));
+      expect(ms).toBeLessThan(10);
+    }
+  });
+
+  it('loads a policy with the pathological glob and a 4 KiB not_match example, and evaluates, within milliseconds', () => {
+    const example = 'a'.repeat(4096);
+    const text = `version: 1\nrules:\n  - {id: p, tool: write, path: "${PATHOLOGICAL}", decision: forbid, examples: {not_match: ["${example}"], match: ["aaaaaaac"]}}\n`;
+    const t0 = performance.now();
+    const layers = layersFrom({ session: [text] });
+    const e = evaluate(layers, file('write', `${'a'.repeat(4095)}b`));
+    expect(performance.now() - t0).toBeLessThan(50);
+    expect(e.decision).toBe('allow');
+    expect(evaluate(layers, file('write', `${'a'.repeat(4095)}c`)).decision).toBe('forbid');
+  });
+
+  it('refuses a glob over 512 characters at load, naming file and rule', () => {
+    const glob = `${'a/'.repeat(300)}x`;
+    const text = `version: 1\nrules:\n  - {id: g, tool: write, path: ${JSON.stringify(glob)}, decision: forbid}\n`;
+    expect(() => parsePolicyDocument('global/big.yaml', text, 'global')).toThrow(/^global\/big\.yaml: rules\[0\] \(g\): path glob ".*": glob is 601 characters long \(at most 512\)$/);
+  });
+
+  it('refuses more than 16 wildcards (a `**` counts once), in path and except', () => {
+    const seventeen = Array.from({ length: 17 }, () => '*').join('x');
+    const sixteen = Array.from({ length: 16 }, () => '**').join('/');
+    expect(() => parsePolicyDocument('f.yaml', `version: 1\nrules:\n  - {id: g, path: "${seventeen}", decision: forbid}\n`, 'global'))
+      .toThrow(/^f\.yaml: rules\[0\] \(g\): path glob ".*": glob has 17 wildcards \(at most 16\)$/);
+    expect(() => parsePolicyDocument('f.yaml', `version: 1\nrules:\n  - {id: g, path: "${sixteen}", decision: forbid}\n`, 'global')).not.toThrow();
+    expect(() => parsePolicyDocument('f.yaml', `version: 1\nrules:\n  - {id: h, path: "a/**", except: ["${seventeen}"], decision: forbid}\n`, 'global'))
+      .toThrow(/rules\[0\] \(h\): path glob .*17 wildcards/);
+  });
+});
