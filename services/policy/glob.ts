@@ -1,25 +1,23 @@
 // Path globs of POLICY.md §6, matched in linear-bounded time (§7 "Glob
 // matching is linear"). picomatch compiles globs to backtracking regular
 // expressions: `*a*a*a*a*a*a*a*c` against a 120-character path ran for
-// minutes on the event loop. Here a glob is a list of segments matched with
-// the classic two-pointer wildcard walk, once over the segments (`**`) and
-// once within a segment (`*`): it backtracks only to the last star, so a
-// match costs at most O(path × glob) steps, never exponential.
+// minutes on the event loop. Here a glob is matched in two linear passes of
+// wildcard.ts: over the segments of the path (`**` is the star) and over the
+// characters of a segment (`*`).
 //
 // Supported: `**` (zero or more segments; inside a segment it is `*`), `*`
 // and `?` (within a segment, dotfiles included), `[abc]`, `[a-z]`, `[!x]`
 // / `[^x]`, `{a,b}` alternatives and `\` escapes. Case-sensitive.
 
+import { compileWildcard, type Element } from './wildcard.ts';
+
 /** Limits of §7: a glob over them is a load error. */
 export const MAX_GLOB_LENGTH = 512;
 export const MAX_GLOB_WILDCARDS = 16;
 /** `{a,b}{c,d}…` multiplies; more alternatives than this is a load error. */
-const MAX_BRACE_EXPANSIONS = 64;
+const MAX_BRACE_EXPANSIONS = 16;
 
 export class GlobError extends Error {}
-
-type Atom = { kind: 'char'; c: string } | { kind: 'any' } | { kind: 'star' } | { kind: 'class'; neg: boolean; set: string; ranges: [string, string][] };
-type Segment = { kind: 'globstar' } | { kind: 'seg'; atoms: Atom[] };
 
 /**
  * @throws GlobError naming the limit or the syntax problem
@@ -27,11 +25,22 @@ type Segment = { kind: 'globstar' } | { kind: 'seg'; atoms: Atom[] };
  */
 export function compileGlobMatcher(glob: string): (path: string) => boolean {
   checkLimits(glob);
-  const alternatives = expandBraces(glob).map(parseGlob);
+  const alternatives = expandBraces(glob).map(compileAlternative);
   return (path) => {
     const segs = path.split('/');
-    return alternatives.some((p) => matchSegments(p, segs));
+    return alternatives.some((m) => m(segs));
   };
+}
+
+/** Segments become elements of the outer match: `**` a star, others a literal or a per-segment matcher. */
+function compileAlternative(glob: string): (segs: readonly string[]) => boolean {
+  return compileWildcard(glob.split('/').map((s): Element => {
+    if (s === '**') return 'star';
+    const inner = parseSegment(s);
+    if (inner.every((e) => e !== 'star' && 'key' in e)) return { key: inner.map((e) => (e as { key: string }).key).join('') };
+    const m = compileWildcard(inner);
+    return { test: (seg: string) => m(seg) };
+  }));
 }
 
 function checkLimits(glob: string): void {
@@ -95,27 +104,23 @@ function splitTopCommas(body: string): string[] {
   return parts;
 }
 
-function parseGlob(glob: string): Segment[] {
-  return glob.split('/').map((s): Segment => (s === '**' ? { kind: 'globstar' } : { kind: 'seg', atoms: parseSegment(s) }));
-}
-
-function parseSegment(s: string): Atom[] {
-  const atoms: Atom[] = [];
+function parseSegment(s: string): Element[] {
+  const out: Element[] = [];
   for (let k = 0; k < s.length; k++) {
     const c = s[k]!;
-    if (c === '\\' && k + 1 < s.length) atoms.push({ kind: 'char', c: s[++k]! });
-    else if (c === '?') atoms.push({ kind: 'any' });
+    if (c === '\\' && k + 1 < s.length) out.push({ key: s[++k]! });
+    else if (c === '?') out.push({ test: () => true });
     else if (c === '*') {
-      if (atoms.at(-1)?.kind !== 'star') atoms.push({ kind: 'star' });
+      if (out.at(-1) !== 'star') out.push('star');
     } else if (c === '[') {
       const cls = parseClass(s, k);
-      if (cls) { atoms.push(cls.atom); k = cls.end; } else atoms.push({ kind: 'char', c });
-    } else atoms.push({ kind: 'char', c });
+      if (cls) { out.push({ test: cls.test }); k = cls.end; } else out.push({ key: c });
+    } else out.push({ key: c });
   }
-  return atoms;
+  return out;
 }
 
-function parseClass(s: string, open: number): { atom: Atom; end: number } | null {
+function parseClass(s: string, open: number): { test: (c: string) => boolean; end: number } | null {
   let k = open + 1;
   const neg = s[k] === '!' || s[k] === '^';
   if (neg) k++;
@@ -123,7 +128,10 @@ function parseClass(s: string, open: number): { atom: Atom; end: number } | null
   const ranges: [string, string][] = [];
   for (let first = true; k < s.length; k++, first = false) {
     const c = s[k]!;
-    if (c === ']' && !first) return { atom: { kind: 'class', neg, set, ranges }, end: k };
+    if (c === ']' && !first) {
+      const test = (ch: string) => (set.includes(ch) || ranges.some(([lo, hi]) => ch >= lo && ch <= hi)) !== neg;
+      return { test, end: k };
+    }
     const lit = c === '\\' && k + 1 < s.length ? s[++k]! : c;
     if (s[k + 1] === '-' && k + 2 < s.length && s[k + 2] !== ']') {
       ranges.push([lit, s[k + 2]!]);
@@ -131,51 +139,4 @@ function parseClass(s: string, open: number): { atom: Atom; end: number } | null
     } else set += lit;
   }
   return null; // no closing bracket: a literal `[`
-}
-
-function atomMatches(a: Atom, c: string): boolean {
-  switch (a.kind) {
-    case 'char': return a.c === c;
-    case 'any': return true;
-    case 'star': return false;
-    case 'class': {
-      const hit = a.set.includes(c) || a.ranges.some(([lo, hi]) => c >= lo && c <= hi);
-      return hit !== a.neg;
-    }
-  }
-}
-
-/**
- * The two-pointer wildcard walk, generic over what one element is: `isStar`
- * elements match any run of text items, the others exactly one. On a
- * mismatch it returns to the last star only, which bounds the work by
- * text × pattern.
- */
-function walk<P, T>(pat: readonly P[], text: readonly T[] | string, isStar: (p: P) => boolean, one: (p: P, t: T) => boolean): boolean {
-  let i = 0;
-  let j = 0;
-  let starJ = -1;
-  let starI = 0;
-  const n = text.length;
-  while (i < n) {
-    const p = pat[j];
-    if (p !== undefined && !isStar(p) && one(p, text[i] as T)) { i++; j++; continue; }
-    if (p !== undefined && isStar(p)) { starJ = j++; starI = i; continue; }
-    if (starJ < 0) return false;
-    j = starJ + 1;
-    i = ++starI;
-  }
-  while (j < pat.length && isStar(pat[j]!)) j++;
-  return j === pat.length;
-}
-
-const isStarAtom = (a: Atom) => a.kind === 'star';
-const isGlobstar = (s: Segment) => s.kind === 'globstar';
-
-function segmentMatches(s: Segment, seg: string): boolean {
-  return s.kind === 'seg' && walk(s.atoms, seg, isStarAtom, atomMatches);
-}
-
-function matchSegments(pattern: readonly Segment[], segs: readonly string[]): boolean {
-  return walk(pattern, segs, isGlobstar, segmentMatches);
 }

@@ -39,8 +39,13 @@ export function parsePolicyDocument(name: string, doc: string | unknown, layer: 
   const envelope = PolicyFileSchema.safeParse(data);
   if (!envelope.success) throw new PolicyLoadError(`${name}: ${formatIssues(envelope.error)}`, name);
   const seen = new Set<string>();
-  const rules = (envelope.data.rules ?? []).map((raw, index) => {
+  const raws = envelope.data.rules ?? [];
+  if (layer === 'session' && raws.length > SESSION_LIMITS.rules) {
+    throw new PolicyLoadError(`${name}: ${raws.length} rules (a policy sent with a job or session has at most ${SESSION_LIMITS.rules})`, name);
+  }
+  const rules = raws.map((raw, index) => {
     const id = idOf(raw);
+    if (layer === 'session') checkSessionLimits(name, index, id, raw);
     const parsed = RuleSchema.safeParse(raw);
     if (!parsed.success) throw ruleError(name, index, id, formatIssues(parsed.error));
     if (seen.has(parsed.data.id)) throw ruleError(name, index, id, `duplicate rule id '${parsed.data.id}' in this file`);
@@ -50,6 +55,35 @@ export function parsePolicyDocument(name: string, doc: string | unknown, layer: 
     return rule;
   });
   return { name, layer, defaults: envelope.data.defaults ?? {}, rules };
+}
+
+/**
+ * A policy sent with a job or session is read on the API's event loop, so
+ * its size is bounded to keep loading it within a few milliseconds (§7).
+ * Operators' files are read at start-up and are not bounded.
+ */
+export const SESSION_LIMITS = { rules: 256, examples: 32, exampleChars: 8192, tokens: 32, alternatives: 128 } as const;
+
+function checkSessionLimits(file: string, index: number, id: string | undefined, raw: unknown): void {
+  if (!raw || typeof raw !== 'object') return;
+  const r = raw as { examples?: { match?: unknown; not_match?: unknown }; command?: unknown; except?: unknown };
+  const fail = (reason: string): never => {
+    throw ruleError(file, index, id, `${reason} (limit for a policy sent with a job or session)`);
+  };
+  for (const key of ['match', 'not_match'] as const) {
+    const list = r.examples?.[key];
+    if (!Array.isArray(list)) continue;
+    if (list.length > SESSION_LIMITS.examples) fail(`examples.${key} has ${list.length} entries, at most ${SESSION_LIMITS.examples}`);
+    for (const ex of list) {
+      const size = typeof ex === 'string' ? ex.length : Array.isArray(ex) ? ex.reduce((n: number, t) => n + String(t).length, 0) : 0;
+      if (size > SESSION_LIMITS.exampleChars) fail(`an example of examples.${key} has ${size} characters, at most ${SESSION_LIMITS.exampleChars}`);
+    }
+  }
+  const patterns = [r.command, ...(Array.isArray(r.except) ? r.except : [])].filter(Array.isArray) as unknown[][];
+  for (const p of patterns) {
+    if (p.length > SESSION_LIMITS.tokens) fail(`a command pattern has ${p.length} tokens, at most ${SESSION_LIMITS.tokens}`);
+    for (const t of p) if (Array.isArray(t) && t.length > SESSION_LIMITS.alternatives) fail(`a token has ${t.length} alternatives, at most ${SESSION_LIMITS.alternatives}`);
+  }
 }
 
 function parseYaml(name: string, text: string): unknown {

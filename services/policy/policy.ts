@@ -10,7 +10,7 @@ import type { DefaultKey } from './schema.ts';
 import { fileOpsOf, type FileOp } from './redirects.ts';
 import { prefixRunsAnything } from './runs-anything.ts';
 import { splitScript, type SimpleCommand, type SplitScript } from './shell-split.ts';
-import { unwrap, type Unwrapped } from './wrappers.ts';
+import { newWrapBudget, unwrap, type Unwrapped, type WrapBudget } from './wrappers.ts';
 
 export type MatchedRule = {
   id: string;
@@ -65,26 +65,50 @@ export function evaluate(layers: PolicyLayers, command: Command, grants: readonl
 }
 
 /** A script read into what it runs: its simple commands, what their wrappers run, and the files its redirections touch. */
-type Reading = { split: SplitScript; inner: Unwrapped[]; ops: FileOp[]; innerOps: FileOp[]; complex?: string };
+type Reading = { split: SplitScript; inner: Unwrapped[]; ops: FileOp[]; innerOps: FileOp[]; budget: WrapBudget; complex?: string };
 
 function read(cmd: string): Reading {
   const split = splitScript(cmd);
-  const inner = split.simple.map((c) => unwrap(c.argv));
+  const budget = newWrapBudget();
+  const inner = split.simple.map((c) => unwrap(c.argv, budget));
   const outer = fileOpsOf(split.simple);
   const nested = inner.flatMap((u) => u.commands);
   const all = nested.length > 0 ? fileOpsOf([...split.simple, ...nested]) : outer;
   const own = new Set(outer.ops.map(opKey));
   const innerOps = all.ops.filter((o) => !own.has(opKey(o)));
   const complex = split.complex ?? inner.find((u) => u.complex !== undefined)?.complex ?? all.complex;
-  return { split, inner, ops: outer.ops, innerOps, complex };
+  return { split, inner, ops: outer.ops, innerOps, budget, complex };
 }
 
 function opKey(o: FileOp): string {
   return `${o.tool}\0${o.path}`;
 }
 
+/**
+ * Bounds on what one bash command may be, so that checking it stays within a
+ * few milliseconds of the event loop (§7). Past them the command is refused,
+ * not waved through: a forbid hidden in a huge script must not become a prompt.
+ */
+export const MAX_SCRIPT_CHARS = 32 * 1024;
+export const MAX_SCRIPT_OPERATORS = 256;
+
+function tooLarge(cmd: string): string | undefined {
+  if (cmd.length > MAX_SCRIPT_CHARS) return `script_too_large: ${cmd.length} characters (at most ${MAX_SCRIPT_CHARS}); write long scripts to a file with tf-write and run that`;
+  let ops = 0;
+  for (let k = 0; k < cmd.length; k++) {
+    const c = cmd.charCodeAt(k);
+    // ; & | < > ( ` and newline: every separator, redirection and substitution has one.
+    if (c === 59 || c === 38 || c === 124 || c === 60 || c === 62 || c === 10 || c === 40 || c === 96) ops++;
+  }
+  if (ops > MAX_SCRIPT_OPERATORS) return `script_too_large: ${ops} separator, redirection and substitution characters (at most ${MAX_SCRIPT_OPERATORS}); split it or write it to a file`;
+  return undefined;
+}
+
 function evaluateBash(layers: PolicyLayers, command: Command, grants: readonly Grant[]): Evaluation {
-  const r = read(command.cmd ?? '');
+  const cmd = command.cmd ?? '';
+  const big = tooLarge(cmd);
+  if (big !== undefined) return refuse('bash', big);
+  const r = read(cmd);
   if (r.complex !== undefined) return evaluateComplex(layers, r, r.complex);
   const matched = new Set<Rule>();
   const parts: Part[] = [];
@@ -138,7 +162,7 @@ function evaluateComplex(layers: PolicyLayers, r: Reading, why: string): Evaluat
       if (argv.length === 0) continue;
       const own = layers.matchArgv(argv);
       for (const x of own) hit(x, show(argv));
-      const nested = argv === c.argv ? r.inner[k]!.commands : unwrap(argv).commands;
+      const nested = argv === c.argv ? r.inner[k]!.commands : unwrap(argv, r.budget).commands;
       for (const x of restrictionsOf(layers, nested, new Set(own))) hit(x, show(argv));
     }
   });

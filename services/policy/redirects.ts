@@ -5,10 +5,10 @@
 // /tmp/…) and descriptor duplications (`2>&1`) are the sandbox's business.
 //
 // Relative targets are relative to the shell's working directory, which a
-// `cd` earlier in the script moves: every directory a literal `cd` may have
-// reached is tried (a `cd` can fail, so the start stays possible too), and
+// `cd` earlier in the script moves (even out of the workspace and back):
+// every directory a literal `cd` may have reached is tried (a `cd` can fail, so the start stays possible too), and
 // a target after a `cd` that cannot be read makes the script complex.
-import { normalizeWorkspacePath } from './path.ts';
+import { normalizeWorkspacePath, WORKSPACE_ROOT } from './path.ts';
 import { splitScript, type SimpleCommand } from './shell-split.ts';
 import type { Word } from './shell-lexer.ts';
 
@@ -36,7 +36,7 @@ export function redirectFileOps(cmd: string): FileOp[] {
 export function fileOpsOf(commands: readonly SimpleCommand[]): FileOps {
   const ops: FileOp[] = [];
   const seen = new Set<string>();
-  let cwds: string[] | null = ['.'];
+  let cwds: string[] | null = [WORKSPACE_ROOT];
   let complex: string | undefined;
   for (const c of commands) {
     for (const r of c.redirs) {
@@ -46,8 +46,8 @@ export function fileOpsOf(commands: readonly SimpleCommand[]): FileOps {
       if (why) { complex ??= why; continue; }
       const t = r.target.text;
       if (!t.startsWith('/') && cwds === null) { complex ??= 'relative redirection target after a cd that cannot be followed'; continue; }
-      for (const base of t.startsWith('/') ? ['.'] : cwds!) {
-        const n = normalizeWorkspacePath(base === '.' || t.startsWith('/') ? t : `${base}/${t}`);
+      for (const base of t.startsWith('/') ? [''] : cwds!) {
+        const n = normalizeWorkspacePath(t.startsWith('/') ? t : `${base}/${t}`);
         if (!n.ok) continue; // outside the workspace: left to the sandbox
         for (const tool of tools) {
           const key = `${tool}\0${n.path}`;
@@ -83,10 +83,17 @@ function chdir(cwds: string[] | null, c: SimpleCommand): string[] | null {
   const arg = k < 0 ? undefined : c.words[k]!;
   if (!arg || arg.expanded || arg.text === '-' || arg.text === '') return null;
   const next = new Set(cwds);
-  for (const base of arg.text.startsWith('/') ? ['.'] : cwds) {
-    const n = normalizeWorkspacePath(base === '.' || arg.text.startsWith('/') ? arg.text : `${base}/${arg.text}`);
-    if (!n.ok) return null;
-    next.add(n.path);
-  }
+  for (const base of arg.text.startsWith('/') ? [''] : cwds) next.add(absolute(arg.text.startsWith('/') ? arg.text : `${base}/${arg.text}`));
   return next.size > MAX_CWDS ? null : [...next];
+}
+
+/** `/a/./b/../c` → `/a/c`; `..` above the root stays at the root, as the kernel does. */
+function absolute(p: string): string {
+  const out: string[] = [];
+  for (const seg of p.split('/')) {
+    if (seg === '' || seg === '.') continue;
+    if (seg === '..') out.pop();
+    else out.push(seg);
+  }
+  return `/${out.join('/')}`;
 }

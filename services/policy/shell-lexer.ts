@@ -243,7 +243,14 @@ class Lexer {
       // $'…' decodes escapes (`$'\x63url'` is curl) and $"…" translates: the
       // text is not what the shell runs, so the script is complex (§7).
       this.flag(nx === "'" ? "ANSI-C quoting $'…'" : 'locale quoting $"…"');
-      this.i++;
+      if (nx === '"') { this.i++; return; }
+      // Decoded, so that rules see what runs (`$'\x63url'` reads as curl) even
+      // though the script is complex.
+      this.quote();
+      const end = ansiEnd(s, this.i + 2);
+      this.w.text += decodeAnsiC(s.slice(this.i + 2, end < 0 ? s.length : end));
+      if (end < 0) this.flag('unterminated quote');
+      this.i = end < 0 ? s.length : end + 1;
       return;
     }
     if (nx !== undefined && NAME_CHAR.test(nx)) {
@@ -297,4 +304,32 @@ function closingBrace(s: string, from: number): number {
     else if (s[j] === '}' && --depth === 0) return j;
   }
   return -1;
+}
+
+/** Index of the `'` closing a `$'…'` string that starts at `from`, or -1. */
+function ansiEnd(s: string, from: number): number {
+  for (let j = from; j < s.length; j++) {
+    if (s[j] === '\\') j++;
+    else if (s[j] === "'") return j;
+  }
+  return -1;
+}
+
+const SIMPLE_ESCAPES: Record<string, string> = {
+  a: '\x07', b: '\b', e: '\x1b', E: '\x1b', f: '\f', n: '\n', r: '\r', t: '\t', v: '\v', '\\': '\\', "'": "'", '"': '"', '?': '?',
+};
+
+/** bash's `$'…'` escapes: \xHH, \NNN (octal), \uHHHH, \UHHHHHHHH, \cX and the single-letter ones. */
+export function decodeAnsiC(body: string): string {
+  return body.replace(/\\(x[0-9A-Fa-f]{1,2}|[0-7]{1,3}|u[0-9A-Fa-f]{1,4}|U[0-9A-Fa-f]{1,8}|c.|.)/gs, (m, e: string) => {
+    const k = e[0]!;
+    if (k === 'x' || k === 'u' || k === 'U') return safeCodePoint(parseInt(e.slice(1), 16)) ?? m;
+    if (k >= '0' && k <= '7') return String.fromCharCode(parseInt(e, 8) & 0xff);
+    if (k === 'c' && e.length === 2) return String.fromCharCode(e.charCodeAt(1) & 0x1f);
+    return SIMPLE_ESCAPES[k] ?? m;
+  });
+}
+
+function safeCodePoint(n: number): string | undefined {
+  return Number.isInteger(n) && n >= 0 && n <= 0x10ffff ? String.fromCodePoint(n) : undefined;
 }

@@ -55,11 +55,16 @@ const MAX_COMMANDS = 256;
  * of inner scripts (their redirections count too). `complex` when some
  * invocation on the way was not fully understood.
  */
-export function unwrap(argv: readonly string[]): Unwrapped {
-  const budget = { left: MAX_COMMANDS };
+export function unwrap(argv: readonly string[], budget: WrapBudget = newWrapBudget()): Unwrapped {
   const r = unwrapAt(argv, 0, budget);
-  if (budget.left <= 0) r.complex ??= `more than ${MAX_COMMANDS} wrapped commands`;
+  if (budget.left <= 0) r.complex ??= `more than ${MAX_COMMANDS} wrapped commands in one script`;
   return r;
+}
+
+/** Shared by every command of one script, so a script of many wrappers stays bounded too. */
+export type WrapBudget = { left: number };
+export function newWrapBudget(): WrapBudget {
+  return { left: MAX_COMMANDS };
 }
 
 /** The argv of every command `argv` runs through wrappers (tests, diagnostics). */

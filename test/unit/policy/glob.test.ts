@@ -73,3 +73,31 @@ describe('glob matching', () => {
       .toThrow(/rules\[0\] \(h\): path glob .*17 wildcards/);
   });
 });
+
+describe('bounded policy work (§7: nothing blocks the event loop for long)', () => {
+  it('adversarial globs within the limits stay in milliseconds against a 4 KiB path', () => {
+    const globs = ['*?' + 'a'.repeat(490) + 'b*', `**/${'a/'.repeat(200)}b/**`, '*[a]' + 'a'.repeat(480) + 'b*', `*${'a'.repeat(500)}b*`];
+    for (const g of globs) {
+      const test = compileGlobMatcher(g);
+      for (const path of ['a'.repeat(4096), `${'a/'.repeat(2047)}a`]) {
+        const t0 = performance.now();
+        expect(test(path)).toBe(false);
+        expect(performance.now() - t0).toBeLessThan(25);
+      }
+    }
+  });
+
+  it('a policy sent with a job or session is bounded in size', () => {
+    const many = `version: 1\nrules:\n${Array.from({ length: 257 }, (_, k) => `  - {id: r${k}, command: [x${k}], decision: forbid}`).join('\n')}\n`;
+    expect(() => parsePolicyDocument('session', many, 'session')).toThrow(/^session: 257 rules \(a policy sent with a job or session has at most 256\)$/);
+    expect(() => parsePolicyDocument('global/a.yaml', many, 'global')).not.toThrow();
+    const bigExample = `version: 1\nrules:\n  - {id: e, path: "a/**", decision: forbid, examples: {not_match: ["${'b'.repeat(8193)}"]}}\n`;
+    expect(() => parsePolicyDocument('session', bigExample, 'session')).toThrow(/rules\[0\] \(e\): an example of examples.not_match has 8193 characters, at most 8192/);
+  });
+
+  it('paths longer than PATH_MAX are refused before any rule is read', () => {
+    const e = evaluate(layersFrom({}), file('write', 'a'.repeat(4097)));
+    expect(e.decision).toBe('forbid');
+    expect(e.reason).toMatch(/invalid_path: 4097 characters/);
+  });
+});

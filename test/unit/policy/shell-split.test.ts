@@ -76,7 +76,7 @@ describe('splitScript: complex scripts', () => {
     ['X=1', /leading variable assignment/, []],
     ['LD_PRELOAD=/tmp/x.so ls', /leading variable assignment \(LD_PRELOAD=\)/, [['ls']]],
     ['GIT_DIR=/tmp/g git status', /leading variable assignment/, [['git', 'status']]],
-    ["$'\\x63url' x", /ANSI-C quoting/, [['\\x63url', 'x']]],
+    ["$'\\x63url' x", /ANSI-C quoting/, [['curl', 'x']]], // decoded for the rules
     ['echo $"hi"', /locale quoting/, [['echo', 'hi']]],
   ])('%j', (script, reason, commands) => {
     const r = splitScript(script);
