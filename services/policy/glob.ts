@@ -27,9 +27,20 @@ export function compileGlobMatcher(glob: string): (path: string) => boolean {
   checkLimits(glob);
   const alternatives = expandBraces(glob).map(compileAlternative);
   return (path) => {
-    const segs = path.split('/');
+    const segs = segmentsOf(path);
     return alternatives.some((m) => m(segs));
   };
+}
+
+// One path is tested against every path rule in a row: split it once.
+let lastPath = '';
+let lastSegs: readonly string[] = [''];
+function segmentsOf(path: string): readonly string[] {
+  if (path !== lastPath) {
+    lastSegs = path.split('/');
+    lastPath = path;
+  }
+  return lastSegs;
 }
 
 /** Segments become elements of the outer match: `**` a star, others a literal or a per-segment matcher. */

@@ -7,7 +7,7 @@ import type { PolicyLayers } from './layers.ts';
 import { normalizeWorkspacePath } from './path.ts';
 import { prefixLength, type Layer, type Rule } from './rule.ts';
 import type { DefaultKey } from './schema.ts';
-import { fileOpsOf, type FileOp } from './redirects.ts';
+import { fileOpsOf, type FileOp, type FileOps } from './redirects.ts';
 import { prefixRunsAnything } from './runs-anything.ts';
 import { splitScript, type SimpleCommand, type SplitScript } from './shell-split.ts';
 import { newWrapBudget, unwrap, type Unwrapped, type WrapBudget } from './wrappers.ts';
@@ -71,14 +71,17 @@ function read(cmd: string): Reading {
   const split = splitScript(cmd);
   const budget = newWrapBudget();
   const inner = split.simple.map((c) => unwrap(c.argv, budget));
-  const outer = fileOpsOf(split.simple);
   const nested = inner.flatMap((u) => u.commands);
-  const all = nested.length > 0 ? fileOpsOf([...split.simple, ...nested]) : outer;
-  const own = new Set(outer.ops.map(opKey));
-  const innerOps = all.ops.filter((o) => !own.has(opKey(o)));
+  const redirects = split.simple.some((c) => c.redirs.length > 0);
+  const outer = redirects ? fileOpsOf(split.simple) : NO_OPS;
+  const all = nested.some((c) => c.redirs.length > 0) ? fileOpsOf([...split.simple, ...nested]) : outer;
+  const own = all === outer ? undefined : new Set(outer.ops.map(opKey));
+  const innerOps = own === undefined ? [] : all.ops.filter((o) => !own.has(opKey(o)));
   const complex = split.complex ?? inner.find((u) => u.complex !== undefined)?.complex ?? all.complex;
   return { split, inner, ops: outer.ops, innerOps, budget, complex };
 }
+
+const NO_OPS: FileOps = { ops: [] };
 
 function opKey(o: FileOp): string {
   return `${o.tool}\0${o.path}`;
@@ -115,7 +118,7 @@ function evaluateBash(layers: PolicyLayers, command: Command, grants: readonly G
   r.split.simple.forEach((c, k) => {
     if (c.argv.length === 0) return;
     const rules = layers.matchArgv(c.argv);
-    const inner = restrictionsOf(layers, r.inner[k]!.commands, new Set(rules));
+    const inner = restrictionsOf(layers, r.inner[k]!.commands, rules);
     for (const x of rules) matched.add(x);
     for (const x of inner) matched.add(x);
     parts.push(partFrom(layers, 'bash', rules, { argv: c.argv }, grants, inner));
@@ -163,7 +166,7 @@ function evaluateComplex(layers: PolicyLayers, r: Reading, why: string): Evaluat
       const own = layers.matchArgv(argv);
       for (const x of own) hit(x, show(argv));
       const nested = argv === c.argv ? r.inner[k]!.commands : unwrap(argv, r.budget).commands;
-      for (const x of restrictionsOf(layers, nested, new Set(own))) hit(x, show(argv));
+      for (const x of restrictionsOf(layers, nested, own)) hit(x, show(argv));
     }
   });
   for (const op of [...r.ops, ...r.innerOps]) for (const x of layers.matchPath(op.tool, op.path)) hit(x, `${op.tool} of ${op.path} (redirection)`);
@@ -238,8 +241,9 @@ function finish(layers: PolicyLayers, detail: EvaluationDetail, matched: Set<Rul
 }
 
 /** forbid/prompt rules of the commands a wrapper runs (wrappers.ts), not already matched by the command itself. */
-function restrictionsOf(layers: PolicyLayers, inner: readonly SimpleCommand[], own: ReadonlySet<Rule>): Rule[] {
+function restrictionsOf(layers: PolicyLayers, inner: readonly SimpleCommand[], ownRules: readonly Rule[]): Rule[] {
   if (inner.length === 0) return [];
+  const own = new Set(ownRules);
   const out = new Set<Rule>();
   for (const c of inner) {
     if (c.argv.length === 0) continue;
