@@ -16,6 +16,8 @@ const MatchedRule = z.object({ id: z.string(), layer: z.string(), decision: z.en
 const Approval = z.object({
   token: z.string(), session_id: z.string(), job_id: z.string().nullable(), command_id: z.string(), tool: z.string(), target: z.string(),
   matched_rules: z.array(MatchedRule), justification: z.string().nullable(), created_at: z.string(), expires_at: z.string(),
+  /** what approve_for_session grants per scope (exact always; prefix when offered, else `unavailable` says why) */
+  grant_options: z.array(z.object({ scope: z.enum(['exact', 'prefix']), covers: z.string().nullable(), unavailable: z.string().optional() })),
 });
 
 type Route = {

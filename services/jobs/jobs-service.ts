@@ -86,10 +86,11 @@ export class JobsService {
     return recovered;
   }
 
-  async submit(request: JobRequest, owner: string | null): Promise<JobView> {
+  /** @param opts.tightenOnly the job's policy comes from a submitter key: it may only tighten (POLICY.md §7) */
+  async submit(request: JobRequest, owner: string | null, opts: { tightenOnly?: boolean } = {}): Promise<JobView> {
     const jobId = newId('job');
     const session = await this.#d.pipeline.createSession({
-      owner, project: request.project ?? null, approval: request.approval, policy: request.policy ?? null, jobId,
+      owner, project: request.project ?? null, approval: request.approval, policy: request.policy ?? null, jobId, tightenOnly: opts.tightenOnly ?? false,
     });
     const view: JobView = {
       job_id: jobId, session_id: session.session_id, status: 'queued', task: request.task, project: request.project ?? null,

@@ -1,7 +1,7 @@
 import type { Command } from '../protocol/command.ts';
 import {
-  decideApproval, evaluate, grantFor, loadPolicyDir, parsePolicyDocument,
-  type Evaluation, type Grant, type PolicyFile,
+  decideApproval, evaluate, grantOptions, loadPolicyDir, looseningIn, parsePolicyDocument,
+  type Evaluation, type Grant, type GrantOptions, type PolicyFile,
 } from '../policy/index.ts';
 import type { SessionMeta } from './sessions.ts';
 
@@ -10,15 +10,20 @@ import type { SessionMeta } from './sessions.ts';
 // never deserialized, because an Evaluation may carry details only its
 // producer holds.
 
-export type { Evaluation, Grant };
+export type { Evaluation, Grant, GrantOptions };
+export { PolicyLoosensError } from '../policy/index.ts';
 export type ApprovalAction = { action: 'run' | 'ask' | 'refuse'; reason?: string };
 
 export interface PolicyGate {
   evaluate(session: SessionMeta, command: Command, grants: Grant[]): Evaluation;
   decide(evaluation: Evaluation, session: SessionMeta, command: Command, grants: Grant[]): ApprovalAction;
-  grantFor(command: Command, evaluation: Evaluation): Grant;
-  /** Throws PolicyLoadError (code `invalid_policy`) for a bad session policy or an unknown project. */
-  validateSession(project: string | null, policy: unknown): void;
+  /** What `approve_for_session` may grant: exact always, a rule prefix when §7 allows it. */
+  grantOptions(command: Command, evaluation: Evaluation): GrantOptions;
+  /**
+   * Throws PolicyLoadError (code `invalid_policy`) for a bad session policy or an unknown project;
+   * with `tightenOnly` (a submitter's policy), PolicyLoosensError for an allow rule or a looser default.
+   */
+  validateSession(project: string | null, policy: unknown, tightenOnly?: boolean): void;
 }
 
 type Store = Awaited<ReturnType<typeof loadPolicyDir>>;
@@ -56,12 +61,13 @@ export class FilePolicyGate implements PolicyGate {
     return decideApproval(evaluation, session.approval, command, grants);
   }
 
-  grantFor(command: Command, evaluation: Evaluation): Grant {
-    return grantFor(command, evaluation);
+  grantOptions(command: Command, evaluation: Evaluation): GrantOptions {
+    return grantOptions(command, evaluation);
   }
 
-  validateSession(project: string | null, policy: unknown): void {
+  validateSession(project: string | null, policy: unknown, tightenOnly = false): void {
     const files = policy === null || policy === undefined ? [] : [parsePolicyDocument('session', policy, 'session')];
-    this.#store.layers(project ?? undefined, files);
+    const operator = this.#store.layers(project ?? undefined);
+    if (tightenOnly) for (const f of files) looseningIn(f, operator);
   }
 }

@@ -90,7 +90,7 @@ async function handleQueued(d: ProcessorDeps, rec: LedgerRecord, loaded: Loaded,
   if (action.action === 'run') return run(d, rec, command, ['queued'], null);
 
   const state = await d.approvals.request({
-    record: rec, command, evaluation, grant: d.gate.grantFor(command, evaluation), ttlS: d.approvalTtlS, jobId: session.job_id,
+    record: rec, command, evaluation, grants: d.gate.grantOptions(command, evaluation), ttlS: d.approvalTtlS, jobId: session.job_id,
   });
   const moved = await d.ledger.transition(rec, {
     from: ['queued'], to: 'awaiting_approval', unlessTurnFailed: true, events: ['approval_requested'],

@@ -1,7 +1,8 @@
 // Public surface of the policy engine. Re-exports only.
 export { DECISIONS, rank, stricter, strictest } from './decision.ts';
 export type { Decision } from './decision.ts';
-export { PolicyLoadError, UnknownProjectError } from './errors.ts';
+export { PolicyLoadError, PolicyLoosensError, UnknownProjectError } from './errors.ts';
+export { looseningIn } from './tighten.ts';
 export { normalizeWorkspacePath, WORKSPACE_ROOT, OUTSIDE } from './path.ts';
 export type { NormalizedPath } from './path.ts';
 export { parsePolicyDocument } from './parser.ts';

@@ -38,7 +38,7 @@ export function jobRoutes({ jobs, pipeline, redis, keys, maxJsonBytes }: JobRout
         details: bad.map((b) => ({ path: b.path, reason: b.n.ok ? '' : b.n.reason })),
       });
     }
-    const view = await jobs.submit(body, c.var.principal.id);
+    const view = await jobs.submit(body, c.var.principal.id, { tightenOnly: c.var.principal.role === 'submitter' });
     return c.json({ job_id: view.job_id, session_id: view.session_id, status: view.status }, 202);
   });
 

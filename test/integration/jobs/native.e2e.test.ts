@@ -94,7 +94,8 @@ describe('native tools, usage, errors, limits, roles', () => {
   });
 
   it('accepts a session policy as YAML text', async () => {
-    const { job_id, session_id } = await h.submit({ task: 'yaml policy', policy: 'version: 1\nrules:\n  - id: echo-ok\n    tool: bash\n    command: ["echo"]\n    decision: allow\n' });
+    // (A submitter's policy may only tighten, POLICY.md §7: a forbid rule, not an allow.)
+    const { job_id, session_id } = await h.submit({ task: 'yaml policy', policy: 'version: 1\nrules:\n  - id: no-make\n    tool: bash\n    command: ["make"]\n    decision: forbid\n' });
     expect((await h.waitFinal(job_id)).status).toBe('succeeded');
     expect((await h.ledger(session_id))[0]).toMatchObject({ status: 'succeeded', stdout: 'hi\n' });
     const bad = await fetch(`${h.url}/v1/jobs`, { method: 'POST', headers: { 'content-type': 'application/json', ...as('k-alice') }, body: JSON.stringify({ task: 'x', policy: { rules: [{ id: 'r', tool: 'bash', decision: 'maybe' }] } }) });
