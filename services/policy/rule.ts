@@ -27,12 +27,18 @@ export type Rule = {
   pathExcept: readonly PathMatcher[];
 };
 
+/**
+ * `"*"` is any one token; `"\\*"` (YAML `'\*'`) is a literal `*` argument, as in
+ * `rm -rf -- *`, which no other spelling can name.
+ */
 export function compilePattern(raw: readonly (string | readonly string[])[]): CommandPattern {
   return raw.map((t): PatternToken => {
     const alts = typeof t === 'string' ? [t] : t;
-    return alts.includes('*') ? { any: true } : { any: false, alts: new Set(alts) };
+    return alts.includes('*') ? { any: true } : { any: false, alts: new Set(alts.map((a) => (a === LITERAL_STAR ? '*' : a))) };
   });
 }
+
+const LITERAL_STAR = '\\*';
 
 /**
  * Argv-prefix match. `loose` also lets a path-qualified program

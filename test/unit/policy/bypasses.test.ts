@@ -155,3 +155,28 @@ describe('bash scripts are bounded (§7: no policy work blocks the event loop fo
     expect(performance.now() - t0).toBeLessThan(40); // ~4 ms on an idle machine; shared CI cores are slower
   });
 });
+
+describe('shipped global policy: whole-tree deletes and environment prefixes hold', () => {
+  it.each([
+    'rm -rf -- *', 'rm -rf ./.', 'rm -rfv .', 'rm -rf *', 'rm -r -f -- .', 'rm -fr -- ./*', 'rm -rf build .', 'rm -Rfv /workspace/',
+    'rm --recursive --force --verbose ~', 'rm -rf .*',
+  ])('%j is forbidden', (cmd) => {
+    const e = check(cmd);
+    expect(e.decision).toBe('forbid');
+    expect(e.matched_rules.map((r) => r.id).some((id) => id.startsWith('no-whole-tree-delete'))).toBe(true);
+  });
+
+  it.each(['rm -rf build', 'rm -rf -- build', 'rm -rf ./dist', "rm -rf '*.log'"])('%j is an ordinary delete', (cmd) => {
+    expect(check(cmd).decision).toBe('allow');
+  });
+
+  it.each(['LD_PRELOAD=/tmp/x.so ls', 'GIT_EXTERNAL_DIFF=./x.sh git diff', 'GIT_DIR=/tmp/g git log', 'LD_PRELOAD=/tmp/x.so npm test'])(
+    '%j is never allowed (was: allowed as ls / git diff); under never it is refused',
+    (cmd) => {
+      const e = check(cmd);
+      expect(e.decision).toBe('prompt');
+      expect(e.matched_rules.map((r) => r.id)).toContain('command-wrappers');
+      expect(decideApproval(e, 'never', bash(cmd), []).action).toBe('refuse');
+    },
+  );
+});
