@@ -43,6 +43,16 @@ function segmentsOf(path: string): readonly string[] {
   return lastSegs;
 }
 
+/** Characters to compile once `{a,b}` alternatives are expanded (for budgets); 0 when the glob is refused anyway. */
+export function expandedGlobChars(glob: string): number {
+  try {
+    checkLimits(glob);
+    return expandBraces(glob).reduce((n, g) => n + g.length, 0);
+  } catch {
+    return 0;
+  }
+}
+
 /** Segments become elements of the outer match: `**` a star, others a literal or a per-segment matcher. */
 function compileAlternative(glob: string): (segs: readonly string[]) => boolean {
   return compileWildcard(glob.split('/').map((s): Element => {

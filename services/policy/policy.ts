@@ -9,7 +9,7 @@ import { prefixLength, type Layer, type Rule } from './rule.ts';
 import type { DefaultKey } from './schema.ts';
 import { fileOpsOf, type FileOp, type FileOps } from './redirects.ts';
 import { prefixRunsAnything } from './runs-anything.ts';
-import { splitScript, type SimpleCommand, type SplitScript } from './shell-split.ts';
+import { scriptTooLarge, splitScript, type SimpleCommand, type SplitScript } from './shell-split.ts';
 import { newWrapBudget, unwrap, type Unwrapped, type WrapBudget } from './wrappers.ts';
 
 export type MatchedRule = {
@@ -87,29 +87,9 @@ function opKey(o: FileOp): string {
   return `${o.tool}\0${o.path}`;
 }
 
-/**
- * Bounds on what one bash command may be, so that checking it stays within a
- * few milliseconds of the event loop (§7). Past them the command is refused,
- * not waved through: a forbid hidden in a huge script must not become a prompt.
- */
-export const MAX_SCRIPT_CHARS = 32 * 1024;
-export const MAX_SCRIPT_OPERATORS = 256;
-
-function tooLarge(cmd: string): string | undefined {
-  if (cmd.length > MAX_SCRIPT_CHARS) return `script_too_large: ${cmd.length} characters (at most ${MAX_SCRIPT_CHARS}); write long scripts to a file with tf-write and run that`;
-  let ops = 0;
-  for (let k = 0; k < cmd.length; k++) {
-    const c = cmd.charCodeAt(k);
-    // ; & | < > ( ` and newline: every separator, redirection and substitution has one.
-    if (c === 59 || c === 38 || c === 124 || c === 60 || c === 62 || c === 10 || c === 40 || c === 96) ops++;
-  }
-  if (ops > MAX_SCRIPT_OPERATORS) return `script_too_large: ${ops} separator, redirection and substitution characters (at most ${MAX_SCRIPT_OPERATORS}); split it or write it to a file`;
-  return undefined;
-}
-
 function evaluateBash(layers: PolicyLayers, command: Command, grants: readonly Grant[]): Evaluation {
   const cmd = command.cmd ?? '';
-  const big = tooLarge(cmd);
+  const big = scriptTooLarge(cmd);
   if (big !== undefined) return refuse('bash', big);
   const r = read(cmd);
   if (r.complex !== undefined) return evaluateComplex(layers, r, r.complex);

@@ -34,6 +34,27 @@ const NON_COMMAND_HEADS = new Set(['for', 'case', 'select', 'function']);
 const CONTINUES_ON_NEXT_LINE = new Set(['&&', '||', '|', '|&']);
 const ASSIGNMENT = /^[A-Za-z_][A-Za-z0-9_]*\+?=/;
 
+/**
+ * Bounds on what one bash command may be, so that checking it stays within a
+ * few milliseconds of the event loop (§7). Past them the command is refused,
+ * not waved through: a forbid hidden in a huge script must not become a prompt.
+ */
+export const MAX_SCRIPT_CHARS = 32 * 1024;
+export const MAX_SCRIPT_OPERATORS = 256;
+
+/** The reason a script is over the bounds, or undefined. */
+export function scriptTooLarge(cmd: string): string | undefined {
+  if (cmd.length > MAX_SCRIPT_CHARS) return `script_too_large: ${cmd.length} characters (at most ${MAX_SCRIPT_CHARS}); write long scripts to a file with tf-write and run that`;
+  let ops = 0;
+  for (let k = 0; k < cmd.length; k++) {
+    const c = cmd.charCodeAt(k);
+    // ; & | < > ( ` and newline: every separator, redirection and substitution has one.
+    if (c === 59 || c === 38 || c === 124 || c === 60 || c === 62 || c === 10 || c === 40 || c === 96) ops++;
+  }
+  if (ops > MAX_SCRIPT_OPERATORS) return `script_too_large: ${ops} separator, redirection and substitution characters (at most ${MAX_SCRIPT_OPERATORS}); split it or write it to a file`;
+  return undefined;
+}
+
 type Frame = { words: Word[]; redirs: Redirection[]; dynamicHead: boolean; opener?: string };
 
 export function splitScript(script: string): SplitScript {

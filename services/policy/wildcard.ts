@@ -17,8 +17,8 @@ export type Element = { key: string } | { test: (item: string) => boolean } | 's
 type Chunk = {
   items: readonly Exclude<Element, 'star'>[];
   words: number;
-  /** Bit k set for each position k holding that literal. */
-  lit: Map<string, Uint32Array>;
+  /** Bit k set for each position k holding that literal; built on first search (most chunks are never searched). */
+  lit?: Map<string, Uint32Array>;
   wild: { k: number; test: (item: string) => boolean }[];
   /** The chunk as one string, when every element is a one-character literal. */
   text?: string;
@@ -37,14 +37,10 @@ export function compileWildcard(pattern: readonly Element[]): (text: string | re
 
 function compileChunk(items: Exclude<Element, 'star'>[]): Chunk {
   const words = Math.max(1, Math.ceil(items.length / 32));
-  const lit = new Map<string, Uint32Array>();
   const wild: Chunk['wild'] = [];
   let text: string | undefined = '';
   items.forEach((e, k) => {
     if ('key' in e) {
-      let m = lit.get(e.key);
-      if (!m) lit.set(e.key, (m = new Uint32Array(words)));
-      m[k >> 5]! |= 1 << (k & 31);
       if (text !== undefined && e.key.length === 1) text += e.key;
       else text = undefined;
     } else {
@@ -52,7 +48,19 @@ function compileChunk(items: Exclude<Element, 'star'>[]): Chunk {
       text = undefined;
     }
   });
-  return { items, words, lit, wild, text };
+  return { items, words, wild, text };
+}
+
+function literalMasks(chunk: Chunk): Map<string, Uint32Array> {
+  if (chunk.lit) return chunk.lit;
+  const lit = new Map<string, Uint32Array>();
+  chunk.items.forEach((e, k) => {
+    if (!('key' in e)) return;
+    let m = lit.get(e.key);
+    if (!m) lit.set(e.key, (m = new Uint32Array(chunk.words)));
+    m[k >> 5]! |= 1 << (k & 31);
+  });
+  return (chunk.lit = lit);
 }
 
 function matches(chunks: readonly Chunk[], text: string | readonly string[]): boolean {
@@ -87,11 +95,12 @@ function shiftAnd(chunk: Chunk, text: string | readonly string[], from: number, 
   if (m === 0) return from;
   const { words } = chunk;
   const masks = new Map<string, Uint32Array>();
+  const lits = literalMasks(chunk);
   const maskOf = (t: string): Uint32Array => {
     let b = masks.get(t);
     if (b) return b;
     b = new Uint32Array(words);
-    const l = chunk.lit.get(t);
+    const l = lits.get(t);
     if (l) b.set(l);
     for (const w of chunk.wild) if (w.test(t)) b[w.k >> 5]! |= 1 << (w.k & 31);
     masks.set(t, b);

@@ -95,6 +95,17 @@ describe('bounded policy work (§7: nothing blocks the event loop for long)', ()
     expect(() => parsePolicyDocument('session', bigExample, 'session')).toThrow(/rules\[0\] \(e\): an example of examples.not_match has 8193 characters, at most 8192/);
   });
 
+  it('the whole of a submitted policy is bounded too, and loads within milliseconds at the bounds', () => {
+    const globRule = (k: number) => `  - {id: g${k}, path: "{a,b}/*?${'a'.repeat(480)}b*", decision: forbid}`;
+    const over = `version: 1\nrules:\n${Array.from({ length: 20 }, (_, k) => globRule(k)).join('\n')}\n`;
+    expect(() => parsePolicyDocument('session', over, 'session')).toThrow(/rules\[16\] \(g16\): in all, the policy's globs exceed 16384 characters once \{a,b\} is expanded/);
+    const within = `version: 1\nrules:\n${Array.from({ length: 16 }, (_, k) => globRule(k)).join('\n')}\n`;
+    parsePolicyDocument('session', within, 'session');
+    const t0 = performance.now();
+    parsePolicyDocument('session', within, 'session');
+    expect(performance.now() - t0).toBeLessThan(25);
+  });
+
   it('paths longer than PATH_MAX are refused before any rule is read', () => {
     const e = evaluate(layersFrom({}), file('write', 'a'.repeat(4097)));
     expect(e.decision).toBe('forbid');
