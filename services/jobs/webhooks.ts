@@ -30,6 +30,8 @@ export interface WebhookOptions {
   resolve?: (host: string) => Promise<{ address: string; family: number }[]>;
 }
 
+const SUBMIT_CHECK_MS = 2000;
+
 export function signBody(secret: string, body: string): string {
   return `sha256=${createHmac('sha256', secret).update(body).digest('hex')}`;
 }
@@ -48,8 +50,12 @@ export class WebhookSender {
 
   /** Checks a URL now (job submission): the refusal reason, or null when it may be used (or can only be known later). */
   async refusal(url: string): Promise<string | null> {
-    const r = await this.#resolve(url);
-    return r.ok || r.retryable ? null : r.reason;
+    // A slow resolver must not hold the submission: past the bound, the
+    // delivery-time check decides (and a refusal then is a recorded failure).
+    let timer: NodeJS.Timeout | undefined;
+    const late = new Promise<null>((resolve) => { timer = setTimeout(() => resolve(null), SUBMIT_CHECK_MS); });
+    const r = await Promise.race([this.#resolve(url), late]).finally(() => clearTimeout(timer));
+    return r === null || r.ok || r.retryable ? null : r.reason;
   }
 
   /** Starts delivery and returns at once. */
