@@ -11,6 +11,7 @@
 import { normalizeWorkspacePath, WORKSPACE_ROOT } from './path.ts';
 import { splitScript, type SimpleCommand } from './shell-split.ts';
 import type { Word } from './shell-lexer.ts';
+import { newWrapBudget, unwrap } from './wrappers.ts';
 
 export type FileOp = { tool: 'write' | 'read'; path: string };
 export type FileOps = { ops: FileOp[]; complex?: string };
@@ -24,12 +25,17 @@ const MAX_CWDS = 16;
 /**
  * The workspace files a bash script's redirections write or read, as
  * normalised workspace paths (several per target when a `cd` makes the
- * working directory uncertain). Pure; used by the engine and by the worker's
+ * working directory uncertain), including those of scripts run through
+ * wrappers (`bash -c`). Pure; used by the engine and by the worker's
  * execution-time check on resolved paths.
  * @example redirectFileOps('echo x >> .git/config 2>/dev/null') // [{ tool: 'write', path: '.git/config' }]
  */
 export function redirectFileOps(cmd: string): FileOp[] {
-  return fileOpsOf(splitScript(cmd).simple).ops;
+  const simple = splitScript(cmd).simple;
+  // Scripts run through wrappers (`bash -c "echo x > f"`) redirect too.
+  const budget = newWrapBudget();
+  const nested = simple.flatMap((c) => unwrap(c.argv, budget).commands);
+  return fileOpsOf([...simple, ...nested]).ops;
 }
 
 /** File operations of simple commands in script order; `complex` when a target cannot be known from the text. */

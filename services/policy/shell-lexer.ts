@@ -11,6 +11,8 @@
 // and the tokens read so far are still returned, so the caller can read
 // simple commands out of a complex script.
 
+import { decodeAnsiC } from './ansi-c.ts';
+
 export type Word = {
   kind: 'word';
   text: string;
@@ -313,23 +315,4 @@ function ansiEnd(s: string, from: number): number {
     else if (s[j] === "'") return j;
   }
   return -1;
-}
-
-const SIMPLE_ESCAPES: Record<string, string> = {
-  a: '\x07', b: '\b', e: '\x1b', E: '\x1b', f: '\f', n: '\n', r: '\r', t: '\t', v: '\v', '\\': '\\', "'": "'", '"': '"', '?': '?',
-};
-
-/** bash's `$'…'` escapes: \xHH, \NNN (octal), \uHHHH, \UHHHHHHHH, \cX and the single-letter ones. */
-export function decodeAnsiC(body: string): string {
-  return body.replace(/\\(x[0-9A-Fa-f]{1,2}|[0-7]{1,3}|u[0-9A-Fa-f]{1,4}|U[0-9A-Fa-f]{1,8}|c.|.)/gs, (m, e: string) => {
-    const k = e[0]!;
-    if (k === 'x' || k === 'u' || k === 'U') return safeCodePoint(parseInt(e.slice(1), 16)) ?? m;
-    if (k >= '0' && k <= '7') return String.fromCharCode(parseInt(e, 8) & 0xff);
-    if (k === 'c' && e.length === 2) return String.fromCharCode(e.charCodeAt(1) & 0x1f);
-    return SIMPLE_ESCAPES[k] ?? m;
-  });
-}
-
-function safeCodePoint(n: number): string | undefined {
-  return Number.isInteger(n) && n >= 0 && n <= 0x10ffff ? String.fromCodePoint(n) : undefined;
 }

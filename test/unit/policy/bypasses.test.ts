@@ -58,6 +58,7 @@ describe('redirections are file operations', () => {
       { tool: 'write', path: 'rw' },
     ]);
     expect(redirectFileOps('cd sub && echo > f')).toEqual([{ tool: 'write', path: 'f' }, { tool: 'write', path: 'sub/f' }]);
+    expect(redirectFileOps('bash -c "echo x >> g/hooks/pre-commit"')).toEqual([{ tool: 'write', path: 'g/hooks/pre-commit' }]);
   });
 
   it('a file-tool command carrying the resolved path meets every path rule', () => {
@@ -149,10 +150,14 @@ describe('bash scripts are bounded (§7: no policy work blocks the event loop fo
 
   it('the largest script within the bounds is decided in milliseconds', () => {
     const cmd = `${'ls;'.repeat(250)}echo ${'a '.repeat(15 * 1024)}`;
-    check(cmd);
-    const t0 = performance.now();
-    expect(check(cmd).decision).toBe('allow');
-    expect(performance.now() - t0).toBeLessThan(40); // ~4 ms on an idle machine; shared CI cores are slower
+    const times: number[] = [];
+    for (let k = 0; k < 5; k++) {
+      const t0 = performance.now();
+      expect(check(cmd).decision).toBe('allow');
+      times.push(performance.now() - t0);
+    }
+    // ~4 ms on an idle machine; the best of five rides out a busy shared machine.
+    expect(Math.min(...times)).toBeLessThan(40);
   });
 });
 
