@@ -195,9 +195,9 @@ function checkExamples(file: string, rule: Rule, r: RuleInput): void {
       const split = splitScript(ex);
       const one = split.simple.length === 1 ? split.simple[0]! : undefined;
       // `NAME=value cmd` is one simple command in shell terms; the engine shows
-      // it to rules as `env NAME=value cmd` (policy.ts), and so do examples.
+      // it to rules as `cmd` and as `env NAME=value cmd` (policy.ts), and so do examples.
       const assignedOnly = one !== undefined && one.assigns.length > 0 && one.argv.length > 0 && split.complex?.startsWith(ASSIGNMENT_REASON);
-      if (assignedOnly) return ruleMatchesArgv(rule, ['env', ...one.assigns, ...one.argv]);
+      if (assignedOnly) return ruleMatchesArgv(rule, one.argv) || ruleMatchesArgv(rule, ['env', ...one.assigns, ...one.argv]);
       if (split.complex !== undefined || split.commands.length !== 1) {
         fail(`example ${shown} is not one simple command${split.complex ? ` (${split.complex})` : ''}`);
       }
