@@ -37,7 +37,10 @@ const WRAPPERS: Record<string, Spec> = {
   ionice: spec(['-t', '--ignore'], ['-c', '--class', '-n', '--classdata']),
   chrt: spec([], [], 1),
   flock: spec(['-s', '--shared', '-x', '--exclusive', '-n', '--nonblock', '-o', '--close', '-u', '--unlock'], ['-w', '--timeout', '-E', '--conflict-exit-code'], 1),
+  busybox: spec([], []), // `busybox wget …`: the applet is the command
 };
+/** Runners whose command lines are not parsed here (`script -c`, `strace -e …`, `parallel … :::`): always read by guessing. */
+const GUESSED = new Set(['script', 'strace', 'ltrace', 'parallel', 'su', 'runuser', 'chpst', 'unshare', 'nsenter', 'chroot']);
 const SHELLS = new Set(['bash', 'sh', 'zsh', 'dash', 'ksh', 'ash', 'busybox-sh', 'rbash']);
 /** Programs that join their arguments into a shell script. */
 const SCRIPT_JOINERS = new Set(['eval', 'watch']);
@@ -101,6 +104,7 @@ function unwrapOnce(program: string, argv: readonly string[]): Unwrapped {
   if (SHELLS.has(program)) return shellScript(program, argv);
   if (SCRIPT_JOINERS.has(program)) return program === 'watch' ? guess(argv, 'watch runs its arguments as a script') : script(argv.slice(1).join(' '));
   if (program === 'find') return findExec(argv);
+  if (GUESSED.has(program)) return guess(argv, `${program} runs a command line that is not parsed here`);
   const s = WRAPPERS[program];
   if (s === undefined) return { commands: [] };
   // `command -v x` / `-V` only print where x is.

@@ -86,6 +86,9 @@ describe('more that is complex, and unwrapping never loosens', () => {
     ['echo curl x | bash', 'prompt'], // a shell reading stdin
     ['find . -exec curl x ";"', 'forbid'],
     ["xargs sh -c 'curl x'", 'forbid'],
+    ['busybox wget http://x', 'forbid'],
+    ['script -qc "curl x" /dev/null', 'forbid'],
+    ['strace -f -e trace=all curl x', 'forbid'],
   ])('%j → %s', (cmd, decision) => {
     const e = check(cmd);
     expect(e.decision).toBe(decision);
