@@ -55,6 +55,20 @@ export function scriptTooLarge(cmd: string): string | undefined {
   return undefined;
 }
 
+// Builtins that change what later commands run or with which environment:
+// `export LD_PRELOAD=…; ls` is `LD_PRELOAD=… ls` spelled apart, `hash -p
+// /tmp/x ls` and `alias ls=…` swap the program behind a name.
+const ENV_SETTERS = new Set(['export', 'declare', 'typeset', 'readonly', 'local']);
+const NAME_CHANGERS = new Set(['alias', 'hash', 'enable']);
+
+function shellStateChange(argv: readonly string[]): string | undefined {
+  const [head, ...args] = argv;
+  if (head === undefined) return undefined;
+  if (ENV_SETTERS.has(head) && args.some((a) => a.includes('='))) return `environment change (${head} ${args.find((a) => a.includes('='))!.split('=')[0]}=)`;
+  if (NAME_CHANGERS.has(head) && args.length > 0) return `shell state change (${head})`;
+  return undefined;
+}
+
 type Frame = { words: Word[]; redirs: Redirection[]; dynamicHead: boolean; opener?: string };
 
 export function splitScript(script: string): SplitScript {
@@ -125,6 +139,7 @@ export function splitScript(script: string): SplitScript {
       if (!head.quoted && RESERVED.has(head.text)) complex ??= `compound command '${head.text}'`;
       else if (head.expanded) complex ??= 'expansion in the command word';
       else if (head.brace) complex ??= 'braces in the command word';
+      else complex ??= shellStateChange(commandWords(f.words).map((w) => w.text));
     }
   }
   if (complex === undefined) {

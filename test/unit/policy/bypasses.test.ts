@@ -83,6 +83,8 @@ describe('more that is complex, and unwrapping never loosens', () => {
     ['GIT_EXTERNAL_DIFF=./evil.sh git diff', 'prompt'],
     ['GIT_DIR=/tmp/g git status', 'prompt'],
     ['PATH=/tmp/bin:$PATH; ls', 'prompt'],
+    ['export GIT_EXTERNAL_DIFF=./x.sh; git diff', 'prompt'],
+    ['hash -p /tmp/evil ls; ls', 'prompt'],
     ['echo curl x | bash', 'prompt'], // a shell reading stdin
     ['find . -exec curl x ";"', 'forbid'],
     ["xargs sh -c 'curl x'", 'forbid'],

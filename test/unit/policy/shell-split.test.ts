@@ -78,6 +78,8 @@ describe('splitScript: complex scripts', () => {
     ['GIT_DIR=/tmp/g git status', /leading variable assignment/, [['git', 'status']]],
     ["$'\\x63url' x", /ANSI-C quoting/, [['curl', 'x']]], // decoded for the rules
     ['echo $"hi"', /locale quoting/, [['echo', 'hi']]],
+    ['export LD_PRELOAD=/tmp/x.so; ls', /environment change \(export LD_PRELOAD=\)/, [['export', 'LD_PRELOAD=/tmp/x.so'], ['ls']]],
+    ['hash -p /tmp/evil ls; ls', /shell state change \(hash\)/, [['hash', '-p', '/tmp/evil', 'ls'], ['ls']]],
   ])('%j', (script, reason, commands) => {
     const r = splitScript(script);
     expect(r.complex).toMatch(reason);
