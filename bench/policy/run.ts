@@ -74,6 +74,8 @@ function measure(c: Case): { perSec: number; decision: string } {
 const big = layersOf(bigPolicy());
 const one = layersOf(ONE_RULE);
 const COMPOUND = 'git status && npm run build | tee build.log; ls -la src && cat README.md';
+const REDIRECTED = 'git status > s.txt 2>&1 && npm run build >> build.log; ls -la src < /dev/null && cat README.md 2>/dev/null';
+const patho = layersOf('version: 1\nrules:\n  - {id: p, tool: write, path: "*a*a*a*a*a*a*a*c", decision: forbid}\n');
 const cases: Case[] = [
   { name: 'baseline: 1 rule, single command', rules: one.rules.length, layers: one, command: cmd('ls -la') },
   { name: '1 rule, 5-part compound command', rules: one.rules.length, layers: one, command: cmd(COMPOUND) },
@@ -81,6 +83,9 @@ const cases: Case[] = [
   { name: '200 rules, 5-part compound command', rules: big.rules.length, layers: big, command: cmd(COMPOUND) },
   { name: '200 rules, complex script', rules: big.rules.length, layers: big, command: cmd('for f in $(ls); do git status $f; done') },
   { name: '200 rules, write (glob rules)', rules: big.rules.length, layers: big, command: { id: '1', tool: 'write', path: 'dir7/a/b/c.ts', need_result: false } },
+  // POLICY.md §7: redirection targets are checked as writes/reads, and globs match in linear time.
+  { name: '200 rules, 5-part command with redirections', rules: big.rules.length, layers: big, command: cmd(REDIRECTED) },
+  { name: 'glob `*a*a*a*a*a*a*a*c` vs a 4 KiB path', rules: patho.rules.length, layers: patho, command: { id: '1', tool: 'write', path: 'a'.repeat(4096), need_result: false } },
 ];
 
 const lines: string[] = [];

@@ -72,7 +72,16 @@ export async function approvalCard(deps: { pipeline: Pipeline; gate: PolicyGate 
     },
     diff: a.tool === 'edit' && r ? lineDiff(r.old_text ?? '', r.new_text ?? '') : null,
     bash,
-    grant: { scope: grant, words: grant ? describeGrant(grant, command) : 'no session grant is possible for this command: approve it once or reject it' },
+    grant: { scope: grant[0] ?? null, words: grantWords(a, grant, command) },
     recent: recentOf(ledger.filter((x) => x.index !== a.index)),
   };
+}
+
+// The exact grant is what approve_for_session gives (POLICY.md §7); its words
+// come from the policy engine that made it, else from the stored grants.
+function grantWords(a: ApprovalState, grants: Grant[], command: Command): string {
+  const exact = a.grant_options?.find((o) => o.scope === 'exact')?.covers;
+  if (exact) return exact;
+  if (grants.length > 0) return grants.map((g) => describeGrant(g, command)).join('; ');
+  return 'no session grant is possible for this command: approve it once or reject it';
 }

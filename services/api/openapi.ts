@@ -16,6 +16,8 @@ const MatchedRule = z.object({ id: z.string(), layer: z.string(), decision: z.en
 const Approval = z.object({
   token: z.string(), session_id: z.string(), job_id: z.string().nullable(), command_id: z.string(), tool: z.string(), target: z.string(),
   matched_rules: z.array(MatchedRule), justification: z.string().nullable(), created_at: z.string(), expires_at: z.string(),
+  /** what approve_for_session grants per scope (exact always; prefix when offered, else `unavailable` says why) */
+  grant_options: z.array(z.object({ scope: z.enum(['exact', 'prefix']), covers: z.string().nullable(), unavailable: z.string().optional() })),
 });
 
 type Route = {
@@ -34,6 +36,10 @@ const ROUTES: Route[] = [
   { method: 'get', path: '/v1/jobs/{job_id}', summary: 'A job: status and figures', auth: 'any', ok: [200, JobView] },
   { method: 'get', path: '/v1/jobs/{job_id}/events', summary: 'Server-Sent Events, resumable with Last-Event-ID', auth: 'any', ok: [200, 'sse'] },
   { method: 'post', path: '/v1/jobs/{job_id}/cancel', summary: 'Stop the model, skip the queue', auth: 'any', ok: [202, JobView] },
+  {
+    method: 'get', path: '/v1/jobs/{job_id}/webhook-deliveries', summary: 'Every webhook delivery attempt of the job', auth: 'any',
+    ok: [200, z.object({ deliveries: z.array(z.object({ attempt: z.number(), at: z.string(), status_code: z.number().optional(), error: z.string().optional(), ok: z.boolean() })) })],
+  },
   { method: 'post', path: '/v1/sessions', summary: 'A session without a model', auth: 'any', body: CreateSessionBody, ok: [201, z.object({ session_id: z.string() })] },
   { method: 'get', path: '/v1/sessions/{id}', summary: 'A session: project, approval mode, job, timestamps', auth: 'any', ok: [200, z.object({ session_id: z.string() }).loose()] },
   { method: 'get', path: '/v1/sessions/{id}/events', summary: "The session's events as SSE, resumable with Last-Event-ID", auth: 'any', ok: [200, 'sse'] },

@@ -15,6 +15,11 @@ export type CreateSessionBody = z.infer<typeof CreateSessionBody>;
 export const AnswerApprovalBody = z.strictObject({
   decision: z.enum(['approve', 'approve_for_session', 'reject']),
   reason: z.string().max(4000).optional(),
+  /**
+   * approve_for_session only: `exact` (default) grants the same command; `prefix` the
+   * matched rule's prefix, when the approval offers it (POLICY.md §7, `grant_options`).
+   */
+  scope: z.enum(['exact', 'prefix']).optional(),
 });
 
 export const ApprovalsQuery = z.strictObject({

@@ -222,8 +222,9 @@ export class ApiClient {
     return this.#json('GET', `${this.url}/v1/approvals?status=pending`);
   }
 
-  answerApproval(token: string, decision: Decision, reason?: string): Promise<{ approval: AnsweredApproval | null }> {
-    return this.#json('POST', `${this.url}/v1/approvals/${encodeURIComponent(token)}`, reason === undefined ? { decision } : { decision, reason });
+  /** `scope: 'prefix'` asks approve_for_session for the wider grant the approval offers (POLICY.md §7). */
+  answerApproval(token: string, decision: Decision, reason?: string, scope?: 'prefix'): Promise<{ approval: AnsweredApproval | null }> {
+    return this.#json('POST', `${this.url}/v1/approvals/${encodeURIComponent(token)}`, { decision, ...(reason === undefined ? {} : { reason }), ...(scope ? { scope } : {}) });
   }
 
   /**

@@ -14,7 +14,7 @@ const subcommands: Record<string, { summary: string; load: () => Promise<Subcomm
   serve: { summary: 'serve [--role api|worker|all]              run the API and/or the worker', load: async () => (await import('./commands/serve.ts')).serveMain },
   submit: { summary: 'submit "TASK" [--approval ...] [--wait]   submit a job; --wait follows it', load: async () => (await import('./commands/submit.ts')).submitMain },
   approvals: { summary: 'approvals [--json]                        list pending approvals', load: async () => (await import('./commands/approvals.ts')).approvalsMain },
-  approve: { summary: 'approve TOKEN [--session]                 approve a pending command', load: async () => (await import('./commands/approve.ts')).approveMain },
+  approve: { summary: 'approve TOKEN [--session [--prefix]]      approve a pending command', load: async () => (await import('./commands/approve.ts')).approveMain },
   reject: { summary: 'reject TOKEN [--reason "..."]             reject a pending command', load: async () => (await import('./commands/approve.ts')).rejectMain },
   cancel: { summary: 'cancel JOB_ID                             stop a job: the model, the queue, its approvals', load: async () => (await import('./commands/cancel.ts')).cancelMain },
 };

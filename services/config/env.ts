@@ -30,6 +30,8 @@ export const EnvSchema = z.object({
   THINKFLOW_MODEL: z.string().min(1).default('gpt-4.1'),
   /** HMAC key of webhook signatures; unset = a random key per process (logged as a warning) */
   THINKFLOW_WEBHOOK_SECRET: z.string().min(1).optional(),
+  /** comma-separated hosts, host:port or CIDRs webhooks may reach; unset = any but loopback, link-local and cloud metadata */
+  THINKFLOW_WEBHOOK_ALLOW: z.string().optional(),
   /** seconds without a heartbeat after which another API process fails a runner's unfinished jobs */
   THINKFLOW_RUNNER_TTL_S: z.coerce.number().int().min(1).max(3600).default(20),
   /** workspace quota per session in MiB; a command that writes past it fails with workspace_full */
@@ -66,6 +68,8 @@ export type Config = {
   sandboxPrefix: string;
   model: { baseUrl: string | null; apiKey: string | null; name: string };
   webhookSecret: string | null;
+  /** THINKFLOW_WEBHOOK_ALLOW as written; null = the default refusals only */
+  webhookAllow: string | null;
   runnerTtlS: number;
   replayScripts: string | null;
   workspaceQuotaMb: number;
@@ -136,6 +140,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     sandboxPrefix: e.THINKFLOW_SANDBOX_PREFIX,
     model: { baseUrl: e.OPENAI_BASE_URL ?? null, apiKey: e.OPENAI_API_KEY ?? null, name: e.THINKFLOW_MODEL },
     webhookSecret: e.THINKFLOW_WEBHOOK_SECRET ?? null,
+    webhookAllow: e.THINKFLOW_WEBHOOK_ALLOW ?? null,
     runnerTtlS: e.THINKFLOW_RUNNER_TTL_S,
     replayScripts: e.THINKFLOW_REPLAY_SCRIPTS ?? null,
     workspaceQuotaMb: e.THINKFLOW_WORKSPACE_QUOTA_MB,

@@ -1,5 +1,6 @@
 import type { Redis } from 'ioredis';
 import { JobView } from './job-schemas.ts';
+import type { WebhookDelivery } from './webhooks.ts';
 
 // Jobs in Redis: one hash per job (`data` = the JobView JSON, `owner`,
 // `cancel`), and a zset of all jobs by creation time. The job's runner is the
@@ -12,6 +13,7 @@ export function jobKeys(prefix: string) {
     jobs: () => `${prefix}:jobs`,
     /** pub/sub: a job's view was written (payload: job id), for live job lists */
     changes: () => `${prefix}:jobs:ch`,
+    deliveries: (id: string) => `${prefix}:job:${id}:webhook-deliveries`,
   };
 }
 
@@ -40,6 +42,15 @@ export class JobStore {
     const h = await this.#redis.hgetall(this.#keys.job(id));
     if (!h.data) return null;
     return { view: JobView.parse(JSON.parse(h.data)), owner: h.owner || null, cancelRequested: h.cancel === '1', runner: h.runner || null };
+  }
+
+  /** Appends one webhook delivery attempt (a list, so concurrent attempts never overwrite each other). */
+  async recordDelivery(id: string, delivery: WebhookDelivery): Promise<void> {
+    await this.#redis.rpush(this.#keys.deliveries(id), JSON.stringify(delivery));
+  }
+
+  async deliveries(id: string): Promise<WebhookDelivery[]> {
+    return (await this.#redis.lrange(this.#keys.deliveries(id), 0, -1)).map((d) => JSON.parse(d) as WebhookDelivery);
   }
 
   keyOf(id: string): string {

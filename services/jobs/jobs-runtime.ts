@@ -10,6 +10,7 @@ import { BUILTIN_TRANSCRIPTS } from '../replay-model/scenarios.ts';
 import { REPLAY_MODEL_NAME, startReplayModel, type ReplayModel } from '../replay-model/server.ts';
 import { Transcript, type TranscriptInput } from '../replay-model/transcript.ts';
 import { JobsService } from './jobs-service.ts';
+import { JobStore } from './job-store.ts';
 import { WebhookSender } from './webhooks.ts';
 
 export interface JobsRuntime {
@@ -27,7 +28,7 @@ function extraTranscripts(file: string | null): TranscriptInput[] {
 }
 
 export async function startJobs(rt: Runtime, log: (line: string) => void): Promise<JobsRuntime> {
-  const { model, webhookSecret, runnerTtlS, replayScripts } = rt.config;
+  const { model, webhookSecret, webhookAllow, runnerTtlS, replayScripts } = rt.config;
   let replay: ReplayModel | null = null;
   let endpoint: ModelEndpoint;
   if (model.baseUrl) {
@@ -43,7 +44,8 @@ export async function startJobs(rt: Runtime, log: (line: string) => void): Promi
     secret = randomBytes(32).toString('hex');
     log('thinkflow webhooks: THINKFLOW_WEBHOOK_SECRET is unset: signing with a random per-process key receivers cannot verify');
   }
-  const webhooks = new WebhookSender({ secret, log });
+  const store = new JobStore(rt.redis, rt.keys.prefix);
+  const webhooks = new WebhookSender({ secret, log, allow: webhookAllow, record: (id, d) => store.recordDelivery(id, d) });
   const jobs = new JobsService({ redis: rt.redis, keys: rt.keys, pipeline: rt.pipeline, endpoint, webhooks, runnerTtlS, log });
   await jobs.start();
   let closing: Promise<void> | null = null;

@@ -30,6 +30,15 @@ export interface JobsServiceDeps {
 
 const CANCEL_POLL_MS = 500;
 
+/** A job's webhook destination is refused already at submission (API.md additions: a 400). */
+export class WebhookRefusedError extends Error {
+  readonly code = 'webhook_refused';
+  constructor(reason: string) {
+    super(`webhook ${reason}`);
+    this.name = 'WebhookRefusedError';
+  }
+}
+
 function newId(prefix: string): string {
   return `${prefix}_${randomBytes(10).toString('hex')}`;
 }
@@ -87,7 +96,12 @@ export class JobsService {
     return recovered;
   }
 
-  async submit(request: JobRequest, owner: string | null): Promise<JobView> {
+  /** @param opts.tightenOnly the job's policy comes from a submitter key: it may only tighten (POLICY.md §7) */
+  async submit(request: JobRequest, owner: string | null, opts: { tightenOnly?: boolean } = {}): Promise<JobView> {
+    if (request.webhook) {
+      const refused = await this.#d.webhooks.refusal(request.webhook);
+      if (refused) throw new WebhookRefusedError(refused);
+    }
     const jobId = newId('job');
     const caps = this.#d.pipeline.caps;
     const sessionId = newSessionId();
@@ -96,7 +110,7 @@ export class JobsService {
     let session: SessionMeta;
     try {
       session = await this.#d.pipeline.createSession({
-        owner, project: request.project ?? null, approval: request.approval, policy: request.policy ?? null, jobId, sessionId,
+        owner, project: request.project ?? null, approval: request.approval, policy: request.policy ?? null, jobId, sessionId, tightenOnly: opts.tightenOnly ?? false,
       });
     } catch (err) {
       await running.release();
@@ -129,7 +143,7 @@ export class JobsService {
     // stay `running` with a live runner that no recovery would ever fail.
     await this.#persistently(`job ${final.job_id}: final state`, () => this.events.finish(this.store.keyOf(final.job_id), final));
     this.#d.log?.(`job ${final.job_id} ${final.status}${final.error ? `: ${final.error}` : ''} (${final.api_calls} model calls)`);
-    if (final.webhook) this.#d.webhooks.send(final.webhook, 'job_finished', { event: 'job_finished', job: final });
+    if (final.webhook) this.#d.webhooks.send(final.webhook, 'job_finished', { event: 'job_finished', job: final }, final.job_id);
   }
 
   async #persistently(what: string, step: () => Promise<void>): Promise<void> {

@@ -1,7 +1,16 @@
 // Webhooks on job completion: the JSON body signed with HMAC-SHA256
 // (`X-ThinkFlow-Signature: sha256=<hex>`), retried with exponential backoff,
-// delivered in the background so a slow receiver never holds a job.
+// delivered in the background so a slow receiver never holds a job. Each
+// attempt checks the destination again (webhook-destinations.ts), connects to
+// the address that check resolved, never follows a redirect, and is recorded.
 import { createHmac, randomUUID } from 'node:crypto';
+import { request as httpRequest, type IncomingMessage } from 'node:http';
+import { request as httpsRequest } from 'node:https';
+import type { LookupFunction } from 'node:net';
+import { parseWebhookAllow, resolveWebhook, type Resolved } from './webhook-destinations.ts';
+
+/** One delivery attempt, as `GET /v1/jobs/:id/webhook-deliveries` shows it. */
+export type WebhookDelivery = { attempt: number; at: string; ok: boolean; status_code?: number; error?: string };
 
 export interface WebhookOptions {
   /** Key of the HMAC. @default process.env.THINKFLOW_WEBHOOK_SECRET */
@@ -13,27 +22,53 @@ export interface WebhookOptions {
   /** Per-attempt timeout. @default 10000 */
   timeoutMs?: number;
   log?: (line: string) => void;
+  /** `THINKFLOW_WEBHOOK_ALLOW` as written. @default null (any destination but loopback, link-local, metadata) */
+  allow?: string | null;
+  /** Keeps each attempt for the deliveries route; must not throw. @default none */
+  record?: (jobId: string, delivery: WebhookDelivery) => Promise<void>;
+  /** DNS resolution, replaceable in tests. @default dns.lookup with all addresses */
+  resolve?: (host: string) => Promise<{ address: string; family: number }[]>;
 }
+
+const SUBMIT_CHECK_MS = 2000;
 
 export function signBody(secret: string, body: string): string {
   return `sha256=${createHmac('sha256', secret).update(body).digest('hex')}`;
 }
 
 export class WebhookSender {
-  readonly #opts: Required<WebhookOptions>;
+  readonly #opts: Required<Omit<WebhookOptions, 'record' | 'resolve' | 'allow'>> & Pick<WebhookOptions, 'record' | 'resolve'>;
+  readonly #allow: ReturnType<typeof parseWebhookAllow>;
   readonly #inflight = new Set<Promise<void>>();
 
+  /** @throws Error naming a bad THINKFLOW_WEBHOOK_ALLOW entry */
   constructor(options: WebhookOptions) {
-    this.#opts = { attempts: 6, baseDelayMs: 500, timeoutMs: 10_000, log: () => {}, ...options };
+    const { allow, ...rest } = options;
+    this.#opts = { attempts: 6, baseDelayMs: 500, timeoutMs: 10_000, log: () => {}, ...rest };
+    this.#allow = parseWebhookAllow(allow);
+  }
+
+  /** Checks a URL now (job submission): the refusal reason, or null when it may be used (or can only be known later). */
+  async refusal(url: string): Promise<string | null> {
+    // A slow resolver must not hold the submission: past the bound, the
+    // delivery-time check decides (and a refusal then is a recorded failure).
+    let timer: NodeJS.Timeout | undefined;
+    const late = new Promise<null>((resolve) => { timer = setTimeout(() => resolve(null), SUBMIT_CHECK_MS); });
+    const r = await Promise.race([this.#resolve(url), late]).finally(() => clearTimeout(timer));
+    return r === null || r.ok || r.retryable ? null : r.reason;
   }
 
   /** Starts delivery and returns at once. */
-  send(url: string, event: string, payload: unknown): void {
-    const p = this.#deliver(url, event, JSON.stringify(payload)).finally(() => this.#inflight.delete(p));
+  send(url: string, event: string, payload: unknown, jobId?: string): void {
+    const p = this.#deliver(url, event, JSON.stringify(payload), jobId).finally(() => this.#inflight.delete(p));
     this.#inflight.add(p);
   }
 
-  async #deliver(url: string, event: string, body: string): Promise<void> {
+  #resolve(url: string): Promise<Resolved> {
+    return this.#opts.resolve ? resolveWebhook(url, this.#allow, this.#opts.resolve) : resolveWebhook(url, this.#allow);
+  }
+
+  async #deliver(url: string, event: string, body: string, jobId?: string): Promise<void> {
     const delivery = randomUUID();
     const headers = {
       'content-type': 'application/json',
@@ -43,20 +78,62 @@ export class WebhookSender {
       'x-thinkflow-signature': signBody(this.#opts.secret, body),
     };
     for (let attempt = 1; attempt <= this.#opts.attempts; attempt++) {
-      try {
-        const res = await fetch(url, { method: 'POST', headers, body, signal: AbortSignal.timeout(this.#opts.timeoutMs) });
-        if (res.ok) return;
-        this.#opts.log(`webhook ${delivery} to ${url}: HTTP ${res.status} (attempt ${attempt})`);
-      } catch (err) {
-        this.#opts.log(`webhook ${delivery} to ${url}: ${(err as Error).message} (attempt ${attempt})`);
+      const outcome = await this.#attempt(url, headers, body);
+      const entry: WebhookDelivery = { attempt, at: new Date().toISOString(), ok: outcome.ok, ...outcome.detail };
+      if (jobId && this.#opts.record) {
+        await this.#opts.record(jobId, entry).catch((err) => this.#opts.log(`webhook ${delivery} of ${jobId}: recording attempt ${attempt} failed: ${(err as Error).message}`));
       }
+      if (outcome.ok) return;
+      this.#opts.log(`webhook ${delivery}${jobId ? ` of ${jobId}` : ''} to ${url}: ${entry.error ?? `HTTP ${entry.status_code}`} (attempt ${attempt})`);
+      if (outcome.final) return;
       if (attempt < this.#opts.attempts) await new Promise((r) => setTimeout(r, this.#opts.baseDelayMs * 2 ** (attempt - 1)));
     }
     this.#opts.log(`webhook ${delivery} to ${url}: giving up after ${this.#opts.attempts} attempts`);
+  }
+
+  /** One POST. `final`: retrying cannot help (a refused destination, a redirect). */
+  async #attempt(url: string, headers: Record<string, string>, body: string): Promise<{ ok: boolean; final?: boolean; detail: { status_code?: number; error?: string } }> {
+    const dest = await this.#resolve(url);
+    if (!dest.ok) return { ok: false, final: !dest.retryable, detail: { error: dest.reason } };
+    try {
+      const res = await post(dest, headers, body, this.#opts.timeoutMs);
+      const status = res.statusCode ?? 0;
+      if (status >= 300 && status < 400) {
+        return { ok: false, final: true, detail: { status_code: status, error: `redirect to ${res.headers.location ?? '?'} not followed` } };
+      }
+      return { ok: status >= 200 && status < 300, detail: { status_code: status } };
+    } catch (err) {
+      return { ok: false, detail: { error: (err as Error).message } };
+    }
   }
 
   /** Waits for deliveries in flight (shutdown, tests). */
   async drain(): Promise<void> {
     await Promise.allSettled([...this.#inflight]);
   }
+}
+
+/**
+ * POSTs to the address the destination check resolved: the `lookup` hook
+ * hands back that address whatever the name resolves to now, while the Host
+ * header and TLS name stay the URL's. Redirects are never followed (node:http
+ * does not follow them; the caller refuses 3xx).
+ */
+function post(dest: Extract<Resolved, { ok: true }>, headers: Record<string, string>, body: string, timeoutMs: number): Promise<IncomingMessage> {
+  const pinned: LookupFunction = (_host, opts, cb) => {
+    if ((opts as { all?: boolean }).all) (cb as (e: null, a: { address: string; family: number }[]) => void)(null, [{ address: dest.address, family: dest.family }]);
+    else cb(null, dest.address, dest.family);
+  };
+  const { url } = dest;
+  const request = url.protocol === 'https:' ? httpsRequest : httpRequest;
+  return new Promise((resolve, reject) => {
+    const req = request(url, { method: 'POST', headers: { ...headers, 'content-length': String(Buffer.byteLength(body)) }, lookup: pinned, timeout: timeoutMs }, (res) => {
+      res.resume(); // the body is not needed; drain it so the socket can close
+      res.on('end', () => resolve(res));
+      res.on('error', reject);
+    });
+    req.on('timeout', () => req.destroy(new Error(`no answer within ${timeoutMs} ms`)));
+    req.on('error', reject);
+    req.end(body);
+  });
 }

@@ -4,7 +4,7 @@ import type { Command } from '../protocol/command.ts';
 import type { PublicApproval } from './events.ts';
 import type { Keys } from './keys.ts';
 import { targetOf, type LedgerRecord } from './ledger-record.ts';
-import type { Evaluation, Grant } from './policy-gate.ts';
+import type { Evaluation, Grant, GrantOptions } from './policy-gate.ts';
 import type { PipelineRedis } from './redis.ts';
 
 // Approvals of POLICY.md §5. A token (256 random bits) names one pending
@@ -16,6 +16,10 @@ import type { PipelineRedis } from './redis.ts';
 export type AnswerDecision = 'approve' | 'approve_for_session' | 'reject';
 export type AnswerOutcome = 'ok' | 'unknown' | 'expired' | 'answered';
 export type ApprovalState = PublicApproval & { status: 'pending' | AnswerDecision | 'expired'; index: number };
+/** `approve_for_session` grants the exact command by default; `prefix` is the wider grant an operator picks explicitly (POLICY.md §7). */
+export type GrantScope = 'exact' | 'prefix';
+/** What each scope of `approve_for_session` covers, shown with the approval; `unavailable` says why a scope is not offered. */
+export type GrantOptionView = { scope: GrantScope; covers: string | null; unavailable?: string };
 
 const POLL_MS = 1000;
 
@@ -52,7 +56,7 @@ export class Approvals {
   }
 
   async request(args: {
-    record: LedgerRecord; command: Command; evaluation: Evaluation; grant: Grant; ttlS: number; jobId: string | null;
+    record: LedgerRecord; command: Command; evaluation: Evaluation; grants: GrantOptions; ttlS: number; jobId: string | null;
   }): Promise<ApprovalState> {
     const token = randomBytes(32).toString('base64url');
     const now = Date.now();
@@ -63,11 +67,16 @@ export class Approvals {
       justification: args.evaluation.matched_rules.map((r) => r.justification).filter(Boolean).join('; ') || args.evaluation.reason || null,
       created_at: new Date(now).toISOString(), expires_at: new Date(expiresMs).toISOString(),
       status: 'pending', decision: null, decided_by: null, reason: null, decided_at: null, index: args.record.index,
+      grant_options: optionViews(args.grants),
     };
+    const exact = args.grants.options.find((o) => o.scope === 'exact')?.grants ?? [];
+    const prefix = args.grants.options.find((o) => o.scope === 'prefix')?.grants;
     const key = this.#keys.approval(state.session_id, token);
     await this.#redis.multi()
       .hset(key, {
-        status: 'pending', expires_ms: String(expiresMs), grant: JSON.stringify(args.grant),
+        // One JSON grant per line: the answer script pushes each to the session's list.
+        status: 'pending', expires_ms: String(expiresMs), grant: joinGrants(exact),
+        ...(prefix ? { grant_prefix: joinGrants(prefix) } : {}),
         public: JSON.stringify(state),
       })
       .expire(key, args.ttlS + KEEP_ANSWERED_S)
@@ -87,23 +96,24 @@ export class Approvals {
     return {
       ...base, status: h.status as ApprovalState['status'], decision: h.decision ?? null,
       decided_by: h.decided_by ?? null, reason: h.reason ?? null, decided_at: h.decided_at ?? null,
+      ...(h.grant_scope ? { grant_scope: h.grant_scope as GrantScope } : {}),
     };
   }
 
-  /** The grant an `approve_for_session` answer would give (stored with the request), for showing it before it is given. */
-  async grantOf(token: string): Promise<Grant | null> {
+  /** The exact grants an `approve_for_session` answer would give (stored with the request), for showing them before they are given. */
+  async grantOf(token: string): Promise<Grant[]> {
     const sid = /^[A-Za-z0-9_-]{20,100}$/.test(token) ? await this.#redis.hget(this.#keys.approvalIndex(), token) : null;
     const raw = sid ? await this.#redis.hget(this.#keys.approval(sid, token), 'grant') : null;
-    return raw ? (JSON.parse(raw) as Grant) : null;
+    return raw ? raw.split('\n').filter(Boolean).map((line) => JSON.parse(line) as Grant) : [];
   }
 
-  async answer(token: string, decision: AnswerDecision | 'expire', reason: string | null, decidedBy: string): Promise<AnswerOutcome> {
+  async answer(token: string, decision: AnswerDecision | 'expire', reason: string | null, decidedBy: string, scope: GrantScope = 'exact'): Promise<AnswerOutcome> {
     if (!/^[A-Za-z0-9_-]{20,100}$/.test(token)) return 'unknown';
     const sid = await this.#redis.hget(this.#keys.approvalIndex(), token);
     if (!sid) return 'unknown';
     const res = String(await this.#redis.answerApproval(
       this.#keys.approval(sid, token), this.#keys.grants(sid), this.#keys.approvalsPending(),
-      decision, reason ?? '', decidedBy, Date.now(), new Date().toISOString(), token, this.#keys.approvalChannel(),
+      decision, reason ?? '', decidedBy, Date.now(), new Date().toISOString(), token, this.#keys.approvalChannel(), scope,
     ));
     if (res === 'ok' || res === 'unknown' || res === 'expired') return res;
     return 'answered';
@@ -156,4 +166,14 @@ export class Approvals {
       signal?.addEventListener('abort', done, { once: true });
     });
   }
+}
+
+function joinGrants(grants: readonly Grant[]): string {
+  return grants.map((g) => JSON.stringify(g)).join('\n');
+}
+
+function optionViews(g: GrantOptions): GrantOptionView[] {
+  const views: GrantOptionView[] = g.options.map((o) => ({ scope: o.scope, covers: o.covers }));
+  if (g.prefix_unavailable !== undefined) views.push({ scope: 'prefix', covers: null, unavailable: g.prefix_unavailable });
+  return views;
 }

@@ -18,6 +18,10 @@ export type PublicApproval = {
   tool: string; target: string; matched_rules: LedgerRecord['matched_rules']; justification: string | null;
   created_at: string; expires_at: string;
   status?: string; decision?: string | null; decided_by?: string | null; reason?: string | null; decided_at?: string | null;
+  /** What each scope of approve_for_session would grant (POLICY.md §7). */
+  grant_options?: { scope: 'exact' | 'prefix'; covers: string | null; unavailable?: string }[];
+  /** The scope an approve_for_session answer chose. */
+  grant_scope?: 'exact' | 'prefix';
 };
 
 /** What command_queued/command_started carry: enough to show progress, without the body. */

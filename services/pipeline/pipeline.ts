@@ -10,7 +10,7 @@ import { OwnerCaps, type OwnerCapLimits } from './owner-caps.ts';
 import { emptyResult, Ledger } from './ledger.ts';
 import { FINAL_STATUSES, type LedgerRecord, type LedgerStatus } from './ledger-record.ts';
 import type { PipelineMetrics } from './metrics.ts';
-import type { Grant, PolicyGate } from './policy-gate.ts';
+import { PolicyLoosensError, type Grant, type PolicyGate } from './policy-gate.ts';
 import { SessionQueues } from './queues.ts';
 import type { PipelineRedis } from './redis.ts';
 import { Sessions, type ApprovalMode, type SessionMeta } from './sessions.ts';
@@ -64,10 +64,13 @@ export class Pipeline {
 
   async createSession(input: {
     owner: string | null; project?: string | null; approval?: ApprovalMode; policy?: unknown; jobId?: string | null; sessionId?: string;
+    /** The policy comes from a submitter key: it may only tighten (POLICY.md §7). */
+    tightenOnly?: boolean;
   }): Promise<SessionMeta> {
     try {
-      this.#d.gate.validateSession(input.project ?? null, input.policy ?? null);
+      this.#d.gate.validateSession(input.project ?? null, input.policy ?? null, input.tightenOnly ?? false);
     } catch (err) {
+      if (err instanceof PolicyLoosensError) throw new PipelineError('policy_loosens', err.message, { reason: err.message, ...err.rule });
       throw new PipelineError('invalid_policy', (err as Error).message, { reason: (err as Error).message });
     }
     const slot = await this.caps.reserveSession(input.owner);

@@ -1,7 +1,7 @@
 import type { Command } from '../protocol/command.ts';
 import {
-  decideApproval, evaluate, explainBash, grantFor, loadPolicyDir, parsePolicyDocument,
-  type BashExplanation, type Evaluation, type Grant, type PolicyFile,
+  decideApproval, evaluate, explainBash, grantOptions, loadPolicyDir, looseningIn, parsePolicyDocument,
+  type BashExplanation, type Evaluation, type Grant, type GrantOptions, type PolicyFile,
 } from '../policy/index.ts';
 import type { SessionMeta } from './sessions.ts';
 
@@ -10,17 +10,22 @@ import type { SessionMeta } from './sessions.ts';
 // never deserialized, because an Evaluation may carry details only its
 // producer holds.
 
-export type { BashExplanation, Evaluation, Grant };
+export type { BashExplanation, Evaluation, Grant, GrantOptions };
+export { PolicyLoosensError } from '../policy/index.ts';
 export type ApprovalAction = { action: 'run' | 'ask' | 'refuse'; reason?: string };
 
 export interface PolicyGate {
   evaluate(session: SessionMeta, command: Command, grants: Grant[]): Evaluation;
   decide(evaluation: Evaluation, session: SessionMeta, command: Command, grants: Grant[]): ApprovalAction;
-  grantFor(command: Command, evaluation: Evaluation): Grant;
+  /** What `approve_for_session` may grant: exact always, a rule prefix when §7 allows it. */
+  grantOptions(command: Command, evaluation: Evaluation): GrantOptions;
   /** A bash script's simple commands, each with its own decision and rules (for people deciding). */
   explainBash(session: SessionMeta, cmd: string, grants: Grant[]): BashExplanation;
-  /** Throws PolicyLoadError (code `invalid_policy`) for a bad session policy or an unknown project. */
-  validateSession(project: string | null, policy: unknown): void;
+  /**
+   * Throws PolicyLoadError (code `invalid_policy`) for a bad session policy or an unknown project;
+   * with `tightenOnly` (a submitter's policy), PolicyLoosensError for an allow rule or a looser default.
+   */
+  validateSession(project: string | null, policy: unknown, tightenOnly?: boolean): void;
 }
 
 type Store = Awaited<ReturnType<typeof loadPolicyDir>>;
@@ -58,16 +63,17 @@ export class FilePolicyGate implements PolicyGate {
     return decideApproval(evaluation, session.approval, command, grants);
   }
 
-  grantFor(command: Command, evaluation: Evaluation): Grant {
-    return grantFor(command, evaluation);
+  grantOptions(command: Command, evaluation: Evaluation): GrantOptions {
+    return grantOptions(command, evaluation);
   }
 
   explainBash(session: SessionMeta, cmd: string, grants: Grant[]): BashExplanation {
     return explainBash(this.#store.layers(session.project ?? undefined, this.#sessionLayer(session)), cmd, grants);
   }
 
-  validateSession(project: string | null, policy: unknown): void {
+  validateSession(project: string | null, policy: unknown, tightenOnly = false): void {
     const files = policy === null || policy === undefined ? [] : [parsePolicyDocument('session', policy, 'session')];
-    this.#store.layers(project ?? undefined, files);
+    const operator = this.#store.layers(project ?? undefined);
+    if (tightenOnly) for (const f of files) looseningIn(f, operator);
   }
 }

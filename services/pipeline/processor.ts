@@ -100,7 +100,7 @@ async function handleQueued(d: ProcessorDeps, rec: LedgerRecord, loaded: Loaded,
   if (action.action === 'run') return runVerified(d, rec, session, grants, command, ['queued'], null);
 
   const state = await d.approvals.request({
-    record: rec, command: judged.command, evaluation, grant: d.gate.grantFor(judged.command, evaluation), ttlS: d.approvalTtlS, jobId: session.job_id,
+    record: rec, command: judged.command, evaluation, grants: d.gate.grantOptions(judged.command, evaluation), ttlS: d.approvalTtlS, jobId: session.job_id,
   });
   const moved = await d.ledger.transition(rec, {
     from: ['queued'], to: 'awaiting_approval', unlessTurnFailed: true, events: ['approval_requested'],

@@ -3,7 +3,8 @@
 // `approve_for_session` answer creates. The waiting itself lives in the pipeline.
 import type { Command } from '../protocol/command.ts';
 import { normalizeWorkspacePath } from './path.ts';
-import { bashGrantCovers, detailOf, type Evaluation, type Grant } from './policy.ts';
+import { bashGrantCovers, detailOf, type Evaluation, type Grant, type Part } from './policy.ts';
+import { prefixRunsAnything } from './runs-anything.ts';
 import { splitScript } from './shell-split.ts';
 
 export type ApprovalMode = 'never' | 'on-request';
@@ -41,45 +42,98 @@ export function grantsCover(evaluation: Evaluation, command: Command, grants: re
   // Without details (an evaluation that went through JSON) every part must be covered.
   const split = splitScript(command.cmd ?? '');
   if (split.complex !== undefined) return false;
-  const prompting = detail ? detail.parts.filter((p) => p.decision === 'prompt').map((p) => p.argv ?? []) : split.commands;
-  return prompting.length > 0 && prompting.every((argv) => grants.some((g) => bashGrantCovers(g, argv)));
+  const prompting = detail ? detail.parts.filter((p) => p.decision === 'prompt') : split.commands.map((argv) => ({ argv }) as Partial<Part>);
+  return prompting.length > 0 && prompting.every((p) => grants.some((g) => partCovered(g, p)));
 }
 
+function partCovered(g: Grant, p: Partial<Part>): boolean {
+  if (p.argv) return bashGrantCovers(g, p.argv);
+  return p.fileTool !== undefined && g.tool === p.fileTool && g.path === p.path && g.dest === undefined;
+}
+
+export type GrantScope = 'exact' | 'prefix';
+/** What `approve_for_session` may grant for one approval, in words for the operator (§7). */
+export type GrantOption = { scope: GrantScope; grants: Grant[]; covers: string };
+export type GrantOptions = { options: GrantOption[]; prefix_unavailable?: string };
+
 /**
- * The grant `approve_for_session` creates: bash → the prompting rule's prefix
- * (the longest one), else the first two argv tokens, of the first prompting
- * simple command; file tools → the same tool on the same (normalised) path.
+ * The grant options of an approval: `exact` always (the same argv, or the
+ * same tool on the same path); `prefix` (the matched prompt rules' literal
+ * prefixes) only when every prompting command has one and none names a
+ * shell, interpreter or wrapper.
  */
+export function grantOptions(command: Command, evaluation: Evaluation): GrantOptions {
+  const exact = grantsFor(command, evaluation, 'exact');
+  const options: GrantOption[] = [{ scope: 'exact', grants: exact, covers: describe(exact, 'exact') }];
+  const prefix = prefixGrants(command, evaluation);
+  if ('reason' in prefix) return { options, prefix_unavailable: prefix.reason };
+  options.push({ scope: 'prefix', grants: prefix.grants, covers: describe(prefix.grants, 'prefix') });
+  return { options };
+}
+
+/** The grant of `approve_for_session` (exact scope): the first of grantsFor(). */
 export function grantFor(command: Command, evaluation: Evaluation): Grant {
   if (command.tool !== 'bash') {
     const path = command.path === undefined ? undefined : normalized(command.path);
     const dest = command.tool === 'copy' && command.dest !== undefined ? normalized(command.dest) : undefined;
     return dest === undefined ? { tool: command.tool, path } : { tool: command.tool, path, dest };
   }
-  return grantsFor(command, evaluation)[0] ?? { tool: 'bash', prefix: firstTwo(splitScript(command.cmd ?? '').commands[0] ?? []) };
+  return grantsFor(command, evaluation)[0] ?? { tool: 'bash', argv: splitScript(command.cmd ?? '').commands[0] ?? [] };
 }
 
-/** One grant per distinct prompting simple command, for a pipeline that wants them all. */
-export function grantsFor(command: Command, evaluation: Evaluation): Grant[] {
+/**
+ * One grant per distinct prompting part: bash → its exact argv (`exact`) or
+ * the prompting rule's prefix (`prefix`; see grantOptions for when that is
+ * offered); a prompting redirection → `write`/`read` of that path.
+ */
+export function grantsFor(command: Command, evaluation: Evaluation, scope: GrantScope = 'exact'): Grant[] {
   if (command.tool !== 'bash') return [grantFor(command, evaluation)];
+  if (scope === 'prefix') {
+    const p = prefixGrants(command, evaluation);
+    return 'grants' in p ? p.grants : [];
+  }
   const detail = detailOf(evaluation);
-  const parts = detail
-    ? detail.parts.filter((p) => p.decision === 'prompt' && p.argv).map((p) => ({ argv: p.argv!, n: p.promptPrefix }))
-    : splitScript(command.cmd ?? '').commands.map((argv) => ({ argv, n: 0 }));
-  const out: Grant[] = [];
-  const seen = new Set<string>();
-  for (const { argv, n } of parts) {
-    const prefix = n > 0 ? argv.slice(0, n) : firstTwo(argv);
-    const key = JSON.stringify(prefix);
-    if (prefix.length === 0 || seen.has(key)) continue;
-    seen.add(key);
+  if (detail?.complex !== undefined) return [];
+  const parts: Partial<Part>[] = detail
+    ? detail.parts.filter((p) => p.decision === 'prompt')
+    : splitScript(command.cmd ?? '').commands.map((argv) => ({ argv }));
+  return unique(parts.map((p): Grant | null => (p.argv ? { tool: 'bash', argv: p.argv } : p.fileTool && p.path ? { tool: p.fileTool, path: p.path } : null)));
+}
+
+function prefixGrants(command: Command, evaluation: Evaluation): { grants: Grant[] } | { reason: string } {
+  if (command.tool !== 'bash') return { reason: 'file tools are granted on the same path only' };
+  const detail = detailOf(evaluation);
+  if (!detail || detail.complex !== undefined) return { reason: 'a complex script is never granted' };
+  const out: (Grant | null)[] = [];
+  for (const p of detail.parts.filter((x) => x.decision === 'prompt')) {
+    if (!p.argv) { out.push(p.fileTool && p.path ? { tool: p.fileTool, path: p.path } : null); continue; }
+    if (p.promptPrefix === 0) return { reason: `\`${p.argv.join(' ')}\` was stopped by a default, not by a rule with a prefix` };
+    const prefix = p.argv.slice(0, p.promptPrefix);
+    if (prefixRunsAnything(prefix)) return { reason: `the prefix \`${prefix.join(' ')}\` names a shell, interpreter or wrapper: it would grant any command` };
     out.push({ tool: 'bash', prefix });
   }
-  return out;
+  const grants = unique(out);
+  return grants.length > 0 ? { grants } : { reason: 'nothing to grant' };
 }
 
-function firstTwo(argv: readonly string[]): string[] {
-  return argv.slice(0, 2);
+function describe(grants: readonly Grant[], scope: GrantScope): string {
+  if (grants.length === 0) return 'nothing (this command is not granted for the session)';
+  return grants.map((g) => {
+    if (g.argv) return `exactly \`${g.argv.join(' ')}\``;
+    if (g.prefix) return `any bash command starting with \`${g.prefix.join(' ')}\``;
+    return `${g.tool} of ${g.path}${g.dest !== undefined ? ` -> ${g.dest}` : ''}${scope === 'prefix' ? ' (same path only)' : ''}`;
+  }).join('; ');
+}
+
+function unique(grants: readonly (Grant | null)[]): Grant[] {
+  const seen = new Set<string>();
+  const out: Grant[] = [];
+  for (const g of grants) {
+    if (!g) continue;
+    const key = JSON.stringify(g);
+    if (!seen.has(key)) { seen.add(key); out.push(g); }
+  }
+  return out;
 }
 
 function normalized(p: string): string | undefined {

@@ -29,3 +29,15 @@ export class UnknownProjectError extends PolicyLoadError {
 export function ruleError(file: string, index: number, id: string | undefined, reason: string): PolicyLoadError {
   return new PolicyLoadError(`${file}: rules[${index}] (${id ?? '?'}): ${reason}`, file);
 }
+
+/**
+ * A submitter's policy would loosen the operator's (POLICY.md §7): an
+ * `allow` rule, or a default looser than the operator layers give.
+ */
+export class PolicyLoosensError extends PolicyLoadError {
+  override readonly code = 'policy_loosens' as never;
+  constructor(message: string, readonly rule: { index?: number; id?: string; default?: string }, file?: string) {
+    super(message, file);
+    this.name = 'PolicyLoosensError';
+  }
+}

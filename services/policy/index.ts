@@ -1,7 +1,8 @@
 // Public surface of the policy engine. Re-exports only.
 export { DECISIONS, rank, stricter, strictest } from './decision.ts';
 export type { Decision } from './decision.ts';
-export { PolicyLoadError, UnknownProjectError } from './errors.ts';
+export { PolicyLoadError, PolicyLoosensError, UnknownProjectError } from './errors.ts';
+export { looseningIn } from './tighten.ts';
 export { normalizeWorkspacePath, WORKSPACE_ROOT, OUTSIDE } from './path.ts';
 export type { NormalizedPath } from './path.ts';
 export { parsePolicyDocument } from './parser.ts';
@@ -14,8 +15,11 @@ export type { ResolvedDefault } from './layers.ts';
 export { loadPolicyDir, PolicyStore } from './loader.ts';
 export { evaluate, detailOf } from './policy.ts';
 export type { Evaluation, MatchedRule, Grant, EvaluationDetail, Part } from './policy.ts';
-export { decideApproval, grantFor, grantsFor, grantsCover, NEVER_REASON, GRANTED_REASON } from './approval.ts';
-export type { ApprovalMode, ApprovalAction } from './approval.ts';
+export { decideApproval, grantFor, grantsFor, grantsCover, grantOptions, NEVER_REASON, GRANTED_REASON } from './approval.ts';
+export type { ApprovalMode, ApprovalAction, GrantScope, GrantOption, GrantOptions } from './approval.ts';
+export { redirectFileOps } from './redirects.ts';
+export type { FileOp } from './redirects.ts';
+export { RUNS_ANYTHING, prefixRunsAnything } from './runs-anything.ts';
 export { splitScript } from './shell-split.ts';
 export type { SplitScript } from './shell-split.ts';
 export { explainBash, describeGrant } from './explain.ts';

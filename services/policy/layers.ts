@@ -55,14 +55,17 @@ export class PolicyLayers {
   matchArgv(argv: readonly string[]): Rule[] {
     const program = argv[0] ?? '';
     const slash = program.lastIndexOf('/');
-    const candidates = [
-      ...(this.byProgram.get(program) ?? []),
-      // A path-qualified program may still hit forbid/prompt rules by base name.
-      ...(slash >= 0 ? (this.byProgram.get(program.slice(slash + 1)) ?? []) : []),
-      ...this.everyCommand,
-    ];
-    const out = candidates.filter((r, k) => candidates.indexOf(r) === k && ruleMatchesArgv(r, argv));
-    return out.length > 1 ? this.sort(out) : out;
+    const out: Rule[] = [];
+    const direct = this.byProgram.get(program);
+    if (direct) for (const r of direct) if (ruleMatchesArgv(r, argv)) out.push(r);
+    // A path-qualified program may still hit forbid/prompt rules by base name.
+    const base = slash >= 0 ? this.byProgram.get(program.slice(slash + 1)) : undefined;
+    if (base) for (const r of base) if (ruleMatchesArgv(r, argv)) out.push(r);
+    for (const r of this.everyCommand) if (ruleMatchesArgv(r, argv)) out.push(r);
+    // A rule sits once per program it names, so the lists above are disjoint
+    // except when the base name equals the program; a Set keeps this linear.
+    const unique = base && direct ? [...new Set(out)] : out;
+    return unique.length > 1 ? this.sort(unique) : unique;
   }
 
   /** The rules of a file tool matching one normalised path, in layer order. */

@@ -4,6 +4,7 @@ import { parseDocument } from 'yaml';
 import { FILE_TOOLS, type ToolName } from '../protocol/command.ts';
 import type { Decision } from './decision.ts';
 import { PolicyLoadError, ruleError } from './errors.ts';
+import { expandedGlobChars, GlobError } from './glob.ts';
 import { normalizeWorkspacePath } from './path.ts';
 import {
   compileGlob,
@@ -15,7 +16,7 @@ import {
   type Rule,
 } from './rule.ts';
 import { formatIssues, PolicyFileSchema, RuleSchema, type Defaults, type RuleInput } from './schema.ts';
-import { splitScript } from './shell-split.ts';
+import { ASSIGNMENT_REASON, scriptTooLarge, splitScript } from './shell-split.ts';
 
 export type PolicyFile = {
   name: string;
@@ -38,8 +39,14 @@ export function parsePolicyDocument(name: string, doc: string | unknown, layer: 
   const envelope = PolicyFileSchema.safeParse(data);
   if (!envelope.success) throw new PolicyLoadError(`${name}: ${formatIssues(envelope.error)}`, name);
   const seen = new Set<string>();
-  const rules = (envelope.data.rules ?? []).map((raw, index) => {
+  const raws = envelope.data.rules ?? [];
+  if (layer === 'session' && raws.length > SESSION_LIMITS.rules) {
+    throw new PolicyLoadError(`${name}: ${raws.length} rules (a policy sent with a job or session has at most ${SESSION_LIMITS.rules})`, name);
+  }
+  const totals = { exampleChars: 0, alternatives: 0, globChars: 0 };
+  const rules = raws.map((raw, index) => {
     const id = idOf(raw);
+    if (layer === 'session') addSessionTotals(name, index, id, raw, totals);
     const parsed = RuleSchema.safeParse(raw);
     if (!parsed.success) throw ruleError(name, index, id, formatIssues(parsed.error));
     if (seen.has(parsed.data.id)) throw ruleError(name, index, id, `duplicate rule id '${parsed.data.id}' in this file`);
@@ -49,6 +56,50 @@ export function parsePolicyDocument(name: string, doc: string | unknown, layer: 
     return rule;
   });
   return { name, layer, defaults: envelope.data.defaults ?? {}, rules };
+}
+
+/**
+ * A policy sent with a job or session is read on the API's event loop, so
+ * its size is bounded to keep loading it within a few milliseconds (§7).
+ * Operators' files are read at start-up and are not bounded.
+ */
+export const SESSION_LIMITS = {
+  rules: 256, examples: 32, exampleChars: 8192, allExampleChars: 16384, tokens: 32, alternatives: 128, allAlternatives: 4096, allGlobChars: 16384,
+} as const;
+
+type Totals = { exampleChars: number; alternatives: number; globChars: number };
+
+/** Per-rule limits, and the running totals of the whole policy (each checked as it grows). */
+function addSessionTotals(file: string, index: number, id: string | undefined, raw: unknown, totals: Totals): void {
+  if (!raw || typeof raw !== 'object') return;
+  const r = raw as { examples?: { match?: unknown; not_match?: unknown }; command?: unknown; except?: unknown; path?: unknown };
+  const fail = (reason: string): never => {
+    throw ruleError(file, index, id, `${reason} (limit for a policy sent with a job or session)`);
+  };
+  for (const key of ['match', 'not_match'] as const) {
+    const list = r.examples?.[key];
+    if (!Array.isArray(list)) continue;
+    if (list.length > SESSION_LIMITS.examples) fail(`examples.${key} has ${list.length} entries, at most ${SESSION_LIMITS.examples}`);
+    for (const ex of list) {
+      const size = typeof ex === 'string' ? ex.length : Array.isArray(ex) ? ex.reduce((n: number, t) => n + String(t).length, 0) : 0;
+      if (size > SESSION_LIMITS.exampleChars) fail(`an example of examples.${key} has ${size} characters, at most ${SESSION_LIMITS.exampleChars}`);
+      totals.exampleChars += size;
+    }
+  }
+  const patterns = [r.command, ...(Array.isArray(r.except) ? r.except : [])].filter(Array.isArray) as unknown[][];
+  for (const p of patterns) {
+    if (p.length > SESSION_LIMITS.tokens) fail(`a command pattern has ${p.length} tokens, at most ${SESSION_LIMITS.tokens}`);
+    for (const t of p) {
+      if (Array.isArray(t) && t.length > SESSION_LIMITS.alternatives) fail(`a token has ${t.length} alternatives, at most ${SESSION_LIMITS.alternatives}`);
+      totals.alternatives += Array.isArray(t) ? t.length : 1;
+    }
+  }
+  const globs = [r.path, ...(Array.isArray(r.except) ? r.except : [])].flat().filter((g): g is string => typeof g === 'string');
+  for (const g of globs) totals.globChars += expandedGlobChars(g);
+  const over = totals.exampleChars > SESSION_LIMITS.allExampleChars ? `examples exceed ${SESSION_LIMITS.allExampleChars} characters`
+    : totals.alternatives > SESSION_LIMITS.allAlternatives ? `command patterns exceed ${SESSION_LIMITS.allAlternatives} tokens and alternatives`
+      : totals.globChars > SESSION_LIMITS.allGlobChars ? `globs exceed ${SESSION_LIMITS.allGlobChars} characters once {a,b} is expanded` : undefined;
+  if (over) fail(`in all, the policy's ${over}`);
 }
 
 function parseYaml(name: string, text: string): unknown {
@@ -88,7 +139,7 @@ function compileRule(file: string, index: number, layer: Layer, r: RuleInput): R
   for (const [k, e] of (r.except ?? []).entries()) {
     if (typeof e === 'string') {
       if (hasBash) fail(`except[${k}]: bash rules take argv patterns (lists), got a string`);
-      pathExcept.push(compileGlob(normalizeGlob(e, fail)));
+      pathExcept.push(globOf(e, fail));
     } else {
       if (hasFile) fail(`except[${k}]: file rules take globs (strings), got a list`);
       commandExcept.push(compilePattern(e));
@@ -105,9 +156,18 @@ function compileRule(file: string, index: number, layer: Layer, r: RuleInput): R
     justification: r.justification ?? '',
     command: r.command ? compilePattern(r.command) : undefined,
     commandExcept,
-    path: globs?.map((g) => compileGlob(normalizeGlob(g, fail))),
+    path: globs?.map((g) => globOf(g, fail)),
     pathExcept,
   };
+}
+
+function globOf(glob: string, fail: (reason: string) => never): PathMatcher {
+  try {
+    return compileGlob(normalizeGlob(glob, fail));
+  } catch (err) {
+    if (err instanceof GlobError) return fail(`path glob ${JSON.stringify(glob.length > 80 ? `${glob.slice(0, 80)}…` : glob)}: ${err.message}`);
+    throw err;
+  }
 }
 
 /** Globs are workspace-relative; `./x` and `/workspace/x` are accepted spellings of `x`. */
@@ -130,7 +190,14 @@ function checkExamples(file: string, rule: Rule, r: RuleInput): void {
     const shown = JSON.stringify(ex);
     if (commandRule) {
       if (typeof ex !== 'string') return ruleMatchesArgv(rule, ex);
+      const big = scriptTooLarge(ex);
+      if (big !== undefined) fail(`example ${shown.slice(0, 60)}…: ${big}`);
       const split = splitScript(ex);
+      const one = split.simple.length === 1 ? split.simple[0]! : undefined;
+      // `NAME=value cmd` is one simple command in shell terms; the engine shows
+      // it to rules as `cmd` and as `env NAME=value cmd` (policy.ts), and so do examples.
+      const assignedOnly = one !== undefined && one.assigns.length > 0 && one.argv.length > 0 && split.complex?.startsWith(ASSIGNMENT_REASON);
+      if (assignedOnly) return ruleMatchesArgv(rule, one.argv) || ruleMatchesArgv(rule, ['env', ...one.assigns, ...one.argv]);
       if (split.complex !== undefined || split.commands.length !== 1) {
         fail(`example ${shown} is not one simple command${split.complex ? ` (${split.complex})` : ''}`);
       }

@@ -4,6 +4,7 @@
 
 export const WORKSPACE_ROOT = '/workspace';
 export const OUTSIDE = 'path_outside_workspace';
+export const MAX_PATH_CHARS = 4096;
 
 export type NormalizedPath = { ok: true; path: string } | { ok: false; reason: string };
 
@@ -17,6 +18,8 @@ export type NormalizedPath = { ok: true; path: string } | { ok: false; reason: s
  */
 export function normalizeWorkspacePath(p: string): NormalizedPath {
   if (p.length === 0) return { ok: false, reason: 'empty_path: a path is required' };
+  // PATH_MAX: no longer path can be opened, and rule globs are matched against it.
+  if (p.length > MAX_PATH_CHARS) return { ok: false, reason: `invalid_path: ${p.length} characters (at most ${MAX_PATH_CHARS})` };
   if (p.includes('\0')) return { ok: false, reason: `invalid_path: ${JSON.stringify(p)} contains a NUL byte` };
   const absolute = p.startsWith('/');
   const stack: string[] = [];

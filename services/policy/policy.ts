@@ -7,8 +7,10 @@ import type { PolicyLayers } from './layers.ts';
 import { normalizeWorkspacePath } from './path.ts';
 import { prefixLength, type Layer, type Rule } from './rule.ts';
 import type { DefaultKey } from './schema.ts';
-import { splitScript } from './shell-split.ts';
-import { innerCommands } from './wrappers.ts';
+import { fileOpsOf, type FileOp, type FileOps } from './redirects.ts';
+import { prefixRunsAnything } from './runs-anything.ts';
+import { scriptTooLarge, splitScript, type SimpleCommand, type SplitScript } from './shell-split.ts';
+import { newWrapBudget, unwrap, type Unwrapped, type WrapBudget } from './wrappers.ts';
 
 export type MatchedRule = {
   id: string;
@@ -18,16 +20,23 @@ export type MatchedRule = {
 };
 export type Evaluation = { decision: Decision; matched_rules: MatchedRule[]; reason: string };
 
-/** A session grant from `approve_for_session` (POLICY.md §5). */
-export type Grant = { tool: ToolName; prefix?: string[]; path?: string; dest?: string };
+/**
+ * A session grant from `approve_for_session` (POLICY.md §5, §7). bash:
+ * `argv` is an exact grant (the default), `prefix` a wider one the operator
+ * chose explicitly (never for shells, interpreters or wrappers); file tools:
+ * the same tool on the same path (and dest).
+ */
+export type Grant = { tool: ToolName; argv?: string[]; prefix?: string[]; path?: string; dest?: string };
 
-/** What one checked part (a simple command, or a path of a file tool) came to. */
+/** What one checked part (a simple command, a path of a file tool, or a redirection target) came to. */
 export type Part = {
   decision: Decision;
   /** bash: the argv; file tools: the normalised path and which field it was. */
   argv?: string[];
   path?: string;
-  field?: 'path' | 'dest';
+  field?: 'path' | 'dest' | 'redirect';
+  /** A redirection target is checked as this file tool (§7). */
+  fileTool?: 'write' | 'read';
   /** The rule that decided this part, absent when a default did. */
   rule?: Rule;
   /** Longest literal prefix among the prompt rules of this part (0: none). */
@@ -55,44 +64,95 @@ export function evaluate(layers: PolicyLayers, command: Command, grants: readonl
   return command.tool === 'bash' ? evaluateBash(layers, command, grants) : evaluateFile(layers, command, grants);
 }
 
+/** A script read into what it runs: its simple commands, what their wrappers run, and the files its redirections touch. */
+type Reading = { split: SplitScript; inner: Unwrapped[]; ops: FileOp[]; innerOps: FileOp[]; budget: WrapBudget; complex?: string };
+
+function read(cmd: string): Reading {
+  const split = splitScript(cmd);
+  const budget = newWrapBudget();
+  const inner = split.simple.map((c) => unwrap(c.argv, budget));
+  const nested = inner.flatMap((u) => u.commands);
+  const redirects = split.simple.some((c) => c.redirs.length > 0);
+  const outer = redirects ? fileOpsOf(split.simple) : NO_OPS;
+  const all = nested.some((c) => c.redirs.length > 0) ? fileOpsOf([...split.simple, ...nested]) : outer;
+  const own = all === outer ? undefined : new Set(outer.ops.map(opKey));
+  const innerOps = own === undefined ? [] : all.ops.filter((o) => !own.has(opKey(o)));
+  const complex = split.complex ?? inner.find((u) => u.complex !== undefined)?.complex ?? all.complex;
+  return { split, inner, ops: outer.ops, innerOps, budget, complex };
+}
+
+const NO_OPS: FileOps = { ops: [] };
+
+function opKey(o: FileOp): string {
+  return `${o.tool}\0${o.path}`;
+}
+
 function evaluateBash(layers: PolicyLayers, command: Command, grants: readonly Grant[]): Evaluation {
-  const split = splitScript(command.cmd ?? '');
+  const cmd = command.cmd ?? '';
+  const big = scriptTooLarge(cmd);
+  if (big !== undefined) return refuse('bash', big);
+  const r = read(cmd);
+  if (r.complex !== undefined) return evaluateComplex(layers, r, r.complex);
   const matched = new Set<Rule>();
   const parts: Part[] = [];
-  if (split.complex !== undefined) {
-    // Complex: rules can only restrict. Start from the complex_command default;
-    // allow rules that match a readable command are listed (every matching
-    // rule is) but cannot lower the decision.
-    const dflt = layers.defaultFor('complex_command');
-    let decision = dflt.decision;
-    const hits: { rule: Rule; argv: string[] }[] = [];
-    for (const argv of split.commands) {
-      for (const r of [...layers.matchArgv(argv), ...wrappedRestrictions(layers, argv)]) {
-        matched.add(r);
-        if (r.decision === 'allow') continue;
-        hits.push({ rule: r, argv });
-        decision = stricter(decision, r.decision);
-      }
-    }
-    const decisive = hits.find((h) => h.rule.decision === decision);
-    parts.push({ decision, promptPrefix: 0, granted: false });
-    const why = decisive
-      ? ruleReason(decisive.rule, show(decisive.argv))
-      : `complex_command default (${defaultSource(dflt.layer)}): ${decision}`;
-    return finish(layers, { tool: 'bash', complex: split.complex, parts }, matched, `complex script (${split.complex}); ${why}`);
+  r.split.simple.forEach((c, k) => {
+    if (c.argv.length === 0) return;
+    const rules = layers.matchArgv(c.argv);
+    const inner = restrictionsOf(layers, r.inner[k]!.commands, rules);
+    for (const x of rules) matched.add(x);
+    for (const x of inner) matched.add(x);
+    parts.push(partFrom(layers, 'bash', rules, { argv: c.argv }, grants, inner));
+  });
+  for (const op of r.ops) {
+    const rules = layers.matchPath(op.tool, op.path);
+    for (const x of rules) matched.add(x);
+    parts.push(partFrom(layers, op.tool, rules, { path: op.path, field: 'redirect', fileTool: op.tool }, grants));
   }
-  for (const argv of split.commands) {
-    const rules = layers.matchArgv(argv);
-    const inner = wrappedRestrictions(layers, argv);
-    for (const r of rules) matched.add(r);
-    for (const r of inner) matched.add(r);
-    parts.push(partFrom(layers, 'bash', rules, { argv }, grants, inner));
+  for (const op of r.innerOps) {
+    const rules = layers.matchPath(op.tool, op.path).filter((x) => x.decision !== 'allow');
+    if (rules.length === 0) continue;
+    for (const x of rules) matched.add(x);
+    parts.push(partFrom(layers, op.tool, rules, { path: op.path, field: 'redirect', fileTool: op.tool }, grants));
   }
   if (parts.length === 0) {
     const d = layers.defaultFor('bash');
     return finish(layers, { tool: 'bash', parts }, matched, `empty script; bash default (${defaultSource(d.layer)}): ${d.decision}`, d.decision);
   }
   return finish(layers, { tool: 'bash', parts }, matched);
+}
+
+/**
+ * Complex: rules can only restrict (§6). Start from the complex_command
+ * default; allow rules that match a readable command are listed (every
+ * matching rule is) but cannot lower the decision. Leading assignments are
+ * also shown to rules as `env NAME=value … cmd`, the spelling rules about
+ * `env` already cover.
+ */
+function evaluateComplex(layers: PolicyLayers, r: Reading, why: string): Evaluation {
+  const dflt = layers.defaultFor('complex_command');
+  const matched = new Set<Rule>();
+  let decision = dflt.decision;
+  let decisive: { rule: Rule; subject: string } | undefined;
+  const hit = (rule: Rule, subject: string) => {
+    matched.add(rule);
+    if (rule.decision === 'allow') return;
+    if (rank(rule.decision) > rank(decision) || (decisive === undefined && rule.decision === decision)) decisive = { rule, subject };
+    decision = stricter(decision, rule.decision);
+  };
+  r.split.simple.forEach((c, k) => {
+    const argvs = c.assigns.length > 0 && c.argv.length > 0 ? [c.argv, ['env', ...c.assigns, ...c.argv]] : [c.argv];
+    for (const argv of argvs) {
+      if (argv.length === 0) continue;
+      const own = layers.matchArgv(argv);
+      for (const x of own) hit(x, show(argv));
+      const nested = argv === c.argv ? r.inner[k]!.commands : unwrap(argv, r.budget).commands;
+      for (const x of restrictionsOf(layers, nested, own)) hit(x, show(argv));
+    }
+  });
+  for (const op of [...r.ops, ...r.innerOps]) for (const x of layers.matchPath(op.tool, op.path)) hit(x, `${op.tool} of ${op.path} (redirection)`);
+  const parts: Part[] = [{ decision, promptPrefix: 0, granted: false }];
+  const reason = decisive ? ruleReason(decisive.rule, decisive.subject) : `complex_command default (${defaultSource(dflt.layer)}): ${decision}`;
+  return finish(layers, { tool: 'bash', complex: why, parts }, matched, `complex script (${why}); ${reason}`);
 }
 
 function evaluateFile(layers: PolicyLayers, command: Command, grants: readonly Grant[]): Evaluation {
@@ -118,7 +178,7 @@ function partFrom(
   layers: PolicyLayers,
   tool: ToolName,
   rules: Rule[],
-  where: { argv?: string[]; path?: string; field?: 'path' | 'dest' },
+  where: { argv?: string[]; path?: string; field?: 'path' | 'dest' | 'redirect'; fileTool?: 'write' | 'read' },
   grants: readonly Grant[],
   inner: readonly Rule[] = [],
 ): Part {
@@ -134,6 +194,7 @@ function partFrom(
   const decision = rule?.decision ?? layers.defaultFor(tool).decision;
   const part: Part = { decision, rule, promptPrefix, granted: false, ...where };
   if (decision === 'prompt' && where.argv) part.granted = grants.some((g) => bashGrantCovers(g, where.argv!));
+  if (decision === 'prompt' && where.fileTool) part.granted = grants.some((g) => g.tool === where.fileTool && g.path === where.path && g.dest === undefined);
   return part;
 }
 
@@ -159,22 +220,24 @@ function finish(layers: PolicyLayers, detail: EvaluationDetail, matched: Set<Rul
   return attach(e, detail);
 }
 
-/** forbid/prompt rules of the commands a wrapper runs (wrappers.ts), not already matched by argv itself. */
-function wrappedRestrictions(layers: PolicyLayers, argv: readonly string[]): Rule[] {
-  const inner = innerCommands(argv);
+/** forbid/prompt rules of the commands a wrapper runs (wrappers.ts), not already matched by the command itself. */
+function restrictionsOf(layers: PolicyLayers, inner: readonly SimpleCommand[], ownRules: readonly Rule[]): Rule[] {
   if (inner.length === 0) return [];
-  const own = layers.matchArgv(argv);
+  const own = new Set(ownRules);
   const out = new Set<Rule>();
-  for (const a of inner) for (const r of layers.matchArgv(a)) if (r.decision !== 'allow' && !own.includes(r)) out.add(r);
+  for (const c of inner) {
+    if (c.argv.length === 0) continue;
+    for (const r of layers.matchArgv(c.argv)) if (r.decision !== 'allow' && !own.has(r)) out.add(r);
+  }
   return layers.sort(out);
 }
 
 function partReason(layers: PolicyLayers, detail: EvaluationDetail, p: Part, decision: Decision): string {
   // Built only for the deciding part: formatting every part is measurable.
-  const subject = p.argv ? show(p.argv) : `${detail.tool} ${p.field ?? 'path'} ${p.path ?? ''}`;
+  const subject = p.argv ? show(p.argv) : p.fileTool ? `${p.fileTool} of ${p.path} (redirection)` : `${detail.tool} ${p.field ?? 'path'} ${p.path ?? ''}`;
   if (p.granted && p.decision === 'prompt' && decision === 'allow') return `prompt for ${subject} satisfied by a session grant`;
   if (p.rule) return ruleReason(p.rule, subject);
-  const key: DefaultKey = detail.tool;
+  const key: DefaultKey = p.fileTool ?? detail.tool;
   const d = layers.defaultFor(key);
   return `no rule matched ${subject}; ${key} default (${defaultSource(d.layer)}): ${p.decision}`;
 }
@@ -196,8 +259,15 @@ function show(argv: readonly string[]): string {
   return '`' + argv.join(' ') + '`';
 }
 
+/**
+ * An exact grant covers the same argv only; a prefix grant covers argv that
+ * start with it, unless the prefix names a shell, interpreter or wrapper
+ * (such a grant, stored before §7, covers nothing).
+ */
 export function bashGrantCovers(g: Grant, argv: readonly string[]): boolean {
-  if (g.tool !== 'bash' || !g.prefix || g.prefix.length === 0 || argv.length < g.prefix.length) return false;
+  if (g.tool !== 'bash') return false;
+  if (g.argv) return g.argv.length === argv.length && g.argv.every((t, k) => argv[k] === t);
+  if (!g.prefix || g.prefix.length === 0 || argv.length < g.prefix.length || prefixRunsAnything(g.prefix)) return false;
   return g.prefix.every((t, k) => argv[k] === t);
 }
 

@@ -1,8 +1,8 @@
 // One compiled rule and how it matches. Rules are compiled once at load time
 // (globs to regexes, patterns to token sets) so evaluation is lookups only.
-import picomatch from 'picomatch';
 import type { ToolName } from '../protocol/command.ts';
 import type { Decision } from './decision.ts';
+import { compileGlobMatcher } from './glob.ts';
 
 export type Layer = 'global' | 'project' | 'session';
 
@@ -27,12 +27,18 @@ export type Rule = {
   pathExcept: readonly PathMatcher[];
 };
 
+/**
+ * `"*"` is any one token; `"\\*"` (YAML `'\*'`) is a literal `*` argument, as in
+ * `rm -rf -- *`, which no other spelling can name.
+ */
 export function compilePattern(raw: readonly (string | readonly string[])[]): CommandPattern {
   return raw.map((t): PatternToken => {
     const alts = typeof t === 'string' ? [t] : t;
-    return alts.includes('*') ? { any: true } : { any: false, alts: new Set(alts) };
+    return alts.includes('*') ? { any: true } : { any: false, alts: new Set(alts.map((a) => (a === LITERAL_STAR ? '*' : a))) };
   });
 }
+
+const LITERAL_STAR = '\\*';
 
 /**
  * Argv-prefix match. `loose` also lets a path-qualified program
@@ -76,14 +82,13 @@ export function prefixLength(r: Rule): number {
 
 /**
  * `**` spans zero or more segments, `*` and `?` stay within one, dotfiles
- * match, case matters. picomatch already lets `dir/**` match `dir` itself,
- * so `.git/**` protects the `.git` entry too (tested in evaluate.test.ts).
+ * match, case matters; `dir/**` matches `dir` itself, so `.git/**` protects
+ * the `.git` entry too. Linear-bounded matching (glob.ts).
+ * @throws GlobError for a glob over the §7 limits
  */
 export function compileGlob(glob: string): PathMatcher {
-  // nonegate: a leading `!` is a file name here, not "everything but" — that
-  // would turn a narrow forbid into a near-universal one.
-  const re = picomatch.makeRe(glob, { dot: true, nocase: false, nonegate: true });
+  const test = compileGlobMatcher(glob);
   // The workspace root "." is zero segments: only `**`-only globs (or ".") reach it.
   const root = glob === '.' || /^\*\*(\/\*\*)*$/.test(glob);
-  return { glob, test: (p) => (p === '.' ? root : re.test(p)) };
+  return { glob, test: (p) => (p === '.' ? root : test(p)) };
 }

@@ -11,6 +11,8 @@
 // and the tokens read so far are still returned, so the caller can read
 // simple commands out of a complex script.
 
+import { decodeAnsiC } from './ansi-c.ts';
+
 export type Word = {
   kind: 'word';
   text: string;
@@ -240,8 +242,17 @@ class Lexer {
       return;
     }
     if (!inDq && (nx === "'" || nx === '"')) {
-      // $'…' and $"…" decode escapes or translate: the text is not literal.
-      this.i++;
+      // $'…' decodes escapes (`$'\x63url'` is curl) and $"…" translates: the
+      // text is not what the shell runs, so the script is complex (§7).
+      this.flag(nx === "'" ? "ANSI-C quoting $'…'" : 'locale quoting $"…"');
+      if (nx === '"') { this.i++; return; }
+      // Decoded, so that rules see what runs (`$'\x63url'` reads as curl) even
+      // though the script is complex.
+      this.quote();
+      const end = ansiEnd(s, this.i + 2);
+      this.w.text += decodeAnsiC(s.slice(this.i + 2, end < 0 ? s.length : end));
+      if (end < 0) this.flag('unterminated quote');
+      this.i = end < 0 ? s.length : end + 1;
       return;
     }
     if (nx !== undefined && NAME_CHAR.test(nx)) {
@@ -293,6 +304,15 @@ function closingBrace(s: string, from: number): number {
   for (let j = from; j < s.length; j++) {
     if (s[j] === '{') depth++;
     else if (s[j] === '}' && --depth === 0) return j;
+  }
+  return -1;
+}
+
+/** Index of the `'` closing a `$'…'` string that starts at `from`, or -1. */
+function ansiEnd(s: string, from: number): number {
+  for (let j = from; j < s.length; j++) {
+    if (s[j] === '\\') j++;
+    else if (s[j] === "'") return j;
   }
   return -1;
 }

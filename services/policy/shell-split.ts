@@ -6,12 +6,22 @@
 // forbid/prompt rules — never to allow anything.
 import { lex, type Word } from './shell-lexer.ts';
 
+/** A redirection of a simple command: the operator as written (`2>`, `>>`, `<`, `>&` …) and its target word. */
+export type Redirection = { op: string; target: Word };
+/** One simple command with what its argv leaves out. */
+export type SimpleCommand = { argv: string[]; words: Word[]; assigns: string[]; redirs: Redirection[] };
+
 export type SplitScript = {
   /** One argv per simple command, in script order; empty commands are dropped. */
   commands: string[][];
+  /** The same commands with their assignments and redirections (and commands that only redirect). */
+  simple: SimpleCommand[];
   /** Why the script cannot be split safely; absent for a simple script. */
   complex?: string;
 };
+
+/** Reason given when the only thing that makes a script complex is a leading `NAME=value` (§7). */
+export const ASSIGNMENT_REASON = 'leading variable assignment';
 
 // Words that open or continue a compound command when they stand where a
 // command name would be.
@@ -24,15 +34,51 @@ const NON_COMMAND_HEADS = new Set(['for', 'case', 'select', 'function']);
 const CONTINUES_ON_NEXT_LINE = new Set(['&&', '||', '|', '|&']);
 const ASSIGNMENT = /^[A-Za-z_][A-Za-z0-9_]*\+?=/;
 
-type Frame = { words: Word[]; dynamicHead: boolean; opener?: string };
+/**
+ * Bounds on what one bash command may be, so that checking it stays within a
+ * few milliseconds of the event loop (§7). Past them the command is refused,
+ * not waved through: a forbid hidden in a huge script must not become a prompt.
+ */
+export const MAX_SCRIPT_CHARS = 32 * 1024;
+export const MAX_SCRIPT_OPERATORS = 256;
+
+/** The reason a script is over the bounds, or undefined. */
+export function scriptTooLarge(cmd: string): string | undefined {
+  if (cmd.length > MAX_SCRIPT_CHARS) return `script_too_large: ${cmd.length} characters (at most ${MAX_SCRIPT_CHARS}); write long scripts to a file with tf-write and run that`;
+  let ops = 0;
+  for (let k = 0; k < cmd.length; k++) {
+    const c = cmd.charCodeAt(k);
+    // ; & | < > ( ` and newline: every separator, redirection and substitution has one.
+    if (c === 59 || c === 38 || c === 124 || c === 60 || c === 62 || c === 10 || c === 40 || c === 96) ops++;
+  }
+  if (ops > MAX_SCRIPT_OPERATORS) return `script_too_large: ${ops} separator, redirection and substitution characters (at most ${MAX_SCRIPT_OPERATORS}); split it or write it to a file`;
+  return undefined;
+}
+
+// Builtins that change what later commands run or with which environment:
+// `export LD_PRELOAD=…; ls` is `LD_PRELOAD=… ls` spelled apart, `hash -p
+// /tmp/x ls` and `alias ls=…` swap the program behind a name.
+const ENV_SETTERS = new Set(['export', 'declare', 'typeset', 'readonly', 'local']);
+const NAME_CHANGERS = new Set(['alias', 'hash', 'enable']);
+
+function shellStateChange(argv: readonly string[]): string | undefined {
+  const [head, ...args] = argv;
+  if (head === undefined) return undefined;
+  if (ENV_SETTERS.has(head) && args.some((a) => a.includes('='))) return `environment change (${head} ${args.find((a) => a.includes('='))!.split('=')[0]}=)`;
+  if (NAME_CHANGERS.has(head) && args.length > 0) return `shell state change (${head})`;
+  return undefined;
+}
+
+type Frame = { words: Word[]; redirs: Redirection[]; dynamicHead: boolean; opener?: string };
 
 export function splitScript(script: string): SplitScript {
   const { tokens, complex: lexComplex } = lex(script);
   let complex = lexComplex;
   const raw: Frame[] = [];
   const stack: Frame[] = [];
-  let cur: Frame = { words: [], dynamicHead: false };
+  let cur: Frame = newFrame();
   let expectTarget = false;
+  let pendingOp = '';
   let lastSep = '';
   let emptySinceSep = true;
 
@@ -40,12 +86,15 @@ export function splitScript(script: string): SplitScript {
     if (expectTarget && t.kind !== 'word') complex ??= 'redirection without a target';
     switch (t.kind) {
       case 'word':
-        if (expectTarget) expectTarget = false;
-        else cur.words.push(t);
+        if (expectTarget) {
+          expectTarget = false;
+          cur.redirs.push({ op: pendingOp, target: t });
+        } else cur.words.push(t);
         emptySinceSep = false;
         break;
       case 'redir':
         expectTarget = true;
+        pendingOp = t.op;
         emptySinceSep = false;
         break;
       case 'sep':
@@ -63,14 +112,14 @@ export function splitScript(script: string): SplitScript {
         if ((t.op === '$(' || t.op === '`') && commandWords(cur.words).length === 0) cur.dynamicHead = true;
         cur.opener = t.op;
         stack.push(cur);
-        cur = { words: [], dynamicHead: false };
+        cur = newFrame();
         expectTarget = false;
         emptySinceSep = true;
         break;
       }
       case 'close':
         cur = finish(raw, cur);
-        cur = stack.pop() ?? { words: [], dynamicHead: false };
+        cur = stack.pop() ?? newFrame();
         // After a subshell `( … )` the outer words are done (`f() { …; }` then
         // reads as `f` and `{ …`); after `$( … )` or `<( … )` they go on.
         if (cur.opener === '(') cur = finish(raw, cur);
@@ -90,19 +139,35 @@ export function splitScript(script: string): SplitScript {
       if (!head.quoted && RESERVED.has(head.text)) complex ??= `compound command '${head.text}'`;
       else if (head.expanded) complex ??= 'expansion in the command word';
       else if (head.brace) complex ??= 'braces in the command word';
+      else complex ??= shellStateChange(commandWords(f.words).map((w) => w.text));
     }
   }
   if (complex === undefined) {
-    const commands = raw.map((f) => commandWords(f.words).map((w) => w.text)).filter((a) => a.length > 0);
-    return { commands };
+    const simple = raw.map(simpleOf);
+    const commands = simple.map((c) => c.argv).filter((a) => a.length > 0);
+    const assigned = simple.find((c) => c.assigns.length > 0);
+    if (assigned) return { commands, simple, complex: `${ASSIGNMENT_REASON} (${assigned.assigns[0]!.split('=')[0]}=)` };
+    return { commands, simple };
   }
-  return { commands: readableCommands(raw), complex };
+  const simple = readableCommands(raw);
+  return { commands: simple.map((c) => c.argv).filter((a) => a.length > 0), simple, complex };
 }
 
-/** Ends a frame: keeps it if it has words, hands back a fresh one. (No closure: see bench/policy.) */
+function newFrame(): Frame {
+  return { words: [], redirs: [], dynamicHead: false };
+}
+
+function simpleOf(f: Frame): SimpleCommand {
+  const { words, redirs } = f;
+  const cmd = commandWords(words);
+  const assigns = words.slice(0, words.length - cmd.length).map((w) => w.text);
+  return { argv: cmd.map((w) => w.text), words: cmd, assigns, redirs };
+}
+
+/** Ends a frame: keeps it if it has words or redirections, hands back a fresh one. (No closure: see bench/policy.) */
 function finish(raw: Frame[], cur: Frame): Frame {
-  if (cur.words.length > 0) raw.push(cur);
-  return { words: [], dynamicHead: false };
+  if (cur.words.length > 0 || cur.redirs.length > 0) raw.push(cur);
+  return newFrame();
 }
 
 /** Drops leading `NAME=value` words: they set the environment, they are not the command. */
@@ -118,16 +183,24 @@ function isAssignment(w: Word): boolean {
 }
 
 /** Best-effort reading of a complex script, frame by frame. */
-function readableCommands(raw: Frame[]): string[][] {
-  const out: string[][] = [];
+function readableCommands(raw: Frame[]): SimpleCommand[] {
+  const out: SimpleCommand[] = [];
   for (const f of raw) {
-    if (f.dynamicHead) continue;
+    // The redirections of a frame whose command cannot be read still name files.
+    if (f.dynamicHead) {
+      if (f.redirs.length > 0) out.push({ argv: [], words: [], assigns: [], redirs: f.redirs });
+      continue;
+    }
+    let redirs = f.redirs;
     // `{` and `}` end a command even without a `;` (`function f { rm -rf /; }`).
     let start = 0;
     for (let k = 0; k <= f.words.length; k++) {
       const w = f.words[k];
       if (w !== undefined && (w.quoted || (w.text !== '{' && w.text !== '}'))) continue;
-      if (k > start) readOne(f.words.slice(start, k), out);
+      if (k > start || (k === f.words.length && redirs.length > 0)) {
+        readOne(f.words.slice(start, k), redirs, out);
+        redirs = [];
+      }
       start = k + 1;
     }
   }
@@ -135,11 +208,19 @@ function readableCommands(raw: Frame[]): string[][] {
 }
 
 /** One command of a complex script: keywords peeled off; `for x in …`-style heads are not commands. */
-function readOne(frameWords: Word[], out: string[][]): void {
-  let words = commandWords(frameWords);
-  while (words.length > 0 && !words[0]!.quoted && RESERVED.has(words[0]!.text)) {
-    if (NON_COMMAND_HEADS.has(words[0]!.text)) return;
-    words = commandWords(words.slice(1));
+function readOne(frameWords: Word[], redirs: Redirection[], out: SimpleCommand[]): void {
+  let words = frameWords;
+  let assigns: string[] = [];
+  for (;;) {
+    const cmd = commandWords(words);
+    assigns = assigns.concat(words.slice(0, words.length - cmd.length).map((w) => w.text));
+    words = cmd;
+    if (words.length === 0 || words[0]!.quoted || !RESERVED.has(words[0]!.text)) break;
+    if (NON_COMMAND_HEADS.has(words[0]!.text)) {
+      if (redirs.length > 0) out.push({ argv: [], words: [], assigns: [], redirs });
+      return;
+    }
+    words = words.slice(1);
   }
-  if (words.length > 0) out.push(words.map((w) => w.text));
+  if (words.length > 0 || redirs.length > 0) out.push({ argv: words.map((w) => w.text), words, assigns, redirs });
 }

@@ -1,60 +1,114 @@
 // Commands that run another command: `env FOO=1 curl x`, `nice -n 5 rm -rf /`,
-// `timeout 5 wget y`, `xargs rm`, `bash -c 'curl x'`, `eval "…"`. Rules only
-// see an argv prefix, so without this a wrapper would hide a forbidden
-// command behind an unmatched (merely prompting) one and an operator could
-// approve a forbid by accident. The inner commands found here may only add
-// forbid/prompt rules to a part, never an allow (policy.ts).
-import { splitScript } from './shell-split.ts';
+// `timeout 5 wget y`, `xargs rm`, `bash -c 'curl x'`, `eval "…"`,
+// `find . -exec rm {} ;`. Rules only see an argv prefix, so without this a
+// wrapper would hide a forbidden command behind an unmatched (merely
+// prompting) one and an operator could approve a forbid by accident. The
+// inner commands found here may only add forbid/prompt rules to a part,
+// never an allow (policy.ts).
+//
+// Unwrapping never loosens (POLICY.md §7): an invocation whose options are
+// not all understood (`bash -c -- "…"`, `sh -ec "…"`, `env -S "…"`, a shell
+// reading its script from stdin) is reported `complex`, and then every
+// argument that could be a command or a script is read for restrictions.
+import { splitScript, type SimpleCommand } from './shell-split.ts';
 
-/** Options that take a separate value, per wrapper (short `-x V` and long `--x V`). */
-const VALUE_OPTIONS: Record<string, ReadonlySet<string>> = {
-  env: new Set(['-u', '--unset', '-C', '--chdir', '-S', '--split-string']),
-  nice: new Set(['-n', '--adjustment']),
-  time: new Set(['-f', '--format', '-o', '--output']),
-  timeout: new Set(['-s', '--signal', '-k', '--kill-after']),
-  stdbuf: new Set(['-i', '-o', '-e', '--input', '--output', '--error']),
-  // (-i, -e, -l take only a glued optional value, so they are not listed.)
-  xargs: new Set(['-a', '--arg-file', '-d', '--delimiter', '-E', '-I', '-L', '-n', '--max-args', '-P', '--max-procs', '-s', '--max-chars']),
-  exec: new Set(['-a']),
-  sudo: new Set(['-u', '--user', '-g', '--group', '-C', '-D', '--chdir', '-h', '--host', '-p', '--prompt', '-r', '--role', '-t', '--type', '-U', '--other-user']),
-  doas: new Set(['-u', '-C']),
-  nohup: new Set(),
-  command: new Set(),
-  builtin: new Set(),
-  chrt: new Set(),
-  ionice: new Set(['-c', '--class', '-n', '--classdata', '-p', '--pid']),
-  setsid: new Set(),
-  unbuffer: new Set(),
+export type Unwrapped = { commands: SimpleCommand[]; complex?: string };
+
+type Spec = { flags: ReadonlySet<string>; values: ReadonlySet<string>; operands?: number };
+const spec = (flags: string[], values: string[], operands = 0): Spec => ({ flags: new Set(flags), values: new Set(values), operands });
+
+/** Options each wrapper may carry before its command; anything else is not understood. */
+const WRAPPERS: Record<string, Spec> = {
+  env: spec(['-i', '--ignore-environment', '-0', '--null', '-v', '--debug'], ['-u', '--unset', '-C', '--chdir']),
+  nice: spec([], ['-n', '--adjustment']),
+  time: spec(['-p', '-v', '--verbose', '--portability', '-a', '--append', '-q', '--quiet'], ['-f', '--format', '-o', '--output']),
+  timeout: spec(['--preserve-status', '--foreground', '-v', '--verbose'], ['-s', '--signal', '-k', '--kill-after'], 1),
+  stdbuf: spec([], ['-i', '-o', '-e', '--input', '--output', '--error']),
+  xargs: spec(['-0', '--null', '-r', '--no-run-if-empty', '-t', '--verbose', '-p', '--interactive', '-x', '--exit', '-o', '--open-tty', '-i', '-e', '-l'],
+    ['-a', '--arg-file', '-d', '--delimiter', '-E', '-I', '-L', '-n', '--max-args', '-P', '--max-procs', '-s', '--max-chars']),
+  exec: spec(['-c', '-l'], ['-a']),
+  sudo: spec(['-E', '-H', '-n', '-S', '-i', '-s', '-b', '-k'], ['-u', '--user', '-g', '--group', '-C', '-D', '--chdir', '-h', '--host', '-p', '--prompt', '-r', '--role', '-t', '--type', '-U', '--other-user']),
+  doas: spec(['-n', '-s'], ['-u', '-C']),
+  nohup: spec([], []),
+  command: spec(['-p'], []),
+  builtin: spec([], []),
+  setsid: spec(['-f', '--fork', '-w', '--wait', '-c', '--ctty'], []),
+  unbuffer: spec([], []),
+  ionice: spec(['-t', '--ignore'], ['-c', '--class', '-n', '--classdata']),
+  chrt: spec([], [], 1),
+  flock: spec(['-s', '--shared', '-x', '--exclusive', '-n', '--nonblock', '-o', '--close', '-u', '--unlock'], ['-w', '--timeout', '-E', '--conflict-exit-code'], 1),
+  busybox: spec([], []), // `busybox wget …`: the applet is the command
 };
-const SHELLS = new Set(['bash', 'sh', 'zsh', 'dash', 'ksh', 'ash', 'busybox-sh']);
+/** Runners whose command lines are not parsed here (`script -c`, `strace -e …`, `parallel … :::`): always read by guessing. */
+const GUESSED = new Set(['script', 'strace', 'ltrace', 'parallel', 'su', 'runuser', 'chpst', 'unshare', 'nsenter', 'chroot']);
+const SHELLS = new Set(['bash', 'sh', 'zsh', 'dash', 'ksh', 'ash', 'busybox-sh', 'rbash']);
+/** Programs that join their arguments into a shell script. */
+const SCRIPT_JOINERS = new Set(['eval', 'watch']);
+const FIND_EXEC = new Set(['-exec', '-execdir', '-ok', '-okdir']);
 const NAME_VALUE = /^[A-Za-z_][A-Za-z0-9_]*=/;
 const MAX_DEPTH = 4;
+/** Best-effort reading of a not-understood invocation tries this many argument positions. */
+const MAX_GUESSES = 32;
+/** Commands read out of one argv through wrappers, all levels together. */
+const MAX_COMMANDS = 256;
 
 /**
- * The argv of every command `argv` runs through a wrapper, nested wrappers
- * included (`env nice curl x` → `nice curl x`, `curl x`). Empty when argv is
- * not a known wrapper or the inner command cannot be found.
+ * Every command `argv` runs through wrappers, nested wrappers included
+ * (`env nice curl x` → `nice curl x`, `curl x`), with the simple commands
+ * of inner scripts (their redirections count too). `complex` when some
+ * invocation on the way was not fully understood.
  */
-export function innerCommands(argv: readonly string[], depth = 0): string[][] {
-  if (depth >= MAX_DEPTH || argv.length < 2) return [];
-  const program = argv[0]!.slice(argv[0]!.lastIndexOf('/') + 1);
-  const direct = unwrapOnce(program, argv);
-  const out: string[][] = [];
-  for (const inner of direct) {
-    if (inner.length === 0) continue;
-    out.push(inner);
-    out.push(...innerCommands(inner, depth + 1));
-  }
-  return out;
+export function unwrap(argv: readonly string[], budget: WrapBudget = newWrapBudget()): Unwrapped {
+  const r = unwrapAt(argv, 0, budget);
+  if (budget.left <= 0) r.complex ??= `more than ${MAX_COMMANDS} wrapped commands in one script`;
+  return r;
 }
 
-function unwrapOnce(program: string, argv: readonly string[]): string[][] {
-  if (SHELLS.has(program)) return shellScript(argv);
-  if (program === 'eval') return scriptCommands(argv.slice(1).join(' '));
-  const values = VALUE_OPTIONS[program];
-  if (values === undefined) return [];
-  // `command -v x` / `type`-like queries only print where x is.
-  if (program === 'command' && argv.some((a) => a === '-v' || a === '-V')) return [];
+/** Shared by every command of one script, so a script of many wrappers stays bounded too. */
+export type WrapBudget = { left: number };
+export function newWrapBudget(): WrapBudget {
+  return { left: MAX_COMMANDS };
+}
+
+/** The argv of every command `argv` runs through wrappers (tests, diagnostics). */
+export function innerCommands(argv: readonly string[]): string[][] {
+  return unwrap(argv).commands.map((c) => c.argv).filter((a) => a.length > 0);
+}
+
+/** `budget` bounds the whole unwrapping: guessed readings could otherwise fan out at every level. */
+function unwrapAt(argv: readonly string[], depth: number, budget: { left: number }): Unwrapped {
+  if (argv.length === 0 || budget.left <= 0) return { commands: [] };
+  const direct = unwrapOnce(baseName(argv[0]!), argv);
+  const out: SimpleCommand[] = [];
+  let complex = direct.complex;
+  for (const inner of direct.commands) {
+    if (inner.argv.length === 0 && inner.redirs.length === 0) continue;
+    if (--budget.left < 0) break;
+    out.push(inner);
+    if (depth + 1 >= MAX_DEPTH) {
+      if (inner.argv.length > 0 && unwrapOnce(baseName(inner.argv[0]!), inner.argv).commands.length > 0) complex ??= 'wrappers nested too deeply';
+      continue;
+    }
+    const deeper = unwrapAt(inner.argv, depth + 1, budget);
+    out.push(...deeper.commands);
+    complex ??= deeper.complex;
+  }
+  return complex === undefined ? { commands: out } : { commands: out, complex };
+}
+
+function baseName(p: string): string {
+  return p.slice(p.lastIndexOf('/') + 1);
+}
+
+function unwrapOnce(program: string, argv: readonly string[]): Unwrapped {
+  if (SHELLS.has(program)) return shellScript(program, argv);
+  if (SCRIPT_JOINERS.has(program)) return program === 'watch' ? guess(argv, 'watch runs its arguments as a script') : script(argv.slice(1).join(' '));
+  if (program === 'find') return findExec(argv);
+  if (GUESSED.has(program)) return guess(argv, `${program} runs a command line that is not parsed here`);
+  const s = WRAPPERS[program];
+  if (s === undefined) return { commands: [] };
+  // `command -v x` / `-V` only print where x is.
+  if (program === 'command' && argv.some((a) => a === '-v' || a === '-V')) return { commands: [] };
   let k = 1;
   while (k < argv.length) {
     const a = argv[k]!;
@@ -62,24 +116,69 @@ function unwrapOnce(program: string, argv: readonly string[]): string[][] {
     if (program === 'env' && NAME_VALUE.test(a)) { k++; continue; }
     if (program === 'nice' && /^-[0-9]+$/.test(a)) { k++; continue; }
     if (!a.startsWith('-') || a === '-') break;
-    k += values.has(a) ? 2 : 1;
+    const eq = a.indexOf('=');
+    if (a.startsWith('--') && eq > 0 && s.values.has(a.slice(0, eq))) { k++; continue; }
+    if (s.flags.has(a)) { k++; continue; }
+    if (s.values.has(a)) { k += 2; continue; }
+    // A short valued option with its value glued on (`stdbuf -oL`, `nice -n5`).
+    if (!a.startsWith('--') && s.values.has(a.slice(0, 2))) { k++; continue; }
+    return guess(argv, `${program} option '${a}' is not understood`);
   }
-  // timeout's first operand is the duration, not the command.
-  if (program === 'timeout') k++;
-  return k < argv.length ? [argv.slice(k)] : [];
+  k += s.operands ?? 0; // timeout's duration, flock's lock file, chrt's priority
+  return k < argv.length ? { commands: [plain(argv.slice(k))] } : { commands: [] };
 }
 
-/** `bash -c 'script'`, `sh -ec "…"`: the script's commands. Without -c the shell reads a file or stdin we cannot see. */
-function shellScript(argv: readonly string[]): string[][] {
+/**
+ * `bash -c 'script' [name args…]` and `bash FILE [args…]` are understood;
+ * any other option, or a shell that reads its script from stdin, is not.
+ */
+function shellScript(program: string, argv: readonly string[]): Unwrapped {
+  // (`bash -c -- 'x'` and `bash -c -e 'x'` take options after -c: not this form.)
+  if (argv.length >= 3 && argv[1] === '-c' && !/^[-+]/.test(argv[2]!)) return script(argv[2]!);
+  if (argv.length >= 2 && !/^[-+]/.test(argv[1]!)) return { commands: [] }; // runs a file we cannot see: prompts as itself
+  if (argv.length === 1) return { commands: [], complex: `${program} reads its script from standard input` };
+  return guess(argv, `${program} invoked with options that are not fully understood ('${argv.slice(1, 4).join(' ')}')`);
+}
+
+/** `find … -exec CMD … ;` runs CMD; every such clause counts. */
+function findExec(argv: readonly string[]): Unwrapped {
+  const out: SimpleCommand[] = [];
   for (let k = 1; k < argv.length; k++) {
-    const a = argv[k]!;
-    if (a === '-o' || a === '+o') { k++; continue; } // `-o pipefail`
-    if (!/^[-+]/.test(a) || a === '-' || a === '--') return [];
-    if (a.startsWith('-') && !a.startsWith('--') && a.includes('c')) return k + 1 < argv.length ? scriptCommands(argv[k + 1]!) : [];
+    if (!FIND_EXEC.has(argv[k]!)) continue;
+    let end = k + 1;
+    while (end < argv.length && argv[end] !== ';' && argv[end] !== '+') end++;
+    if (end > k + 1) out.push(plain(argv.slice(k + 1, end)));
+    k = end;
   }
-  return [];
+  return { commands: out };
 }
 
-function scriptCommands(script: string): string[][] {
-  return splitScript(script).commands;
+function script(text: string): Unwrapped {
+  const s = splitScript(text);
+  return s.complex === undefined ? { commands: s.simple } : { commands: s.simple, complex: s.complex };
+}
+
+/**
+ * A not-understood invocation: every argument could be the command or a
+ * script, so each is read both ways. Restrictions only: this can add a
+ * forbid, never remove one.
+ */
+function guess(argv: readonly string[], reason: string): Unwrapped {
+  const out: SimpleCommand[] = [];
+  for (let k = 1; k < argv.length && k <= MAX_GUESSES; k++) {
+    const a = argv[k]!;
+    if (a.startsWith('-') || a.length === 0) continue;
+    out.push(plain(argv.slice(k)));
+    if (/[\s;&|<>$`()]/.test(a)) out.push(...splitScript(a).simple);
+  }
+  return { commands: out, complex: reason };
+}
+
+function plain(argv: readonly string[]): SimpleCommand {
+  return {
+    argv: [...argv],
+    words: argv.map((text) => ({ kind: 'word' as const, text, quoted: true, lit: 0, expanded: false, brace: false })),
+    assigns: [],
+    redirs: [],
+  };
 }

@@ -5,7 +5,7 @@ import type { StreamCaps } from '../stream-caps.ts';
 import type { Pipeline } from '../../pipeline/pipeline.ts';
 import type { Keys } from '../../pipeline/keys.ts';
 import type { Redis } from 'ioredis';
-import type { JobsService } from '../../jobs/jobs-service.ts';
+import { WebhookRefusedError, type JobsService } from '../../jobs/jobs-service.ts';
 import { FINAL_JOB_STATUSES, JobRequest } from '../../jobs/job-schemas.ts';
 import type { StoredJob } from '../../jobs/job-store.ts';
 import type { AppEnv } from '../env.ts';
@@ -39,7 +39,13 @@ export function jobRoutes({ jobs, pipeline, redis, keys, streams, maxJsonBytes }
         details: bad.map((b) => ({ path: b.path, reason: b.n.ok ? '' : b.n.reason })),
       });
     }
-    const view = await jobs.submit(body, c.var.principal.id);
+    let view;
+    try {
+      view = await jobs.submit(body, c.var.principal.id, { tightenOnly: c.var.principal.role === 'submitter' });
+    } catch (err) {
+      if (err instanceof WebhookRefusedError) throw new AppError(400, 'webhook_refused', err.message, { details: { webhook: body.webhook } });
+      throw err;
+    }
     return c.json({ job_id: view.job_id, session_id: view.session_id, status: view.status }, 202);
   });
 
@@ -61,6 +67,11 @@ export function jobRoutes({ jobs, pipeline, redis, keys, streams, maxJsonBytes }
   });
 
   app.get('/:job_id', async (c) => c.json((await visibleJob(c, jobs)).view));
+
+  app.get('/:job_id/webhook-deliveries', async (c) => {
+    const job = await visibleJob(c, jobs);
+    return c.json({ deliveries: await jobs.store.deliveries(job.view.job_id) });
+  });
 
   app.post('/:job_id/cancel', requireRole('submitter', 'admin'), async (c) => {
     const job = await visibleJob(c, jobs);

@@ -40,6 +40,7 @@ export function sessionRoutes({ pipeline: p, maxJsonBytes, maxCommandsBytes }: S
     }
     const meta = await p.createSession({
       owner: c.var.principal.id, project: body.project ?? null, approval: body.approval ?? 'never', policy: body.policy ?? null,
+      tightenOnly: c.var.principal.role === 'submitter',
     });
     if (files.length) {
       const seeded = await runParsedTurn(p, meta.session_id, files.map(([path, content], i) => ({

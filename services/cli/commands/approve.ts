@@ -1,4 +1,4 @@
-// `thinkflow approve TOKEN [--session]` and `thinkflow reject TOKEN [--reason
+// `thinkflow approve TOKEN [--session [--prefix]]` and `thinkflow reject TOKEN [--reason
 // "…"]`: one answer to a pending approval (POST /v1/approvals/:token). Exit 0
 // answered, 1 the answer failed (already answered or expired, unknown token,
 // API refused or unreachable), 2 bad arguments.
@@ -6,7 +6,7 @@ import { parseArgs } from 'node:util';
 import { ApiClient, ApiError, CliError, CONNECTION_OPTIONS, oneLine, resolveConnection, UsageError, type Decision } from '../api-client.ts';
 
 const USAGE = {
-  approve: 'usage: thinkflow approve TOKEN [--session] [--url URL] [--key KEY]   (--session: approve for the rest of the session)\n',
+  approve: 'usage: thinkflow approve TOKEN [--session [--prefix]] [--url URL] [--key KEY]   (--session: grant this exact command for the rest of the session; --prefix: the wider rule-prefix grant the approval offers)\n',
   reject: 'usage: thinkflow reject TOKEN [--reason "…"] [--url URL] [--key KEY]\n',
 };
 
@@ -17,22 +17,25 @@ async function answer(verb: Verb, args: string[]): Promise<number> {
   let token: string;
   let decision: Decision;
   let reason: string | undefined;
+  let prefix = false;
   try {
     const options = verb === 'approve'
-      ? { ...CONNECTION_OPTIONS, session: { type: 'boolean', default: false } } as const
+      ? { ...CONNECTION_OPTIONS, session: { type: 'boolean', default: false }, prefix: { type: 'boolean', default: false } } as const
       : { ...CONNECTION_OPTIONS, reason: { type: 'string' } } as const;
     const { values, positionals } = parseArgs({ args, allowPositionals: true, options });
     if (positionals.length !== 1 || positionals[0] === '') throw new UsageError(positionals.length === 0 ? 'a TOKEN is required' : `one TOKEN only; unexpected '${positionals[1]}'`);
     token = positionals[0]!;
     decision = verb === 'reject' ? 'reject' : (values as { session?: boolean }).session ? 'approve_for_session' : 'approve';
     reason = (values as { reason?: string }).reason;
+    prefix = Boolean((values as { prefix?: boolean }).prefix);
+    if (prefix && decision !== 'approve_for_session') throw new UsageError('--prefix goes with --session');
     client = new ApiClient(resolveConnection(values));
   } catch (err) {
     process.stderr.write(`thinkflow ${verb}: ${(err as Error).message}\n${USAGE[verb]}`);
     return 2;
   }
   try {
-    const { approval: a } = await client.answerApproval(token, decision, reason);
+    const { approval: a } = await client.answerApproval(token, decision, reason, prefix ? 'prefix' : undefined);
     const what = a ? ` (job ${a.job_id ?? '-'}, command ${a.command_id}: ${a.tool} ${oneLine(a.target, 60)})` : '';
     const done = { approve: 'approved', approve_for_session: 'approved for the rest of the session', reject: 'rejected' }[decision];
     process.stdout.write(`${token}: ${done}${what}\n`);

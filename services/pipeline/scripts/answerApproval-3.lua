@@ -6,6 +6,8 @@
   ARGV[1] decision: approve | approve_for_session | reject | expire
   ARGV[2] reason   ARGV[3] decided_by   ARGV[4] now (ms)   ARGV[5] decided_at (ISO)
   ARGV[6] token    ARGV[7] approvals channel
+  ARGV[8] grant scope of approve_for_session: exact (field `grant`) | prefix (field `grant_prefix`);
+          each field holds one JSON grant per line, pushed one by one
   Returns "ok" | "unknown" | "expired" | "pending" (expire asked too early) | the earlier decision
 ]]
 local status = redis.call('HGET', KEYS[1], 'status')
@@ -30,8 +32,13 @@ end
 redis.call('HSET', KEYS[1], 'status', decision, 'decision', decision, 'reason', ARGV[2],
   'decided_by', ARGV[3], 'decided_at', ARGV[5])
 if decision == 'approve_for_session' then
-  local grant = redis.call('HGET', KEYS[1], 'grant')
-  if grant then redis.call('RPUSH', KEYS[2], grant) end
+  local field = 'grant'
+  if ARGV[8] == 'prefix' then field = 'grant_prefix' end
+  redis.call('HSET', KEYS[1], 'grant_scope', ARGV[8] or 'exact')
+  local grants = redis.call('HGET', KEYS[1], field)
+  if grants then
+    for line in string.gmatch(grants, '[^\n]+') do redis.call('RPUSH', KEYS[2], line) end
+  end
 end
 redis.call('ZREM', KEYS[3], ARGV[6])
 redis.call('PUBLISH', ARGV[7], ARGV[6])

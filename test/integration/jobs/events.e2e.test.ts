@@ -23,14 +23,23 @@ let hooks: Server;
 let hookUrl: string;
 const received: Array<{ body: string; signature: string; attempt: number }> = [];
 let failFirst = 0;
+let redirectsSeen = 0;
+let secondSeen = 0;
 
 beforeAll(async () => {
-  h = await startHarness('events', TRANSCRIPTS);
+  // Receivers here listen on loopback, which webhooks may reach only when allowed explicitly.
+  h = await startHarness('events', TRANSCRIPTS, { THINKFLOW_WEBHOOK_ALLOW: '127.0.0.1' });
   let attempts = 0;
   hooks = createServer((req, res) => {
     const chunks: Buffer[] = [];
     req.on('data', (c) => chunks.push(c));
     req.on('end', () => {
+      if (req.url === '/redirect') {
+        redirectsSeen++;
+        res.writeHead(307, { location: hookUrl.replace('/hook', '/second') }).end();
+        return;
+      }
+      if (req.url === '/second') secondSeen++;
       attempts++;
       if (failFirst > 0) {
         failFirst--;
@@ -87,6 +96,24 @@ describe('job events and webhooks', () => {
     expect(hit.signature).toBe(`sha256=${createHmac('sha256', WEBHOOK_SECRET).update(hit.body).digest('hex')}`);
     const payload = JSON.parse(hit.body);
     expect(payload).toMatchObject({ event: 'job_finished', job: { job_id, status: 'succeeded', metadata: { ticket: 'T-1' } } });
+    const { deliveries } = await (await fetch(`${h.url}/v1/jobs/${job_id}/webhook-deliveries`)).json();
+    expect(deliveries).toEqual([
+      { attempt: 1, at: expect.any(String), ok: false, status_code: 500 },
+      { attempt: 2, at: expect.any(String), ok: true, status_code: 204 },
+    ]);
+  });
+
+  it('never follows a webhook redirect (the POST body is not carried to a second address); the attempt is recorded', async () => {
+    const { job_id } = await h.submit({ task: 'five files please', webhook: hookUrl.replace('/hook', '/redirect') });
+    await h.waitFinal(job_id);
+    let deliveries: { attempt: number; ok: boolean; status_code?: number; error?: string }[] = [];
+    for (let i = 0; i < 100 && deliveries.length === 0; i++) {
+      await new Promise((r) => setTimeout(r, 100));
+      deliveries = (await (await fetch(`${h.url}/v1/jobs/${job_id}/webhook-deliveries`)).json()).deliveries;
+    }
+    expect(deliveries).toEqual([{ attempt: 1, at: expect.any(String), ok: false, status_code: 307, error: expect.stringMatching(/^redirect to .*\/second not followed$/) }]);
+    expect(redirectsSeen).toBe(1);
+    expect(secondSeen).toBe(0);
   });
 
   it('serves an OpenAPI 3.1 document generated from the schemas', async () => {

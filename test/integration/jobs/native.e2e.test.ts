@@ -94,12 +94,20 @@ describe('native tools, usage, errors, limits, roles', () => {
   });
 
   it('accepts a session policy as YAML text', async () => {
-    const { job_id, session_id } = await h.submit({ task: 'yaml policy', policy: 'version: 1\nrules:\n  - id: echo-ok\n    tool: bash\n    command: ["echo"]\n    decision: allow\n' });
+    // (A submitter's policy may only tighten, POLICY.md §7: a forbid rule, not an allow.)
+    const { job_id, session_id } = await h.submit({ task: 'yaml policy', policy: 'version: 1\nrules:\n  - id: no-make\n    tool: bash\n    command: ["make"]\n    decision: forbid\n' });
     expect((await h.waitFinal(job_id)).status).toBe('succeeded');
     expect((await h.ledger(session_id))[0]).toMatchObject({ status: 'succeeded', stdout: 'hi\n' });
     const bad = await fetch(`${h.url}/v1/jobs`, { method: 'POST', headers: { 'content-type': 'application/json', ...as('k-alice') }, body: JSON.stringify({ task: 'x', policy: { rules: [{ id: 'r', tool: 'bash', decision: 'maybe' }] } }) });
     expect(bad.status).toBe(400);
     expect((await bad.json()).error.code).toBe('invalid_policy');
+    // Issue 10: a submitter's job policy may not loosen the operator's; an admin's may.
+    const loosen = { task: 'yaml policy', policy: { defaults: { complex_command: 'allow' }, rules: [{ id: 'git-config-ok', command: ['git', 'config'], decision: 'allow' }] } };
+    const refused = await fetch(`${h.url}/v1/jobs`, { method: 'POST', headers: { 'content-type': 'application/json', ...as('k-alice') }, body: JSON.stringify(loosen) });
+    expect(refused.status).toBe(400);
+    expect((await refused.json()).error).toMatchObject({ code: 'policy_loosens', message: expect.stringMatching(/rules\[0\] \(git-config-ok\)/) });
+    const byAdmin = await fetch(`${h.url}/v1/jobs`, { method: 'POST', headers: { 'content-type': 'application/json', ...as('k-admin') }, body: JSON.stringify(loosen) });
+    expect(byAdmin.status).toBe(202);
   });
 
   it('a submitter sees only its own jobs; operators see all; no key is 401', async () => {

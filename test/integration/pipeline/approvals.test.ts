@@ -12,11 +12,14 @@ let sub: ReturnType<typeof client>;
 let op: ReturnType<typeof client>;
 
 type Result = { id: string; status: string; error?: string; stdout?: string };
-type Pending = { token: string; session_id: string; command_id: string; tool: string; target: string; matched_rules: { id: string }[]; justification: string; created_at: string; expires_at: string; job_id: null };
+type Pending = {
+  token: string; session_id: string; command_id: string; tool: string; target: string; matched_rules: { id: string }[]; justification: string;
+  created_at: string; expires_at: string; job_id: null; grant_options: { scope: string; covers: string | null; unavailable?: string }[];
+};
 
 beforeAll(async () => {
   svc = await startService(testConfig(prefix, {
-    PORT: '0', THINKFLOW_API_KEYS: 'k-sub:submitter,k-op:operator', THINKFLOW_SANDBOX_PREFIX: boxes, THINKFLOW_APPROVAL_TTL_S: '4',
+    PORT: '0', THINKFLOW_API_KEYS: 'k-sub:submitter,k-op:operator,k-admin:admin', THINKFLOW_SANDBOX_PREFIX: boxes, THINKFLOW_APPROVAL_TTL_S: '4',
   }), {}, () => {});
   sub = client(svc.url!, 'k-sub');
   op = client(svc.url!, 'k-op');
@@ -48,7 +51,8 @@ async function pendingFor(sid: string, timeoutMs = 10_000): Promise<Pending> {
   throw new Error(`no pending approval for ${sid}`);
 }
 
-const answer = (token: string, decision: string, reason?: string) => op.json(`/v1/approvals/${token}`, reason ? { decision, reason } : { decision });
+const answer = (token: string, decision: string, reason?: string, scope?: string) =>
+  op.json(`/v1/approvals/${token}`, { decision, ...(reason ? { reason } : {}), ...(scope ? { scope } : {}) });
 
 describe('approvals (real Redis and Docker)', () => {
   it('approve: the queue waits at the command, later commands stay queued in order, then all run', async () => {
@@ -74,22 +78,84 @@ describe('approvals (real Redis and Docker)', () => {
     expect((await answer('A'.repeat(43), 'approve')).status).toBe(404);
   });
 
-  it('approve_for_session grants the prefix: the next rm runs without asking', async () => {
+  it('approve_for_session grants the exact command; the rule prefix only when the operator picks scope prefix', async () => {
     const sid = await session();
     const first = turn(sid, '<tf-bash id="1" cmd="rm -f a" />');
     const p = await pendingFor(sid);
+    expect(p.grant_options).toEqual([
+      { scope: 'exact', covers: 'exactly `rm -f a`' },
+      { scope: 'prefix', covers: 'any bash command starting with `rm`' },
+    ]);
     expect((await answer(p.token, 'approve_for_session')).status).toBe(200);
     expect((await first).results[0]!.status).toBe('succeeded');
-    const second = await turn(sid, '<tf-bash id="1" cmd="rm -rf b" />');
-    expect(second.results[0]!.status).toBe('succeeded');
+    expect((await turn(sid, '<tf-bash id="1" cmd="rm -f a" />')).results[0]!.status).toBe('succeeded'); // the same argv
+    // A different rm asks again; this time the operator grants the prefix.
+    const wider = turn(sid, '<tf-bash id="1" cmd="rm -rf b" />');
+    const q = await pendingFor(sid);
+    expect((await answer(q.token, 'approve_for_session', undefined, 'prefix')).status).toBe(200);
+    expect((await wider).results[0]!.status).toBe('succeeded');
+    const third = await turn(sid, '<tf-bash id="1" cmd="rm -f c d" />');
+    expect(third.results[0]!.status).toBe('succeeded');
     const ledger = ((await (await sub.get(`/v1/sessions/${sid}/ledger`)).json()) as { entries: { approval: unknown; status: string }[] }).entries;
-    expect(ledger[1]).toMatchObject({ approval: null, status: 'succeeded' });
+    expect(ledger.map((e) => e.approval === null)).toEqual([false, true, false, true]);
     // Another session does not inherit the grant.
     const other = await session();
     const asks = turn(other, '<tf-bash id="1" cmd="rm -f c" />');
-    const q = await pendingFor(other);
-    await answer(q.token, 'reject');
+    const r = await pendingFor(other);
+    await answer(r.token, 'reject');
     expect((await asks).results[0]!.status).toBe('rejected');
+  });
+
+  it('issue 10: a grant of `bash build.sh` does not let `bash -c "git push --force"` run, nor `git push origin main` cover `git push --force --mirror`', async () => {
+    const policy = { version: 1, rules: [
+      { id: 'shells-ask', tool: 'bash', command: [['bash', 'sh']], decision: 'prompt' },
+      { id: 'push-asks', tool: 'bash', command: ['git', 'push'], decision: 'prompt' },
+    ] };
+    const res = await sub.json('/v1/sessions', { approval: 'on-request', policy });
+    expect(res.status).toBe(201);
+    const sid = ((await res.json()) as { session_id: string }).session_id;
+    const build = turn(sid, '<tf-write id="1" path="build.sh">echo built</tf-write>\n<tf-bash id="2" cmd="bash build.sh" />');
+    const p = await pendingFor(sid);
+    expect(p.grant_options).toEqual([
+      { scope: 'exact', covers: 'exactly `bash build.sh`' },
+      { scope: 'prefix', covers: null, unavailable: expect.stringMatching(/`bash` names a shell, interpreter or wrapper/) },
+    ]);
+    // The wider grant is never given for a shell: a clear 400, and nothing changes.
+    const refused = await answer(p.token, 'approve_for_session', undefined, 'prefix');
+    expect(refused.status).toBe(400);
+    expect(((await refused.json()) as { error: { code: string } }).error.code).toBe('grant_scope_unavailable');
+    expect((await answer(p.token, 'approve_for_session')).status).toBe(200);
+    expect((await build).results.map((r) => [r.status, r.stdout])).toEqual([['succeeded', undefined], ['succeeded', 'built\n']]);
+
+    const push = turn(sid, '<tf-bash id="1" cmd="bash -c &quot;git push --force&quot;" />');
+    const q = await pendingFor(sid);
+    expect(q.target).toBe('bash -c "git push --force"');
+    await answer(q.token, 'reject', 'no');
+    expect((await push).results[0]!.status).toBe('rejected');
+
+    const main = turn(sid, '<tf-bash id="1" cmd="git push origin main" />');
+    await answer((await pendingFor(sid)).token, 'approve_for_session');
+    expect((await main).results[0]!.status).not.toBe('rejected'); // ran (no remote in the sandbox: git fails)
+    const mirror = turn(sid, '<tf-bash id="1" cmd="git push --force --mirror" />');
+    const m = await pendingFor(sid);
+    expect(m.target).toBe('git push --force --mirror');
+    await answer(m.token, 'reject');
+    expect((await mirror).results[0]!.status).toBe('rejected');
+  });
+
+  it('issue 10: a submitter policy can only tighten (400 policy_loosens naming the rule); an admin may send any', async () => {
+    const allow = await sub.json('/v1/sessions', { policy: { rules: [{ id: 'curl-ok', tool: 'bash', command: ['curl'], decision: 'allow' }] } });
+    expect(allow.status).toBe(400);
+    const body = (await allow.json()) as { error: { code: string; message: string; details: { id: string } } };
+    expect(body.error.code).toBe('policy_loosens');
+    expect(body.error.message).toMatch(/rules\[0\] \(curl-ok\): an allow rule would loosen/);
+    expect(body.error.details).toMatchObject({ id: 'curl-ok', index: 0 });
+    const looser = await sub.json('/v1/sessions', { policy: { defaults: { bash: 'allow', complex_command: 'allow' } } });
+    expect(looser.status).toBe(400);
+    expect(((await looser.json()) as { error: { message: string } }).error.message).toMatch(/defaults\.complex_command: allow is looser than prompt \(built-in\)/);
+    // Tightening is fine; an admin may loosen.
+    expect((await sub.json('/v1/sessions', { policy: { defaults: { bash: 'prompt' }, rules: [{ id: 'no-make', command: ['make'], decision: 'forbid' }] } })).status).toBe(201);
+    expect((await client(svc.url!, 'k-admin').json('/v1/sessions', { policy: { rules: [{ id: 'curl-ok', command: ['curl'], decision: 'allow' }] } })).status).toBe(201);
   });
 
   it('reject fails the command with the reason and skips the rest of the turn', async () => {

@@ -74,16 +74,18 @@ describe('thinkflow approvals', () => {
 
 describe('thinkflow approve / reject', () => {
   it('approve sends decision approve, --session approve_for_session, reject sends its reason', async () => {
-    api = await startFakeApi({ tokens: { 't1': 'ok', 't2': 'ok', 't3': 'ok' } });
+    api = await startFakeApi({ tokens: { 't1': 'ok', 't2': 'ok', 't3': 'ok', 't4': 'ok' } });
     const env = { THINKFLOW_URL: api.url };
     const a = await run(['approve', 't1'], env);
     const s = await run(['approve', 't2', '--session'], env);
     const j = await run(['reject', 't3', '--reason', 'not on main'], env);
-    expect([a.code, s.code, j.code]).toEqual([0, 0, 0]);
+    const p = await run(['approve', 't4', '--session', '--prefix'], env);
+    expect([a.code, s.code, j.code, p.code]).toEqual([0, 0, 0, 0]);
     expect(answers(api)).toEqual([
       { path: '/v1/approvals/t1', body: { decision: 'approve' } },
       { path: '/v1/approvals/t2', body: { decision: 'approve_for_session' } },
       { path: '/v1/approvals/t3', body: { decision: 'reject', reason: 'not on main' } },
+      { path: '/v1/approvals/t4', body: { decision: 'approve_for_session', scope: 'prefix' } },
     ]);
     expect(a.stdout).toBe('t1: approved (job job_1, command 3: bash rm -rf build)\n');
     expect(s.stdout).toBe('t2: approved for the rest of the session (job job_1, command 3: bash rm -rf build)\n');
@@ -109,6 +111,7 @@ describe('thinkflow approve / reject', () => {
     [['approve', 'a', 'b'], "one TOKEN only; unexpected 'b'", 'usage: thinkflow approve TOKEN'],
     [['approve', 't', '--reason', 'x'], "Unknown option '--reason'", 'usage: thinkflow approve TOKEN'],
     [['reject', 't', '--session'], "Unknown option '--session'", 'usage: thinkflow reject TOKEN'],
+    [['approve', 't', '--prefix'], '--prefix goes with --session', 'usage: thinkflow approve TOKEN'],
     [['reject', 't', '--reason'], "Option '--reason <value>' argument missing", 'usage: thinkflow reject TOKEN'],
   ])('bad arguments %j: exit 2', async (args, reason, usage) => {
     api = await startFakeApi({ tokens: { t: 'ok' } });

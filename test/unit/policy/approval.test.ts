@@ -58,27 +58,26 @@ describe('decideApproval: decision × mode', () => {
 
 describe('session grants (approve_for_session)', () => {
   it.each<[string, string[]]>([
-    ['npm install left-pad', ['npm', 'install']], // the matched rule's prefix
-    ['terraform apply -auto-approve', ['terraform']],
-    ['make deploy now', ['make', 'deploy']], // no rule: the first two argv tokens
-    ['whoami', ['whoami']],
+    ['npm install left-pad', ['npm', 'install', 'left-pad']], // exact argv (§7), not the rule's prefix
+    ['terraform apply -auto-approve', ['terraform', 'apply', '-auto-approve']],
+    ['make deploy now', ['make', 'deploy', 'now']],
     ['ls && make deploy', ['make', 'deploy']], // the part that prompted
-  ])('grantFor(%j) → prefix %j', (cmd, prefix) => {
+  ])('grantFor(%j) → exact argv %j', (cmd, argv) => {
     const c = bash(cmd);
-    expect(grantFor(c, evaluate(layers, c))).toEqual({ tool: 'bash', prefix });
+    expect(grantFor(c, evaluate(layers, c))).toEqual({ tool: 'bash', argv });
   });
 
-  it('grantFor without evaluation details falls back to the first two tokens', () => {
+  it('grantFor without evaluation details grants the exact argv too', () => {
     const c = bash('npm install left-pad');
     const plain = JSON.parse(JSON.stringify(evaluate(layers, c)));
-    expect(grantFor(c, plain)).toEqual({ tool: 'bash', prefix: ['npm', 'install'] });
+    expect(grantFor(c, plain)).toEqual({ tool: 'bash', argv: ['npm', 'install', 'left-pad'] });
   });
 
   it('grantsFor lists every prompting part once', () => {
-    const c = bash('npm install a && terraform plan && npm install b && ls');
+    const c = bash('npm install a && terraform plan && npm install a && ls');
     expect(grantsFor(c, evaluate(layers, c))).toEqual([
-      { tool: 'bash', prefix: ['npm', 'install'] },
-      { tool: 'bash', prefix: ['terraform'] },
+      { tool: 'bash', argv: ['npm', 'install', 'a'] },
+      { tool: 'bash', argv: ['terraform', 'plan'] },
     ]);
   });
 
@@ -91,6 +90,9 @@ describe('session grants (approve_for_session)', () => {
     ['echo $(npm install a)', [{ tool: 'bash', prefix: ['npm', 'install'] }, { tool: 'bash', prefix: ['echo'] }], 'prompt', 'refuse'],
     ['npm install a', [{ tool: 'write', path: 'npm' }], 'prompt', 'refuse'],
     ['npm install a', [{ tool: 'bash', prefix: [] }], 'prompt', 'refuse'], // an empty prefix grants nothing
+    ['npm install a', [{ tool: 'bash', argv: ['npm', 'install', 'a'] }], 'allow', 'run'],
+    ['npm install a b', [{ tool: 'bash', argv: ['npm', 'install', 'a'] }], 'prompt', 'refuse'], // exact: no extra argument
+    ['npm install', [{ tool: 'bash', argv: ['npm', 'install', 'a'] }], 'prompt', 'refuse'],
   ])('%j with %j → %s, never mode → %s', (cmd, grants, decision, action) => {
     const c = bash(cmd);
     const e = evaluate(layers, c, grants);

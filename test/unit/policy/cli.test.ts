@@ -117,6 +117,15 @@ describe('thinkflow policy check: output', () => {
     }
   });
 
+  it('a redirection into .git/ is a forbidden write, with the rule named (POLICY.md §7)', async () => {
+    const out = onlyLine(await run(['check', '--policy-dir', good, '--cmd', 'echo "[core] hooksPath = h" >> .git/config 2>/dev/null']));
+    expect(out).toEqual({
+      decision: 'forbid',
+      matched_rules: [{ id: 'protect-git-dir', layer: 'global', decision: 'forbid', justification: '' }],
+      reason: 'forbid by rule protect-git-dir (global) for write of .git/config (redirection)',
+    });
+  });
+
   it('complex scripts get the complex_command default; THINKFLOW_POLICY_DIR is the default dir', async () => {
     const out = onlyLine(await run(['check', '--cmd', 'echo $(whoami)'], { THINKFLOW_POLICY_DIR: good }));
     expect(out).toMatchObject({ decision: 'prompt', matched_rules: [] });

@@ -85,7 +85,7 @@ describe('evaluate: bash rules (argv prefix, alternatives, "*", except)', () => 
     ['docker x ps', 'forbid', ['docker-any-ps']],
     ['docker x images', 'prompt', []],
     ['docker ps', 'prompt', []], // "*" needs exactly one token there
-    ['GIT=1 git status', 'allow', ['git-readonly']],
+    ['GIT=1 git status', 'prompt', ['git-readonly']], // a leading assignment is complex (§7)
     ['git status > out.txt 2>&1', 'allow', ['git-readonly']],
     ['"git" \'status\'', 'allow', ['git-readonly']],
     ['Git status', 'prompt', []], // case-sensitive

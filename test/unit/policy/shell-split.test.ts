@@ -31,9 +31,6 @@ describe('splitScript: simple scripts', () => {
     ['cmd 1>&2', [['cmd']]],
     ['echo 2 > x', [['echo', '2']]],
     ['ls >| f', [['ls']]],
-    // assignments are not the command
-    ['FOO=1 BAR="a b" ls -la', [['ls', '-la']]],
-    ['X=1', []],
     // expansion outside the command word is fine
     ['echo "$HOME/x" $USER ${A}', [['echo', '$HOME/x', '$USER', '${A}']]],
     ['ls *.ts', [['ls', '*.ts']]],
@@ -43,7 +40,9 @@ describe('splitScript: simple scripts', () => {
     ['echo if then', [['echo', 'if', 'then']]],
     ['', []],
   ])('%j', (script, commands) => {
-    expect(splitScript(script)).toEqual({ commands });
+    const r = splitScript(script);
+    expect(r.complex).toBeUndefined();
+    expect(r.commands).toEqual(commands);
   });
 });
 
@@ -72,9 +71,38 @@ describe('splitScript: complex scripts', () => {
     ['ls &&', /nothing after/, [['ls']]],
     ['; ls', /empty command/, [['ls']]],
     ['ls >', /redirection without a target/, [['ls']]],
+    // POLICY.md §7: assignments are not the command, and they make it complex
+    ['FOO=1 BAR="a b" ls -la', /leading variable assignment \(FOO=\)/, [['ls', '-la']]],
+    ['X=1', /leading variable assignment/, []],
+    ['LD_PRELOAD=/tmp/x.so ls', /leading variable assignment \(LD_PRELOAD=\)/, [['ls']]],
+    ['GIT_DIR=/tmp/g git status', /leading variable assignment/, [['git', 'status']]],
+    ["$'\\x63url' x", /ANSI-C quoting/, [['curl', 'x']]], // decoded for the rules
+    ['echo $"hi"', /locale quoting/, [['echo', 'hi']]],
+    ['export LD_PRELOAD=/tmp/x.so; ls', /environment change \(export LD_PRELOAD=\)/, [['export', 'LD_PRELOAD=/tmp/x.so'], ['ls']]],
+    ['hash -p /tmp/evil ls; ls', /shell state change \(hash\)/, [['hash', '-p', '/tmp/evil', 'ls'], ['ls']]],
   ])('%j', (script, reason, commands) => {
     const r = splitScript(script);
     expect(r.complex).toMatch(reason);
     expect(r.commands).toEqual(commands);
+  });
+});
+
+describe('splitScript: redirections and assignments are kept beside the argv', () => {
+  it('records each redirection with its operator and target', () => {
+    const r = splitScript('echo x >> .git/config 2>&1 < in.txt; > only.txt');
+    expect(r.complex).toBeUndefined();
+    expect(r.simple.map((c) => [c.argv, c.redirs.map((d) => [d.op, d.target.text])])).toEqual([
+      [['echo', 'x'], [['>>', '.git/config'], ['2>&', '1'], ['<', 'in.txt']]],
+      [[], [['>', 'only.txt']]],
+    ]);
+  });
+
+  it('keeps the assignments of a complex script, and redirections of commands read out of it', () => {
+    const r = splitScript('LD_PRELOAD=x.so cat a > b; (echo y >> .git/config)');
+    expect(r.complex).toMatch(/subshell/);
+    expect(r.simple.map((c) => [c.assigns, c.argv, c.redirs.map((d) => d.target.text)])).toEqual([
+      [['LD_PRELOAD=x.so'], ['cat', 'a'], ['b']],
+      [[], ['echo', 'y'], ['.git/config']],
+    ]);
   });
 });

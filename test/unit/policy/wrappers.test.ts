@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { evaluate, type Decision } from '../../../services/policy/index.ts';
-import { innerCommands } from '../../../services/policy/wrappers.ts';
+import { innerCommands, unwrap } from '../../../services/policy/wrappers.ts';
 import { bash, layersFrom } from './helpers.ts';
 
 describe('innerCommands: what a wrapper runs', () => {
@@ -21,9 +21,6 @@ describe('innerCommands: what a wrapper runs', () => {
     [['command', 'curl', 'x'], [['curl', 'x']]],
     [['command', '-v', 'curl'], []], // a query, runs nothing
     [['bash', '-c', 'curl x && ls'], [['curl', 'x'], ['ls']]],
-    [['sh', '-ec', 'rm -rf /'], [['rm', '-rf', '/']]],
-    [['bash', '-o', 'pipefail', '-c', 'wget y'], [['wget', 'y']]],
-    [['bash', '-lc', 'echo $(curl x)'], [['curl', 'x'], ['echo', '']]],
     [['bash', 'script.sh'], []], // reads a file we cannot see
     [['eval', 'curl', 'x'], [['curl', 'x']]],
     [['env', 'nice', 'curl', 'x'], [['nice', 'curl', 'x'], ['curl', 'x']]],
@@ -31,6 +28,32 @@ describe('innerCommands: what a wrapper runs', () => {
     [['ls', '-la'], []],
   ])('%j → %j', (argv, inner) => {
     expect(innerCommands(argv)).toEqual(inner);
+  });
+
+  // Not fully understood (§7): complex, and every argument is read for restrictions.
+  it.each<[string[], string[]]>([
+    [['sh', '-ec', 'rm -rf /'], ['rm', '-rf', '/']],
+    [['bash', '-o', 'pipefail', '-c', 'wget y'], ['wget', 'y']],
+    [['bash', '-lc', 'echo $(curl x)'], ['curl', 'x']],
+    [['bash', '-c', '--', 'curl x'], ['curl', 'x']],
+    [['env', '-S', 'curl x'], ['curl', 'x']],
+    [['timeout', '--weird', '5', 'curl', 'x'], ['curl', 'x']],
+  ])('%j is complex and still yields %j', (argv, inner) => {
+    const u = unwrap(argv);
+    expect(u.complex).toBeDefined();
+    expect(u.commands.map((c) => c.argv)).toContainEqual(inner);
+  });
+
+  it('a shell reading stdin is complex', () => {
+    expect(unwrap(['bash']).complex).toMatch(/standard input/);
+  });
+
+  it('bounds the readings of a long not-understood invocation', () => {
+    const argv = ['env', '-X', ...Array.from({ length: 200 }, (_, k) => `env -Y a${k}`)];
+    const t0 = performance.now();
+    const u = unwrap(argv);
+    expect(performance.now() - t0).toBeLessThan(200);
+    expect(u.commands.length).toBeLessThanOrEqual(256);
   });
 
   it('stops at a fixed depth', () => {

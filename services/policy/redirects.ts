@@ -1,0 +1,105 @@
+// Redirections are file operations (POLICY.md §7): `echo x >> .git/config`
+// writes .git/config just as a `write` tool call would, so each redirection
+// target in the workspace is checked as a `write` (output) or a `read`
+// (input) under the path rules. Targets outside the workspace (/dev/null,
+// /tmp/…) and descriptor duplications (`2>&1`) are the sandbox's business.
+//
+// Relative targets are relative to the shell's working directory, which a
+// `cd` earlier in the script moves (even out of the workspace and back):
+// every directory a literal `cd` may have reached is tried (a `cd` can fail, so the start stays possible too), and
+// a target after a `cd` that cannot be read makes the script complex.
+import { normalizeWorkspacePath, WORKSPACE_ROOT } from './path.ts';
+import { splitScript, type SimpleCommand } from './shell-split.ts';
+import type { Word } from './shell-lexer.ts';
+import { newWrapBudget, unwrap } from './wrappers.ts';
+
+export type FileOp = { tool: 'write' | 'read'; path: string };
+export type FileOps = { ops: FileOp[]; complex?: string };
+
+const OUTPUT = new Set(['>', '>>', '>|', '&>', '&>>', '>&']);
+const CHDIR = new Set(['cd', 'pushd', 'popd']);
+/** Characters that make a target a pathname pattern the shell may expand to another file. */
+const GLOB_CHARS = /[*?[]/;
+const MAX_CWDS = 16;
+
+/**
+ * The workspace files a bash script's redirections write or read, as
+ * normalised workspace paths (several per target when a `cd` makes the
+ * working directory uncertain), including those of scripts run through
+ * wrappers (`bash -c`). Pure; used by the engine and by the worker's
+ * execution-time check on resolved paths.
+ * @example redirectFileOps('echo x >> .git/config 2>/dev/null') // [{ tool: 'write', path: '.git/config' }]
+ */
+export function redirectFileOps(cmd: string): FileOp[] {
+  const simple = splitScript(cmd).simple;
+  // Scripts run through wrappers (`bash -c "echo x > f"`) redirect too.
+  const budget = newWrapBudget();
+  const nested = simple.flatMap((c) => unwrap(c.argv, budget).commands);
+  return fileOpsOf([...simple, ...nested]).ops;
+}
+
+/** File operations of simple commands in script order; `complex` when a target cannot be known from the text. */
+export function fileOpsOf(commands: readonly SimpleCommand[]): FileOps {
+  const ops: FileOp[] = [];
+  const seen = new Set<string>();
+  let cwds: string[] | null = [WORKSPACE_ROOT];
+  let complex: string | undefined;
+  for (const c of commands) {
+    for (const r of c.redirs) {
+      const tools = toolsOf(r.op, r.target);
+      if (tools.length === 0) continue;
+      const why = unreadableTarget(r.target);
+      if (why) { complex ??= why; continue; }
+      const t = r.target.text;
+      if (!t.startsWith('/') && cwds === null) { complex ??= 'relative redirection target after a cd that cannot be followed'; continue; }
+      for (const base of t.startsWith('/') ? [''] : cwds!) {
+        const n = normalizeWorkspacePath(t.startsWith('/') ? t : `${base}/${t}`);
+        if (!n.ok) continue; // outside the workspace: left to the sandbox
+        for (const tool of tools) {
+          const key = `${tool}\0${n.path}`;
+          if (!seen.has(key)) { seen.add(key); ops.push({ tool, path: n.path }); }
+        }
+      }
+    }
+    if (CHDIR.has(c.argv[0] ?? '')) cwds = chdir(cwds, c);
+  }
+  return complex === undefined ? { ops } : { ops, complex };
+}
+
+/** `>&2`, `2>&1`, `<&0`, `>&-` duplicate or close descriptors; `>&file` is `&>file`. */
+function toolsOf(op: string, target: Word): ('write' | 'read')[] {
+  const base = op.replace(/^[0-9]+/, '');
+  if ((base === '>&' || base === '<&') && /^([0-9]+-?|-)$/.test(target.text) && !target.quoted) return [];
+  if (base === '<>') return ['read', 'write'];
+  if (OUTPUT.has(base)) return ['write'];
+  if (base === '<' || base === '<&') return ['read'];
+  return [];
+}
+
+function unreadableTarget(w: Word): string | undefined {
+  if (w.expanded) return 'expansion in a redirection target';
+  if (GLOB_CHARS.test(w.text)) return 'pattern in a redirection target';
+  return undefined;
+}
+
+/** Working directories possible after a `cd`; null once one cannot be known. */
+function chdir(cwds: string[] | null, c: SimpleCommand): string[] | null {
+  if (cwds === null || c.argv[0] === 'popd') return null;
+  const k = c.words.findIndex((w, i) => i > 0 && !(w.text.startsWith('-') && w.text.length > 1 && !w.quoted));
+  const arg = k < 0 ? undefined : c.words[k]!;
+  if (!arg || arg.expanded || arg.text === '-' || arg.text === '') return null;
+  const next = new Set(cwds);
+  for (const base of arg.text.startsWith('/') ? [''] : cwds) next.add(absolute(arg.text.startsWith('/') ? arg.text : `${base}/${arg.text}`));
+  return next.size > MAX_CWDS ? null : [...next];
+}
+
+/** `/a/./b/../c` → `/a/c`; `..` above the root stays at the root, as the kernel does. */
+function absolute(p: string): string {
+  const out: string[] = [];
+  for (const seg of p.split('/')) {
+    if (seg === '' || seg === '.') continue;
+    if (seg === '..') out.pop();
+    else out.push(seg);
+  }
+  return `/${out.join('/')}`;
+}
