@@ -77,11 +77,9 @@ export async function approvalCard(deps: { pipeline: Pipeline; gate: PolicyGate 
   };
 }
 
-// The exact grant is what approve_for_session gives (POLICY.md §7); its words
-// come from the policy engine that made it, else from the stored grants.
+// The exact grants are what approve_for_session gives (POLICY.md §7), in words.
 function grantWords(a: ApprovalState, grants: Grant[], command: Command): string {
-  const exact = a.grant_options?.find((o) => o.scope === 'exact')?.covers;
-  if (exact) return exact;
   if (grants.length > 0) return grants.map((g) => describeGrant(g, command)).join('; ');
-  return 'no session grant is possible for this command: approve it once or reject it';
+  const exact = a.grant_options?.find((o) => o.scope === 'exact')?.covers;
+  return exact ?? 'no session grant is possible for this command: approve it once or reject it';
 }
