@@ -14,7 +14,7 @@ export type CreateSessionBody = z.infer<typeof CreateSessionBody>;
 
 export const AnswerApprovalBody = z.strictObject({
   decision: z.enum(['approve', 'approve_for_session', 'reject']),
-  reason: z.string().max(4000).optional(),
+  reason: z.string().optional(),
 });
 
 export const ApprovalsQuery = z.strictObject({
