@@ -1,4 +1,4 @@
-// A job from start to end: seed files, then model calls until a turn ends
+// A job from start to end: seed files (not commands), then model calls until a turn ends
 // normally, a limit is hit, or the job is cancelled. Keeps the job's figures
 // and emits the job-level events (API.md, jobs).
 import { countTokens } from 'gpt-tokenizer';
@@ -66,15 +66,13 @@ export async function runJob(deps: JobRunnerDeps, view: JobView, request: JobReq
   });
   try {
     if (request.files && Object.keys(request.files).length > 0) {
-      // Seed files are turn 0 (flow api), so the model's calls are turns 1, 2, … like its api_calls.
-      const handles = [];
-      for (const [i, [path, content]] of Object.entries(request.files).entries()) {
-        handles.push(await pipeline.enqueue(sid, 0, { id: String(i + 1), tool: 'write', path, content, allow_empty: true, need_result: false }, 'api'));
+      try {
+        view.files_seeded = await pipeline.seedFiles(sid, request.files, signal);
+      } catch (err) {
+        if (signal.aborted) throw stoppedBy(signal, view);
+        throw new JobStopped('failed', `seeding files failed: ${(err as Error).message}`);
       }
-      const seeded = await pipeline.awaitAll(sid, handles.map((h) => h.index), signal);
-      const bad = seeded.find((r) => r.status !== 'succeeded');
-      if (bad) throw new JobStopped('failed', `seeding files failed: ${bad.path}: ${bad.status}${bad.error ? `: ${bad.error}` : ''}`);
-      await pipeline.markInjected(sid, seeded.map((r) => r.index));
+      await deps.save(view);
     }
     const history: AgentMessage[] = [{ role: 'system', text: flow.systemPrompt }, { role: 'user', kind: 'task', text: taskMessage(request) }];
     let issued = 0;

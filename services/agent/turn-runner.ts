@@ -62,7 +62,7 @@ export interface TurnReport {
 
 export async function runTurn(input: TurnInput): Promise<TurnReport> {
   const { pipeline, events, sessionId: sid, jobId, turn, flow } = input;
-  const parser = new TurnParser({ usedIds: input.burntIds });
+  const parser = new TurnParser({ ...pipeline.parserOptions, usedIds: input.burntIds });
   const out = new DeltaEvents(events, sid, jobId, turn);
   const stop = new AbortController();
   const onJobAbort = () => stop.abort(input.signal.reason);

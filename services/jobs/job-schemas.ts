@@ -68,6 +68,8 @@ export const JobView = z.object({
   usage: Usage,
   commands: CommandCounts,
   final_text: z.string().nullable(),
+  /** Files written before the first model call (`files` of the request): not commands, never in the ledger. */
+  files_seeded: z.array(z.object({ path: z.string(), bytes: z.number().int() })).default([]),
   error: z.string().nullable(),
   webhook: z.string().nullable(),
   metadata: z.record(z.string(), z.unknown()),

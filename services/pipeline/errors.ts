@@ -1,5 +1,5 @@
 // Errors the pipeline throws on purpose; the API maps each code to a status.
-export type PipelineErrorCode = 'session_not_found' | 'session_deleted' | 'duplicate_id' | 'invalid_policy' | 'invalid_files';
+export type PipelineErrorCode = 'session_not_found' | 'session_deleted' | 'duplicate_id' | 'invalid_policy' | 'invalid_files' | 'seed_failed';
 
 export class PipelineError extends Error {
   readonly code: PipelineErrorCode;

@@ -41,14 +41,16 @@ export async function createRuntime(config: Config, overrides: RuntimeOverrides 
   const gate = overrides.gate ?? (await FilePolicyGate.load(config.policyDir));
   const redis = createRedis(config.redisUrl, `thinkflow-${config.role}@${config.redisPrefix}`);
   const subscriber = createRedis(config.redisUrl, `thinkflow-${config.role}-sub@${config.redisPrefix}`);
-  const executor = overrides.executor ?? new SandboxExecutor(new SandboxManager({ namePrefix: config.sandboxPrefix }));
+  const executor = overrides.executor ?? new SandboxExecutor(new SandboxManager({ namePrefix: config.sandboxPrefix, image: config.sandboxImage }));
   const metrics = new PipelineMetrics();
   // Read from Redis at scrape time, so every API process reports the same figure.
   const pending: Gauge = new Gauge('thinkflow_approvals_pending', 'Approvals waiting for an operator (all processes)', async () => {
     pending.set(await redis.zcount(keys.approvalsPending(), Date.now(), '+inf').catch(() => -1));
   });
   metrics.extra.push(pending);
-  const pipeline = new Pipeline({ redis, subscriber, keys, executor, gate, metrics, inlineBytes: config.ledgerInlineBytes });
+  const pipeline = new Pipeline({
+    redis, subscriber, keys, executor, gate, metrics, inlineBytes: config.ledgerInlineBytes, eventsKeep: config.eventsKeep, parser: config.parser,
+  });
   const runWorker = overrides.worker ?? config.role !== 'api';
   let pool: WorkerPool | null = null;
   if (runWorker) {
