@@ -1,8 +1,6 @@
 // A job from start to end: seed files (not commands), then model calls until a turn ends
 // normally, a limit is hit, or the job is cancelled. Keeps the job's figures
 // and emits the job-level events (API.md, jobs).
-import { countTokens } from 'gpt-tokenizer';
-import type { ChatCompletionMessageParam } from 'openai/resources/chat/completions';
 import type { LedgerRecord } from '../pipeline/ledger-record.ts';
 import type { Pipeline } from '../pipeline/pipeline.ts';
 import type { JobEvents } from '../jobs/job-events.ts';
@@ -42,12 +40,6 @@ function nativeResultText(r: NativeResult): string {
   const rec = r.record;
   const head = `${rec.status}${rec.exit_code !== null ? ` (exit code ${rec.exit_code})` : ''}${rec.error ? `: ${rec.error}` : ''}`;
   return [head, rec.stdout ?? '', rec.stderr ? `stderr:\n${rec.stderr}` : ''].filter(Boolean).join('\n');
-}
-
-function estimateTokens(messages: ChatCompletionMessageParam[], output: string): { prompt: number; completion: number } {
-  let prompt = 0;
-  for (const m of messages) prompt += 4 + countTokens(typeof m.content === 'string' ? m.content : JSON.stringify(m.content ?? ''));
-  return { prompt, completion: countTokens(output) };
 }
 
 /** Runs the job to its end; the returned view is final. `signal` aborts with reason 'cancelled' or 'timeout'. */
@@ -93,7 +85,7 @@ export async function runJob(deps: JobRunnerDeps, view: JobView, request: JobReq
       issued += report.commandsIssued;
       view.turns += 1;
       view.api_calls += 1;
-      addUsage(view, report, messages);
+      addUsage(view, report);
       view.final_text = report.visibleText;
       if (signal.aborted) throw stoppedBy(signal, view);
       if (report.budgetExceeded) {
@@ -147,17 +139,12 @@ async function skipOpenTurn(pipeline: Pipeline, sid: string, reason: string): Pr
   }
 }
 
-function addUsage(view: JobView, report: TurnReport, messages: ChatCompletionMessageParam[]): void {
-  if (report.usage) {
-    view.usage.prompt_tokens += report.usage.prompt_tokens;
-    view.usage.completion_tokens += report.usage.completion_tokens;
-  } else {
-    const est = estimateTokens(messages, report.outputText + report.toolCalls.map((c) => c.name + c.arguments).join(''));
-    view.usage.prompt_tokens += est.prompt;
-    view.usage.completion_tokens += est.completion;
-    view.usage.estimated = true;
-  }
+/** A job's usage is estimated as soon as one of its calls was (API.md: `"estimated": true`). */
+function addUsage(view: JobView, report: TurnReport): void {
+  view.usage.prompt_tokens += report.usage.prompt_tokens;
+  view.usage.completion_tokens += report.usage.completion_tokens;
   view.usage.total_tokens = view.usage.prompt_tokens + view.usage.completion_tokens;
+  if (report.usage.estimated) view.usage.estimated = true;
 }
 
 async function refreshCounts(pipeline: Pipeline, view: JobView): Promise<void> {
