@@ -3,8 +3,8 @@
 // usage). Used when OPENAI_BASE_URL is unset, by the demo, tests and benches.
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { countTokens } from 'gpt-tokenizer';
 import { computeChatCompletionTokenCount, type ChatMessage as CountedMessage } from 'gpt-tokenizer/functionCalling';
-import { countTextTokens } from '../agent/usage.ts';
 import { selectTranscript, Transcript, turnFor, type ChatRequestView, type ScriptedTurn, type TranscriptInput } from './transcript.ts';
 
 export const REPLAY_MODEL_NAME = 'thinkflow-replay';
@@ -49,6 +49,16 @@ function viewOf(body: ChatBody): ChatRequestView {
   const assistantTurns = messages.filter((m) => m.role === 'assistant').length;
   const flow = (body.tools ?? []).some((t) => t.function?.name === 'write') ? 'react' : 'thinkflow';
   return { task, assistantTurns, flow };
+}
+
+/**
+ * Tokens of a text, long runs without blanks in 256-character slices: the
+ * byte-pair merge of one huge "word" is quadratic. (The provider side of the
+ * API keeps its own counter; the service's estimate is agent/usage.ts.)
+ */
+function countTextTokens(text: string): number {
+  if (!/\S{256}/.test(text)) return countTokens(text);
+  return text.split(/(\S{256})/).reduce((n, part) => n + (part ? countTokens(part) : 0), 0);
 }
 
 /**
