@@ -7,6 +7,7 @@ import { randomBytes } from 'node:crypto';
 import os from 'node:os';
 import { PassThrough } from 'node:stream';
 import { promisify } from 'node:util';
+import { loadConfig } from '../../services/config/env.ts';
 import type { Command } from '../../services/protocol/command.ts';
 import { containerName, SandboxManager } from '../../services/sandbox/index.ts';
 import { updateResults } from './results.ts';
@@ -17,12 +18,14 @@ const COLD_N = Number(process.env.BENCH_COLD_N ?? 15);
 const CLI_N = Number(process.env.BENCH_CLI_N ?? 40);
 const docker = new Docker();
 const prefix = `tfbench-${randomBytes(3).toString('hex')}-`;
-const manager = new SandboxManager({ docker, namePrefix: prefix, reapIntervalMs: 0 });
+// The image as the service would pick it (THINKFLOW_SANDBOX_IMAGE through the env schema).
+const image = loadConfig().sandboxImage;
+const manager = new SandboxManager({ docker, namePrefix: prefix, reapIntervalMs: 0, image });
 // The same executor with commands run as root and no separation: the bash
 // path before commands got their own uid (no setpriv, no leftover-process
 // sweep), measured in the same run so the cost of the isolation is a
 // difference. (File tools take the same path either way.)
-const unisolated = new SandboxManager({ docker, namePrefix: `${prefix}root-`, reapIntervalMs: 0, user: '0:0' });
+const unisolated = new SandboxManager({ docker, namePrefix: `${prefix}root-`, reapIntervalMs: 0, user: '0:0', image });
 const run = promisify(execFile);
 const KiB = 'x'.repeat(1023) + '\n';
 

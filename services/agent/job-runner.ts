@@ -1,8 +1,6 @@
-// A job from start to end: seed files, then model calls until a turn ends
+// A job from start to end: seed files (not commands), then model calls until a turn ends
 // normally, a limit is hit, or the job is cancelled. Keeps the job's figures
 // and emits the job-level events (API.md, jobs).
-import { countTokens } from 'gpt-tokenizer';
-import type { ChatCompletionMessageParam } from 'openai/resources/chat/completions';
 import type { LedgerRecord } from '../pipeline/ledger-record.ts';
 import type { Pipeline } from '../pipeline/pipeline.ts';
 import type { JobEvents } from '../jobs/job-events.ts';
@@ -44,12 +42,6 @@ function nativeResultText(r: NativeResult): string {
   return [head, rec.stdout ?? '', rec.stderr ? `stderr:\n${rec.stderr}` : ''].filter(Boolean).join('\n');
 }
 
-function estimateTokens(messages: ChatCompletionMessageParam[], output: string): { prompt: number; completion: number } {
-  let prompt = 0;
-  for (const m of messages) prompt += 4 + countTokens(typeof m.content === 'string' ? m.content : JSON.stringify(m.content ?? ''));
-  return { prompt, completion: countTokens(output) };
-}
-
 /** Runs the job to its end; the returned view is final. `signal` aborts with reason 'cancelled' or 'timeout'. */
 export async function runJob(deps: JobRunnerDeps, view: JobView, request: JobRequest, signal: AbortSignal): Promise<JobView> {
   const { pipeline, events } = deps;
@@ -77,15 +69,13 @@ export async function runJob(deps: JobRunnerDeps, view: JobView, request: JobReq
   });
   try {
     if (request.files && Object.keys(request.files).length > 0) {
-      // Seed files are turn 0 (flow api), so the model's calls are turns 1, 2, … like its api_calls.
-      const handles = [];
-      for (const [i, [path, content]] of Object.entries(request.files).entries()) {
-        handles.push(await pipeline.enqueue(sid, 0, { id: String(i + 1), tool: 'write', path, content, allow_empty: true, need_result: false }, 'api'));
+      try {
+        view.files_seeded = await pipeline.seedFiles(sid, request.files, signal);
+      } catch (err) {
+        if (signal.aborted) throw stoppedBy(signal, view);
+        throw new JobStopped('failed', `seeding files failed: ${(err as Error).message}`);
       }
-      const seeded = await pipeline.awaitAll(sid, handles.map((h) => h.index), signal);
-      const bad = seeded.find((r) => r.status !== 'succeeded');
-      if (bad) throw new JobStopped('failed', `seeding files failed: ${bad.path}: ${bad.status}${bad.error ? `: ${bad.error}` : ''}`);
-      await pipeline.markInjected(sid, seeded.map((r) => r.index));
+      await deps.save(view);
     }
     const history: AgentMessage[] = [{ role: 'system', text: flow.systemPrompt }, { role: 'user', kind: 'task', text: taskMessage(request) }];
     let issued = 0;
@@ -106,7 +96,7 @@ export async function runJob(deps: JobRunnerDeps, view: JobView, request: JobReq
       issued += report.commandsIssued;
       view.turns += 1;
       view.api_calls += 1;
-      addUsage(view, report, messages);
+      addUsage(view, report);
       view.final_text = report.visibleText;
       if (signal.aborted) throw stoppedBy(signal, view);
       if (report.budgetExceeded) {
@@ -161,17 +151,12 @@ async function skipOpenTurn(pipeline: Pipeline, sid: string, reason: string): Pr
   }
 }
 
-function addUsage(view: JobView, report: TurnReport, messages: ChatCompletionMessageParam[]): void {
-  if (report.usage) {
-    view.usage.prompt_tokens += report.usage.prompt_tokens;
-    view.usage.completion_tokens += report.usage.completion_tokens;
-  } else {
-    const est = estimateTokens(messages, report.outputText + report.toolCalls.map((c) => c.name + c.arguments).join(''));
-    view.usage.prompt_tokens += est.prompt;
-    view.usage.completion_tokens += est.completion;
-    view.usage.estimated = true;
-  }
+/** A job's usage is estimated as soon as one of its calls was (API.md: `"estimated": true`). */
+function addUsage(view: JobView, report: TurnReport): void {
+  view.usage.prompt_tokens += report.usage.prompt_tokens;
+  view.usage.completion_tokens += report.usage.completion_tokens;
   view.usage.total_tokens = view.usage.prompt_tokens + view.usage.completion_tokens;
+  if (report.usage.estimated) view.usage.estimated = true;
 }
 
 async function refreshCounts(pipeline: Pipeline, view: JobView): Promise<void> {

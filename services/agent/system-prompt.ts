@@ -23,5 +23,5 @@ Some commands need a policy approval or are forbidden; a refusal arrives as an e
 When the task is complete, end with a short summary for the user, without tags.`;
 
 export const REACT_SYSTEM_PROMPT = `You are an autonomous engineer working in a sandboxed workspace (/workspace, no network).
-Do the work with the provided tools (write, append, mkdir, touch, copy, edit, read, bash, list_files, grep), one call at a time; each call's result comes back to you.
+Do the work with the provided tools (write, append, mkdir, touch, copy, edit, read, bash, list_files, grep). Make every call that does not need an earlier call's result together, in one turn (parallel tool calls); they run in the order given and their results come back to you. Wait for results only where a later call depends on them.
 When the task is complete, end with a short summary for the user.`;

@@ -13,6 +13,7 @@ import { streamChat, type ModelEndpoint } from './model-client.ts';
 import { commandFromToolCall, nativeTools } from './native-tools.ts';
 import { DeltaEvents } from './delta-events.ts';
 import { FAILURE_STATUSES } from './turn-outcome.ts';
+import { estimateUsage, type Usage } from './usage.ts';
 
 export interface TurnInput {
   pipeline: Pipeline;
@@ -49,8 +50,11 @@ export interface NativeResult {
 export interface TurnReport {
   visibleText: string;
   outputText: string;
+  /** The reasoning stream as received (tags included): the model produced it, so it is billed. */
+  reasoningText: string;
   toolCalls: NativeToolCall[];
-  usage: { prompt_tokens: number; completion_tokens: number; total_tokens: number } | null;
+  /** The provider's figures, or an estimate (estimated: true) when it sent none. */
+  usage: Usage & { estimated: boolean };
   /** Records of tag commands, final, in ledger order. */
   records: LedgerRecord[];
   nativeResults: NativeResult[];
@@ -62,14 +66,14 @@ export interface TurnReport {
 
 export async function runTurn(input: TurnInput): Promise<TurnReport> {
   const { pipeline, events, sessionId: sid, jobId, turn, flow } = input;
-  const parser = new TurnParser({ usedIds: input.burntIds });
+  const parser = new TurnParser({ ...pipeline.parserOptions, usedIds: input.burntIds });
   const out = new DeltaEvents(events, sid, jobId, turn);
   const stop = new AbortController();
   const onJobAbort = () => stop.abort(input.signal.reason);
   input.signal.addEventListener('abort', onJobAbort, { once: true });
   const handles: Promise<CommandHandle>[] = [];
   const report: TurnReport = {
-    visibleText: '', outputText: '', toolCalls: [], usage: null, records: [], nativeResults: [],
+    visibleText: '', outputText: '', reasoningText: '', toolCalls: [], usage: { prompt_tokens: 0, completion_tokens: 0, total_tokens: 0, estimated: false }, records: [], nativeResults: [],
     parseError: null, needResultId: null, commandsIssued: 0, budgetExceeded: false,
   };
   let needResult: Promise<CommandHandle> | null = null;
@@ -111,10 +115,12 @@ export async function runTurn(input: TurnInput): Promise<TurnReport> {
 
   const calls = new Map<number, NativeToolCall>();
   let completed = false;
+  let providerUsage: Usage | null = null;
+  const tools = nativeTools(flow.nativeTools);
   try {
-    const tools = nativeTools(flow.nativeTools);
     for await (const ev of streamChat(input.endpoint, input.messages, tools, stop.signal)) {
       if (ev.type === 'reasoning') {
+        report.reasoningText += ev.text;
         await out.delta('reasoning_delta', ev.text);
         if (flow.parsesTags) await handle(parser.feed('reasoning', ev.text));
       } else if (ev.type === 'text') {
@@ -133,7 +139,7 @@ export async function runTurn(input: TurnInput): Promise<TurnReport> {
         if (ev.arguments) call.arguments += ev.arguments;
         calls.set(ev.index, call);
       } else if (ev.type === 'usage') {
-        report.usage = { prompt_tokens: ev.prompt_tokens, completion_tokens: ev.completion_tokens, total_tokens: ev.total_tokens };
+        providerUsage = { prompt_tokens: ev.prompt_tokens, completion_tokens: ev.completion_tokens, total_tokens: ev.total_tokens };
       }
       if (stop.signal.aborted) break;
     }
@@ -144,6 +150,9 @@ export async function runTurn(input: TurnInput): Promise<TurnReport> {
     if (!stop.signal.aborted) throw new ModelError(err);
   } finally {
     input.signal.removeEventListener('abort', onJobAbort);
+    report.usage = providerUsage
+      ? { ...providerUsage, estimated: false }
+      : { ...estimateUsage(input.messages, tools, { reasoning: report.reasoningText, text: report.outputText, toolCalls: [...calls.values()] }), estimated: true };
   }
   try {
     // Only a stream that ended by itself can leave tags open (unclosed_tag).

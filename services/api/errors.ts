@@ -30,7 +30,7 @@ export class AppError extends Error {
 }
 
 const PIPELINE_STATUS: Record<PipelineError['code'], ContentfulStatusCode> = {
-  session_not_found: 404, session_deleted: 410, duplicate_id: 409, invalid_policy: 400, policy_loosens: 400, invalid_files: 400, too_many: 429,
+  session_not_found: 404, session_deleted: 410, duplicate_id: 409, invalid_policy: 400, policy_loosens: 400, invalid_files: 400, too_many: 429, seed_failed: 422,
 };
 
 /** The one boundary where pipeline errors become HTTP errors. */

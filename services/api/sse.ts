@@ -1,7 +1,7 @@
 import type { Context } from 'hono';
 import { streamSSE } from 'hono/streaming';
 import type { Redis } from 'ioredis';
-import { readEvents, type PipelineEvent } from '../pipeline/events.ts';
+import { firstKeptSeq, readEvents, type PipelineEvent } from '../pipeline/events.ts';
 import type { Keys } from '../pipeline/keys.ts';
 import type { Pipeline } from '../pipeline/pipeline.ts';
 import { AppError } from './errors.ts';
@@ -10,7 +10,8 @@ import type { StreamCaps } from './stream-caps.ts';
 // A session's event stream as Server-Sent Events (`id:` = seq). The Redis
 // stream is the source of truth, read in seq order; pub/sub only wakes the
 // loop. Events can be published by several processes, so relying on pub/sub
-// order could skip one; re-reading from the last sent seq cannot.
+// order could skip one; re-reading from the last sent seq cannot. A client
+// resuming before the oldest event kept gets `gap {first_seq}` first.
 
 export type EventStreamDeps = { pipeline: Pipeline; redis: Redis; keys: Keys; streams: StreamCaps };
 
@@ -36,6 +37,8 @@ export function streamSessionEvents(
     endsWith?: string;
     /** Asked when nothing new is left to send: true closes the stream (e.g. a finished job resumed past its end). */
     done?: () => Promise<boolean>;
+    /** Fields added to a `gap` event (e.g. the job id). */
+    gapData?: Record<string, unknown>;
   },
 ): Response {
   const release = deps.streams.acquire((c.var as { principal: { id: string } }).principal.id);
@@ -50,6 +53,13 @@ export function streamSessionEvents(
     try {
       while (!stream.aborted) {
         const batch = await readEvents(deps.redis, deps.keys, sid, after, BATCH);
+        // Seqs are consecutive: a jump past `after` may mean trimmed events (THINKFLOW_EVENTS_KEEP). Say so, never skip silently.
+        if (batch.length > 0 && batch[0]!.seq > after + 1) {
+          const first = await firstKeptSeq(deps.redis, deps.keys, sid);
+          if (first !== null && first > after + 1) {
+            await stream.writeSSE({ event: 'gap', data: JSON.stringify({ first_seq: first, after, session_id: sid, ...opts.gapData, at: new Date().toISOString() }) });
+          }
+        }
         for (const e of batch) {
           await stream.writeSSE({ id: String(e.seq), event: e.type, data: JSON.stringify(opts.data ? opts.data(e) : e) });
           after = e.seq;

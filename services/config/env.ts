@@ -27,7 +27,16 @@ export const EnvSchema = z.object({
   /** any OpenAI-compatible endpoint, with its version path; unset = the built-in replay model */
   OPENAI_BASE_URL: z.string().url().optional(),
   OPENAI_API_KEY: z.string().optional(),
-  THINKFLOW_MODEL: z.string().min(1).default('gpt-4.1'),
+  /** required with OPENAI_BASE_URL (no silent default: a wrong model name would bill or fail far from here) */
+  THINKFLOW_MODEL: z.string().min(1).optional(),
+  /** image of the session containers */
+  THINKFLOW_SANDBOX_IMAGE: z.string().min(1).default('thinkflow/sandbox:latest'),
+  /** PROTOCOL.md §1: bare legacy tag names (`<write …>`) are commands too (off by default) */
+  THINKFLOW_LEGACY_TAGS: z.stringbool().default(false),
+  /** PROTOCOL.md §3: a tag body over this many UTF-8 bytes is a `too_large` parse error */
+  THINKFLOW_MAX_TAG_BODY_BYTES: z.coerce.number().int().positive().default(8 * 1024 * 1024),
+  /** events kept per session (and job) stream while it exists; 0 = every event. A client resuming before the oldest kept one gets a `gap` event */
+  THINKFLOW_EVENTS_KEEP: int(0),
   /** HMAC key of webhook signatures; unset = a random key per process (logged as a warning) */
   THINKFLOW_WEBHOOK_SECRET: z.string().min(1).optional(),
   /** comma-separated hosts, host:port or CIDRs webhooks may reach; unset = any but loopback, link-local and cloud metadata */
@@ -66,7 +75,12 @@ export type Config = {
   workerIdleMs: number;
   ledgerInlineBytes: number;
   sandboxPrefix: string;
-  model: { baseUrl: string | null; apiKey: string | null; name: string };
+  /** name is null only with the built-in replay model (baseUrl null) */
+  model: { baseUrl: string | null; apiKey: string | null; name: string | null };
+  sandboxImage: string;
+  /** the tf-* parser of the service (jobs and /commands) */
+  parser: { legacyTags: boolean; maxBodyBytes: number };
+  eventsKeep: number;
   webhookSecret: string | null;
   /** THINKFLOW_WEBHOOK_ALLOW as written; null = the default refusals only */
   webhookAllow: string | null;
@@ -121,6 +135,9 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     throw new Error(`invalid environment: ${issues}`);
   }
   const e = parsed.data;
+  if (e.OPENAI_BASE_URL && !e.THINKFLOW_MODEL) {
+    throw new Error('invalid environment: THINKFLOW_MODEL is unset but OPENAI_BASE_URL is set: name the model the endpoint should run (there is no default)');
+  }
   return {
     port: e.PORT,
     host: e.HOST,
@@ -138,7 +155,10 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     workerIdleMs: e.THINKFLOW_WORKER_IDLE_MS,
     ledgerInlineBytes: e.THINKFLOW_LEDGER_INLINE_BYTES,
     sandboxPrefix: e.THINKFLOW_SANDBOX_PREFIX,
-    model: { baseUrl: e.OPENAI_BASE_URL ?? null, apiKey: e.OPENAI_API_KEY ?? null, name: e.THINKFLOW_MODEL },
+    model: { baseUrl: e.OPENAI_BASE_URL ?? null, apiKey: e.OPENAI_API_KEY ?? null, name: e.THINKFLOW_MODEL ?? null },
+    sandboxImage: e.THINKFLOW_SANDBOX_IMAGE,
+    parser: { legacyTags: e.THINKFLOW_LEGACY_TAGS, maxBodyBytes: e.THINKFLOW_MAX_TAG_BODY_BYTES },
+    eventsKeep: e.THINKFLOW_EVENTS_KEEP,
     webhookSecret: e.THINKFLOW_WEBHOOK_SECRET ?? null,
     webhookAllow: e.THINKFLOW_WEBHOOK_ALLOW ?? null,
     runnerTtlS: e.THINKFLOW_RUNNER_TTL_S,

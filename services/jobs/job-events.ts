@@ -1,7 +1,7 @@
-import { readFileSync } from 'node:fs';
-import type { Redis } from 'ioredis';
+import { appendEventArgs } from '../pipeline/events.ts';
 import type { Keys } from '../pipeline/keys.ts';
 import { jobKeys } from './job-store.ts';
+import type { PipelineRedis } from '../pipeline/redis.ts';
 
 // The runner's events (turn_started, reasoning_delta, text_delta,
 // command_parsed, parse_error, turn_ended, job_finished) go into the session's
@@ -11,23 +11,20 @@ import { jobKeys } from './job-store.ts';
 export const JOB_EVENT_TYPES = ['turn_started', 'reasoning_delta', 'text_delta', 'command_parsed', 'parse_error', 'turn_ended', 'job_finished'] as const;
 export type JobEventType = (typeof JOB_EVENT_TYPES)[number];
 
-const MAX_EVENTS = 200_000;
-const LUA = readFileSync(new URL('./scripts/appendEvent-3.lua', import.meta.url), 'utf8');
-
-type WithAppend = Redis & { appendEvent?: (...args: (string | number)[]) => Promise<number> };
-
 export class JobEvents {
-  readonly #redis: WithAppend;
+  readonly #redis: PipelineRedis;
   readonly #keys: Keys;
+  readonly #keep: number;
 
-  constructor(redis: Redis, keys: Keys) {
-    this.#redis = redis as WithAppend;
+  /** `keep`: events kept per session stream, 0 = all (THINKFLOW_EVENTS_KEEP). */
+  constructor(redis: PipelineRedis, keys: Keys, keep = 0) {
+    this.#redis = redis;
     this.#keys = keys;
-    if (!this.#redis.appendEvent) this.#redis.defineCommand('appendEvent', { numberOfKeys: 3, lua: LUA });
+    this.#keep = keep;
   }
 
   async append(sessionId: string, jobId: string, type: JobEventType, data: Record<string, unknown> = {}): Promise<number> {
-    return this.#redis.appendEvent!(...this.#args(sessionId, jobId, type, data));
+    return Number(await this.#redis.appendEvent(...this.#args(sessionId, jobId, type, data)));
   }
 
   /**
@@ -43,7 +40,6 @@ export class JobEvents {
   }
 
   #args(sessionId: string, jobId: string, type: JobEventType, data: Record<string, unknown>): (string | number)[] {
-    const body = JSON.stringify({ type, session_id: sessionId, job_id: jobId, at: new Date().toISOString(), ...data });
-    return [this.#keys.eventSeq(sessionId), this.#keys.events(sessionId), this.#keys.eventChannel(sessionId), type, body, MAX_EVENTS];
+    return appendEventArgs(this.#keys, sessionId, type, { session_id: sessionId, job_id: jobId, at: new Date().toISOString(), ...data }, this.#keep);
   }
 }

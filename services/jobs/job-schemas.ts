@@ -18,7 +18,8 @@ export const JobLimits = z.strictObject({
 export type JobLimits = z.infer<typeof JobLimits>;
 
 export const JobRequest = z.strictObject({
-  task: z.string().min(1, 'task must not be empty').max(1_000_000),
+  /** No cap of its own: the JSON body limit (THINKFLOW_MAX_JSON_BYTES) is the limit. */
+  task: z.string().min(1, 'task must not be empty'),
   project: z.string().regex(/^[A-Za-z0-9._-]{1,100}$/, 'project must be 1-100 of A-Z a-z 0-9 . _ -').optional(),
   approval: z.enum(['never', 'on-request']).default('never'),
   flow: z.enum(['thinkflow', 'react']).default('thinkflow'),
@@ -67,6 +68,8 @@ export const JobView = z.object({
   usage: Usage,
   commands: CommandCounts,
   final_text: z.string().nullable(),
+  /** Files written before the first model call (`files` of the request): not commands, never in the ledger. */
+  files_seeded: z.array(z.object({ path: z.string(), bytes: z.number().int() })).default([]),
   error: z.string().nullable(),
   webhook: z.string().nullable(),
   metadata: z.record(z.string(), z.unknown()),

@@ -32,7 +32,8 @@ export async function startJobs(rt: Runtime, log: (line: string) => void): Promi
   let replay: ReplayModel | null = null;
   let endpoint: ModelEndpoint;
   if (model.baseUrl) {
-    endpoint = modelEndpoint(model.baseUrl, model.apiKey ?? undefined, model.name, 'openai-compatible');
+    // loadConfig refuses a base URL without a model name.
+    endpoint = modelEndpoint(model.baseUrl, model.apiKey ?? undefined, model.name!, 'openai-compatible');
     log(`thinkflow model: ${endpoint.model} at ${model.baseUrl}`);
   } else {
     replay = await startReplayModel({ transcripts: [...extraTranscripts(replayScripts), ...BUILTIN_TRANSCRIPTS] });

@@ -2,7 +2,6 @@
 // process), read, cancel from any process, and recovery of jobs whose runner
 // process died. The runner itself is agent/job-runner.ts.
 import { randomBytes } from 'node:crypto';
-import type { Redis } from 'ioredis';
 import { runJob } from '../agent/job-runner.ts';
 import type { ModelEndpoint } from '../agent/model-client.ts';
 import type { Pipeline } from '../pipeline/pipeline.ts';
@@ -12,9 +11,10 @@ import { FINAL_JOB_STATUSES, emptyCounts, type JobRequest, type JobView } from '
 import { JobStore } from './job-store.ts';
 import type { WebhookSender } from './webhooks.ts';
 import type { Keys } from '../pipeline/keys.ts';
+import type { PipelineRedis } from '../pipeline/redis.ts';
 
 export interface JobsServiceDeps {
-  redis: Redis;
+  redis: PipelineRedis;
   keys: Keys;
   pipeline: Pipeline;
   endpoint: ModelEndpoint;
@@ -54,7 +54,7 @@ export class JobsService {
   constructor(deps: JobsServiceDeps) {
     this.#d = deps;
     this.store = new JobStore(deps.redis, deps.keys.prefix);
-    this.events = new JobEvents(deps.redis, deps.keys);
+    this.events = new JobEvents(deps.redis, deps.keys, deps.pipeline.eventsKeep);
   }
 
   #heartbeatKey(runner: string): string {
@@ -111,6 +111,7 @@ export class JobsService {
     try {
       session = await this.#d.pipeline.createSession({
         owner, project: request.project ?? null, approval: request.approval, policy: request.policy ?? null, jobId, sessionId, tightenOnly: opts.tightenOnly ?? false,
+        ...(request.files ? { files: request.files } : {}),
       });
     } catch (err) {
       await running.release();
@@ -120,7 +121,7 @@ export class JobsService {
       job_id: jobId, session_id: session.session_id, status: 'queued', task: request.task, project: request.project ?? null,
       approval: request.approval, flow: request.flow, limits: request.limits, model: this.#d.endpoint.model, model_source: this.#d.endpoint.source,
       turns: 0, api_calls: 0, usage: { prompt_tokens: 0, completion_tokens: 0, total_tokens: 0 }, commands: emptyCounts(),
-      final_text: null, error: null, webhook: request.webhook ?? null, metadata: request.metadata ?? {},
+      final_text: null, files_seeded: [], error: null, webhook: request.webhook ?? null, metadata: request.metadata ?? {},
       created_at: new Date().toISOString(), started_at: null, finished_at: null,
     };
     await this.store.create(view, owner, this.runnerId);

@@ -27,14 +27,11 @@ export function toResult(r: LedgerRecord): CommandResult {
   return out;
 }
 
-export async function runCommandsTurn(
-  p: Pipeline, sid: string, text: string, opts: { maxBodyBytes?: number; signal?: AbortSignal } = {},
-): Promise<TurnOutcome> {
-  const { outputs } = parseAll(text, opts.maxBodyBytes ? { maxBodyBytes: opts.maxBodyBytes } : {});
+export async function runCommandsTurn(p: Pipeline, sid: string, text: string, opts: { signal?: AbortSignal } = {}): Promise<TurnOutcome> {
+  const { outputs } = parseAll(text, p.parserOptions);
   return runParsedTurn(p, sid, outputs.map((o) => (o.type === 'command' ? { command: o.command } : { error: o.error })), opts.signal);
 }
 
-/** Also used to seed a session's files: a turn of `write` commands. */
 export async function runParsedTurn(
   p: Pipeline, sid: string, items: ({ command: Command } | { error: ParseError })[], signal?: AbortSignal,
 ): Promise<TurnOutcome> {

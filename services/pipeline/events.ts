@@ -1,5 +1,6 @@
 import type { Redis } from 'ioredis';
 import type { Keys } from './keys.ts';
+import type { PipelineRedis } from './redis.ts';
 import { targetOf, type LedgerRecord } from './ledger-record.ts';
 
 // Events of a session. They are written by the Lua scripts together with the
@@ -49,6 +50,22 @@ export type PipelineEvent = {
 /** The JSON a script receives: everything but seq/index, which the script prepends. */
 export function eventJson(type: PipelineEventType, body: Omit<PipelineEvent, 'seq' | 'index' | 'type'>): string {
   return JSON.stringify({ type, ...body });
+}
+
+/** The arguments of the appendEvent script: an event that is not a ledger change. */
+export function appendEventArgs(keys: Keys, sid: string, type: string, body: Record<string, unknown>, keep: number): (string | number)[] {
+  return [keys.eventSeq(sid), keys.events(sid), keys.eventChannel(sid), type, JSON.stringify({ type, ...body }), keep];
+}
+
+/** Appends an event that is not a ledger change (files_seeded, the job runner's events); returns its seq. */
+export async function appendEvent(redis: PipelineRedis, keys: Keys, sid: string, type: string, body: Record<string, unknown>, keep: number): Promise<number> {
+  return Number(await redis.appendEvent(...appendEventArgs(keys, sid, type, body, keep)));
+}
+
+/** The seq of the oldest event still kept, or null when the session has none. */
+export async function firstKeptSeq(redis: Redis, keys: Keys, sid: string): Promise<number | null> {
+  const [first] = await redis.xrange(keys.events(sid), '-', '+', 'COUNT', 1);
+  return first ? Number(first[0].split('-')[0]) : null;
 }
 
 /** Events after `afterSeq` (0 = from the first), oldest first. */

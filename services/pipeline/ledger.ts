@@ -35,13 +35,14 @@ export class Ledger {
   readonly #redis: PipelineRedis;
   readonly #keys: Keys;
   readonly #inlineBytes: number;
-  readonly #streamMax: number;
+  /** events kept per session stream; 0 = all (THINKFLOW_EVENTS_KEEP) */
+  readonly #eventsKeep: number;
 
-  constructor(redis: PipelineRedis, keys: Keys, opts: { inlineBytes: number; streamMax?: number }) {
+  constructor(redis: PipelineRedis, keys: Keys, opts: { inlineBytes: number; eventsKeep?: number }) {
     this.#redis = redis;
     this.#keys = keys;
     this.#inlineBytes = opts.inlineBytes;
-    this.#streamMax = opts.streamMax ?? 100_000;
+    this.#eventsKeep = opts.eventsKeep ?? 0;
   }
 
   async create(args: {
@@ -70,7 +71,7 @@ export class Ledger {
       k.recordPrefix(sid), `${args.turn}:${args.command.id}`, args.status, final ? '1' : '0',
       FAILURE_STATUSES.has(args.status) ? '1' : '0', args.status === 'skipped' ? '0' : '1',
       JSON.stringify(args.command), JSON.stringify(base), result ? JSON.stringify(result) : '', finishedAt ?? '',
-      k.eventChannel(sid), this.#streamMax, sid, now.getTime(), type,
+      k.eventChannel(sid), this.#eventsKeep, sid, now.getTime(), type,
       eventJson(type, {
         session_id: sid, job_id: args.jobId ?? null, at: now.toISOString(),
         ...(final ? { record: { index: -1, ...record } as unknown as LedgerRecord } : { command: summaryOf({ ...record, index: 0 }) }),
@@ -115,7 +116,7 @@ export class Ledger {
       k.record(sid, record.index), k.open(sid), k.turnState(sid, record.turn), k.eventSeq(sid), k.events(sid),
       spec.from.join(' '), spec.to, spec.unlessTurnFailed ? '1' : '0', record.index,
       becomesFinal ? '1' : '0', FAILURE_STATUSES.has(spec.to) ? '1' : '0',
-      k.eventChannel(sid), this.#streamMax, spec.events.length, ...events, ...pairs,
+      k.eventChannel(sid), this.#eventsKeep, spec.events.length, ...events, ...pairs,
     )) as [number, string | number];
     if (res[0] === 1) return { ok: true };
     if (res[0] === 2) return { ok: false, turnFailed: String(res[1]) };

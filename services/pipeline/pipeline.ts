@@ -1,9 +1,10 @@
 import type { Redis } from 'ioredis';
 import type { Command, CommandFlow } from '../protocol/command.ts';
 import { OUTSIDE } from '../policy/index.ts';
+import type { ParserOptions } from '../protocol/index.ts';
 import { Approvals } from './approvals.ts';
 import { PipelineError } from './errors.ts';
-import { EventHub, type PipelineEvent } from './events.ts';
+import { appendEvent, EventHub, type PipelineEvent } from './events.ts';
 import type { Executor } from './executor.ts';
 import type { Keys } from './keys.ts';
 import { OwnerCaps, type OwnerCapLimits } from './owner-caps.ts';
@@ -13,7 +14,7 @@ import type { PipelineMetrics } from './metrics.ts';
 import { PolicyLoosensError, type Grant, type PolicyGate } from './policy-gate.ts';
 import { SessionQueues } from './queues.ts';
 import type { PipelineRedis } from './redis.ts';
-import { Sessions, type ApprovalMode, type SessionMeta } from './sessions.ts';
+import { newSessionId, Sessions, type ApprovalMode, type SessionMeta } from './sessions.ts';
 import { skipOne, skipReason, skipRestOfTurn } from './turns.ts';
 
 // The pipeline as callers see it (REST routes now, the model-driven job runner
@@ -34,9 +35,20 @@ export type PipelineDeps = {
   inlineBytes: number;
   /** per-key caps; omitted = no caps (internal callers, benchmarks) */
   ownerCaps?: OwnerCapLimits;
+  /** events kept per session stream; 0 = all, while the session exists (THINKFLOW_EVENTS_KEEP) */
+  eventsKeep?: number;
+  /** how the session's tf-* text is parsed (THINKFLOW_LEGACY_TAGS, THINKFLOW_MAX_TAG_BODY_BYTES) */
+  parser?: ParserOptions;
 };
 
+/** A file written into a new session's workspace before any command (not a command: never in the ledger). */
+export type SeededFile = { path: string; bytes: number };
+
 const FALLBACK_POLL_MS = 2000;
+
+function seedCommand(path: string, content: string): Command {
+  return { id: 'seed', tool: 'write', path, content, allow_empty: true, need_result: false };
+}
 
 export class Pipeline {
   readonly ledger: Ledger;
@@ -52,7 +64,7 @@ export class Pipeline {
 
   constructor(deps: PipelineDeps) {
     this.#d = deps;
-    this.ledger = new Ledger(deps.redis, deps.keys, { inlineBytes: deps.inlineBytes });
+    this.ledger = new Ledger(deps.redis, deps.keys, { inlineBytes: deps.inlineBytes, eventsKeep: deps.eventsKeep ?? 0 });
     this.sessions = new Sessions(deps.redis, deps.keys);
     this.approvals = new Approvals(deps.redis, deps.keys);
     this.queues = new SessionQueues(deps.redis, deps.keys);
@@ -61,11 +73,15 @@ export class Pipeline {
   }
 
   get executor(): Executor { return this.#d.executor; }
+  get eventsKeep(): number { return this.#d.eventsKeep ?? 0; }
+  get parserOptions(): ParserOptions { return this.#d.parser ?? {}; }
 
+  /** `files` (to be seeded later with seedFiles) are checked against the policy here, before anything exists. */
   async createSession(input: {
     owner: string | null; project?: string | null; approval?: ApprovalMode; policy?: unknown; jobId?: string | null; sessionId?: string;
     /** The policy comes from a submitter key: it may only tighten (POLICY.md §7). */
     tightenOnly?: boolean;
+    files?: Record<string, string>;
   }): Promise<SessionMeta> {
     try {
       this.#d.gate.validateSession(input.project ?? null, input.policy ?? null, input.tightenOnly ?? false);
@@ -73,14 +89,16 @@ export class Pipeline {
       if (err instanceof PolicyLoosensError) throw new PipelineError('policy_loosens', err.message, { reason: err.message, ...err.rule });
       throw new PipelineError('invalid_policy', (err as Error).message, { reason: (err as Error).message });
     }
+    const fields = {
+      session_id: input.sessionId ?? newSessionId(),
+      owner: input.owner, project: input.project ?? null, approval: input.approval ?? 'never',
+      policy: input.policy ?? null, job_id: input.jobId ?? null,
+    };
+    if (input.files) this.#checkSeeds({ ...fields, created_at: '', deleted_at: null }, input.files);
     const slot = await this.caps.reserveSession(input.owner);
     let meta: SessionMeta;
     try {
-      meta = await this.sessions.create({
-        ...(input.sessionId ? { session_id: input.sessionId } : {}),
-        owner: input.owner, project: input.project ?? null, approval: input.approval ?? 'never',
-        policy: input.policy ?? null, job_id: input.jobId ?? null,
-      });
+      meta = await this.sessions.create(fields);
     } catch (err) {
       await slot.cancel();
       throw err;
@@ -88,6 +106,38 @@ export class Pipeline {
     await slot.commit(meta.session_id);
     await this.queues.configure(meta.session_id);
     return meta;
+  }
+
+  /**
+   * A seeded file is the submitter's input, not a command of the session, yet
+   * it may not put where the policy would not let a command write: every path
+   * must be allowed for `write` outright (forbid and prompt both refuse).
+   */
+  #checkSeeds(session: SessionMeta, files: Record<string, string>): void {
+    const refused = Object.keys(files).flatMap((path) => {
+      const e = this.#d.gate.evaluate(session, seedCommand(path, ''), []);
+      return e.decision === 'allow' ? [] : [{ path, decision: e.decision, reason: e.reason, matched_rules: e.matched_rules }];
+    });
+    if (refused.length) throw new PipelineError('invalid_files', 'the policy does not allow writing some seeded files', refused);
+  }
+
+  /**
+   * Writes the files into the session's workspace (straight through the
+   * executor: they are not commands and never enter the ledger) and emits
+   * `files_seeded {paths:[{path, bytes}]}`. Call before the session's first command.
+   */
+  async seedFiles(sid: string, files: Record<string, string>, signal?: AbortSignal): Promise<SeededFile[]> {
+    const meta = await this.session(sid);
+    const seeded: SeededFile[] = [];
+    for (const [path, content] of Object.entries(files)) {
+      const r = await this.#d.executor.execute(sid, seedCommand(path, content), { signal });
+      if (!r.ok) throw new PipelineError('seed_failed', `${path}: ${r.error ?? r.status}`, { path, error: r.error ?? null, error_code: r.error_code ?? null });
+      seeded.push({ path, bytes: Buffer.byteLength(content, 'utf8') });
+    }
+    await appendEvent(this.#d.redis, this.#d.keys, sid, 'files_seeded', {
+      session_id: sid, job_id: meta.job_id, at: new Date().toISOString(), paths: seeded,
+    }, this.eventsKeep);
+    return seeded;
   }
 
   async session(sid: string): Promise<SessionMeta> {

@@ -5,7 +5,7 @@ import { Redis, type RedisOptions } from 'ioredis';
 // (EVALSHA with automatic script loading). Scripts live in ./scripts as
 // `<name>-<numKeys>.lua`, each with a KEYS/ARGV header.
 
-const SCRIPTS = ['createRecord-8', 'transition-5', 'answerApproval-3', 'failTurn-1'] as const;
+const SCRIPTS = ['createRecord-8', 'transition-5', 'answerApproval-3', 'failTurn-1', 'appendEvent-3'] as const;
 
 type ScriptFn = (...args: (string | number)[]) => Promise<unknown>;
 export type PipelineRedis = Redis & {
@@ -13,6 +13,7 @@ export type PipelineRedis = Redis & {
   transition: ScriptFn;
   answerApproval: ScriptFn;
   failTurn: ScriptFn;
+  appendEvent: ScriptFn;
 };
 
 /**

@@ -42,7 +42,7 @@ export async function createRuntime(config: Config, overrides: RuntimeOverrides 
   const redis = createRedis(config.redisUrl, `thinkflow-${config.role}@${config.redisPrefix}`);
   const subscriber = createRedis(config.redisUrl, `thinkflow-${config.role}-sub@${config.redisPrefix}`);
   const executor = overrides.executor ?? new SandboxExecutor(new SandboxManager({
-    namePrefix: config.sandboxPrefix, workspaceQuotaBytes: config.workspaceQuotaMb * 1024 * 1024,
+    namePrefix: config.sandboxPrefix, image: config.sandboxImage, workspaceQuotaBytes: config.workspaceQuotaMb * 1024 * 1024,
   }));
   const metrics = new PipelineMetrics();
   // Read from Redis at scrape time, so every API process reports the same figure.
@@ -51,7 +51,7 @@ export async function createRuntime(config: Config, overrides: RuntimeOverrides 
   });
   metrics.extra.push(pending);
   const pipeline = new Pipeline({
-    redis, subscriber, keys, executor, gate, metrics, inlineBytes: config.ledgerInlineBytes,
+    redis, subscriber, keys, executor, gate, metrics, inlineBytes: config.ledgerInlineBytes, eventsKeep: config.eventsKeep, parser: config.parser,
     ownerCaps: { maxSessions: config.caps.maxSessionsPerKey, maxRunning: config.caps.maxRunningPerKey },
   });
   const runWorker = overrides.worker ?? config.role !== 'api';

@@ -1,7 +1,9 @@
 // Built-in scenarios of the replay model: the demo job and the benchmark task
 // suite. Each scenario is written once as a list of actions and turned into a
 // `thinkflow` transcript (tf-* tags in the reasoning stream) and a `react` one
-// (one native tool call per model call), so both flows do the same work.
+// (native tool calls, every independent call of a step in one model call, as
+// current models do), so both flows do the same work. `reactSerialTranscript`
+// keeps the older one-call-per-model-call baseline for comparison.
 import type { TranscriptInput, ScriptedTurn } from './transcript.ts';
 
 type Action =
@@ -59,11 +61,26 @@ export function thinkflowTranscript(s: Scenario): TranscriptInput {
   return { name: `${s.name}/thinkflow`, match: s.match, flow: 'thinkflow', turns };
 }
 
+/**
+ * Steps of parallel tool calls: a call joins the current step unless it needs
+ * an earlier call's result. None of the scripted actions reads anything (a
+ * write creates its parent folders), so the plan is one step; the recovery
+ * after a failure needs the failure, so it is the next step.
+ */
 export function reactTranscript(s: Scenario): TranscriptInput {
+  const call = (a: Action) => ({ name: a.tool, arguments: argsOf(a) });
+  const turns: ScriptedTurn[] = [{ reasoning: '', text: s.intro, tool_calls: s.actions.map(call) }];
+  if (s.failure) turns.push({ reasoning: '', text: s.failure.explanation, tool_calls: s.failure.recovery.map(call) });
+  turns.push({ reasoning: '', text: s.summary, tool_calls: [] });
+  return { name: `${s.name}/react`, match: s.match, flow: 'react', turns };
+}
+
+/** The older baseline: one native tool call per model call, failing step included. */
+export function reactSerialTranscript(s: Scenario): TranscriptInput {
   const steps = s.failure ? [...s.actions.slice(0, s.failure.at + 1), ...s.failure.recovery] : s.actions;
   const turns: ScriptedTurn[] = steps.map((a) => ({ reasoning: '', text: a.note, tool_calls: [{ name: a.tool, arguments: argsOf(a) }] }));
   turns.push({ reasoning: '', text: s.summary, tool_calls: [] });
-  return { name: `${s.name}/react`, match: s.match, flow: 'react', turns };
+  return { name: `${s.name}/react-serial`, match: s.match, flow: 'react', turns };
 }
 
 const para = (topic: string, n: number) =>

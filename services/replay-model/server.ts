@@ -4,6 +4,7 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { countTokens } from 'gpt-tokenizer';
+import { computeChatCompletionTokenCount, type ChatMessage as CountedMessage } from 'gpt-tokenizer/functionCalling';
 import { selectTranscript, Transcript, turnFor, type ChatRequestView, type ScriptedTurn, type TranscriptInput } from './transcript.ts';
 
 export const REPLAY_MODEL_NAME = 'thinkflow-replay';
@@ -21,13 +22,20 @@ export interface ReplayModel {
   readonly baseUrl: string;
   /** Requests served so far (tests and benches count model calls with it). */
   readonly requests: number;
-  /** The messages and offered tool names of every request, oldest first (tests read the feedback from here). */
-  readonly log: ReadonlyArray<{ messages: ChatMessage[]; tools: string[] }>;
+  /**
+   * The messages and offered tool names of every request, oldest first (tests
+   * read the feedback from here), and the usage this provider bills for it —
+   * whether or not it was sent: the prompt as received, the completion as far
+   * as it was streamed before the client hung up.
+   */
+  readonly log: ReadonlyArray<LogEntry>;
   close(): Promise<void>;
 }
 
-export type ChatMessage = { role?: string; content?: unknown; tool_calls?: unknown; tool_call_id?: string };
+export type ChatMessage = { role?: string; content?: unknown; tool_calls?: Array<{ function?: { name?: string; arguments?: string } }>; tool_call_id?: string };
 type ChatBody = { messages?: ChatMessage[]; tools?: Array<{ function?: { name?: string } }>; stream?: boolean; stream_options?: { include_usage?: boolean } };
+type Usage = { prompt_tokens: number; completion_tokens: number; total_tokens: number };
+export type LogEntry = { messages: ChatMessage[]; tools: string[]; usage?: Usage };
 
 function textOf(content: unknown): string {
   if (typeof content === 'string') return content;
@@ -43,14 +51,28 @@ function viewOf(body: ChatBody): ChatRequestView {
   return { task, assistantTurns, flow };
 }
 
+/**
+ * Tokens of a text, long runs without blanks in 256-character slices: the
+ * byte-pair merge of one huge "word" is quadratic. (The provider side of the
+ * API keeps its own counter; the service's estimate is agent/usage.ts.)
+ */
+function countTextTokens(text: string): number {
+  if (!/\S{256}/.test(text)) return countTokens(text);
+  return text.split(/(\S{256})/).reduce((n, part) => n + (part ? countTokens(part) : 0), 0);
+}
+
+/**
+ * Prompt tokens the way OpenAI bills a chat request (gpt-tokenizer's
+ * implementation of its accounting, o200k_base): role and message overheads,
+ * function definitions rendered as the model sees them, each tool call.
+ */
 function promptTokens(body: ChatBody): number {
-  let total = 0;
-  for (const m of body.messages ?? []) {
-    total += 4 + countTokens(textOf(m.content));
-    if (m.tool_calls) total += countTokens(JSON.stringify(m.tool_calls));
-  }
-  if (body.tools?.length) total += countTokens(JSON.stringify(body.tools));
-  return total;
+  const messages: CountedMessage[] = (body.messages ?? []).flatMap((m) => [
+    { role: m.role ?? 'user', content: textOf(m.content) },
+    ...(m.tool_calls ?? []).map((c) => ({ role: 'assistant', content: '', function_call: { name: c.function?.name ?? '', arguments: c.function?.arguments ?? '' } })),
+  ]);
+  const functions = (body.tools ?? []).map((t) => t.function).filter((f): f is { name: string } => typeof f?.name === 'string');
+  return computeChatCompletionTokenCount({ messages, ...(functions.length ? { functions } : {}) }, countTextTokens);
 }
 
 function fallbackTurn(view: ChatRequestView): ScriptedTurn {
@@ -63,7 +85,8 @@ function fallbackTurn(view: ChatRequestView): ScriptedTurn {
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-async function streamTurn(res: ServerResponse, turn: ScriptedTurn, transcript: Transcript | undefined, body: ChatBody, requestNo: number): Promise<void> {
+/** Streams one scripted turn; returns the usage billed for what was actually sent. */
+async function streamTurn(res: ServerResponse, turn: ScriptedTurn, transcript: Transcript | undefined, body: ChatBody, requestNo: number): Promise<Usage> {
   const id = `chatcmpl-replay-${requestNo}`;
   const created = Math.floor(Date.now() / 1000);
   const chunk = transcript?.chunk ?? 24;
@@ -75,28 +98,42 @@ async function streamTurn(res: ServerResponse, turn: ScriptedTurn, transcript: T
   };
   res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache', connection: 'keep-alive' });
   send({ role: 'assistant', content: '' });
+  // Everything streamed, per stream, is what the completion bills.
+  const sent: string[] = [];
   for (const [field, text] of [[transcript?.reasoning_field ?? 'reasoning_content', turn.reasoning], ['content', turn.text]] as const) {
+    let streamed = '';
     for (let at = 0; at < text.length && open; at += chunk) {
+      streamed += text.slice(at, at + chunk);
       send({ [field]: text.slice(at, at + chunk) });
       if (delay > 0) await sleep(delay);
     }
+    sent.push(streamed);
   }
-  turn.tool_calls.forEach((call, index) => {
-    if (!open) return;
+  // Tool-call arguments are paced like text, so the wall times of both flows compare.
+  for (const [index, call] of turn.tool_calls.entries()) {
+    if (!open) break;
     const args = JSON.stringify(call.arguments);
-    const callId = call.id ?? `call_${requestNo}_${index}`;
-    send({ tool_calls: [{ index, id: callId, type: 'function', function: { name: call.name, arguments: '' } }] });
-    for (let at = 0; at < args.length; at += chunk) send({ tool_calls: [{ index, function: { arguments: args.slice(at, at + chunk) } }] });
-  });
-  if (!open) return;
+    send({ tool_calls: [{ index, id: call.id ?? `call_${requestNo}_${index}`, type: 'function', function: { name: call.name, arguments: '' } }] });
+    sent.push(call.name);
+    let streamed = '';
+    for (let at = 0; at < args.length && open; at += chunk) {
+      send({ tool_calls: [{ index, function: { arguments: args.slice(at, at + chunk) } }] });
+      streamed += args.slice(at, at + chunk);
+      if (delay > 0) await sleep(delay);
+    }
+    sent.push(streamed);
+  }
+  const prompt = promptTokens(body);
+  const completion = sent.reduce((n, text) => n + countTextTokens(text), 0);
+  const usage = { prompt_tokens: prompt, completion_tokens: completion, total_tokens: prompt + completion };
+  if (!open) return usage;
   send({}, turn.tool_calls.length > 0 ? 'tool_calls' : 'stop');
   if (body.stream_options?.include_usage && (transcript?.usage ?? true)) {
-    const prompt = promptTokens(body);
-    const completion = countTokens(turn.reasoning) + countTokens(turn.text) + turn.tool_calls.reduce((n, c) => n + countTokens(c.name + JSON.stringify(c.arguments)), 0);
-    res.write(`data: ${JSON.stringify({ id, object: 'chat.completion.chunk', created, model: REPLAY_MODEL_NAME, choices: [], usage: { prompt_tokens: prompt, completion_tokens: completion, total_tokens: prompt + completion } })}\n\n`);
+    res.write(`data: ${JSON.stringify({ id, object: 'chat.completion.chunk', created, model: REPLAY_MODEL_NAME, choices: [], usage })}\n\n`);
   }
   res.write('data: [DONE]\n\n');
   res.end();
+  return usage;
 }
 
 function sendJson(res: ServerResponse, status: number, body: unknown): void {
@@ -117,7 +154,7 @@ async function readBody(req: IncomingMessage): Promise<string> {
 export async function startReplayModel(options: ReplayModelOptions): Promise<ReplayModel> {
   const transcripts = options.transcripts.map((t) => Transcript.parse(t));
   let requests = 0;
-  const log: Array<{ messages: ChatMessage[]; tools: string[] }> = [];
+  const log: LogEntry[] = [];
   const server: Server = createServer((req, res) => {
     void (async () => {
       if (req.method === 'GET' && req.url?.endsWith('/models')) {
@@ -134,14 +171,15 @@ export async function startReplayModel(options: ReplayModelOptions): Promise<Rep
       }
       if (!Array.isArray(body.messages)) return sendJson(res, 400, { error: { message: 'messages must be an array', type: 'invalid_request_error' } });
       const requestNo = ++requests;
-      log.push({ messages: body.messages, tools: (body.tools ?? []).map((t) => t.function?.name ?? '') });
+      const entry: LogEntry = { messages: body.messages, tools: (body.tools ?? []).map((t) => t.function?.name ?? '') };
+      log.push(entry);
       const view = viewOf(body);
       const transcript = selectTranscript(transcripts, view);
       const turn = transcript ? turnFor(transcript, view.assistantTurns) : fallbackTurn(view);
       if (body.stream === false) {
         return sendJson(res, 400, { error: { message: 'the replay model only streams (stream: true)', type: 'invalid_request_error' } });
       }
-      await streamTurn(res, turn, transcript, body, requestNo);
+      entry.usage = await streamTurn(res, turn, transcript, body, requestNo);
     })().catch((err) => {
       if (!res.headersSent) sendJson(res, 500, { error: { message: String(err), type: 'server_error' } });
       else res.end();

@@ -3,7 +3,7 @@
  * defaults are the secure ones, and loosening one is a deliberate choice.
  */
 export interface SandboxOptions {
-  /** @default process.env.THINKFLOW_SANDBOX_IMAGE ?? 'thinkflow/sandbox:latest' */
+  /** The composition root passes THINKFLOW_SANDBOX_IMAGE from the env schema. @default 'thinkflow/sandbox:latest' */
   image?: string;
   /** Docker network mode. @default 'none' */
   networkMode?: string;
@@ -75,7 +75,7 @@ const GiB = 1024 ** 3;
 export function resolveSandboxOptions(o: SandboxOptions = {}): ResolvedSandboxOptions {
   const memoryBytes = o.memoryBytes ?? GiB;
   return {
-    image: o.image ?? process.env.THINKFLOW_SANDBOX_IMAGE ?? 'thinkflow/sandbox:latest',
+    image: o.image ?? 'thinkflow/sandbox:latest',
     networkMode: o.networkMode ?? 'none',
     capDrop: o.capDrop ?? ['ALL'],
     capAdd: o.capAdd ?? [],

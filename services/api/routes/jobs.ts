@@ -89,6 +89,7 @@ export function jobRoutes({ jobs, pipeline, redis, keys, streams, maxJsonBytes }
       after: resumePoint(c),
       data: ({ seq, type: _type, ...rest }) => ({ seq, ...rest, job_id: jobId }),
       endsWith: 'job_finished',
+      gapData: { job_id: jobId },
       done: async () => FINAL_JOB_STATUSES.has((await jobs.store.get(jobId))?.view.status ?? 'failed'),
     });
   });

@@ -1,6 +1,7 @@
 import { Hono, type Context } from 'hono';
 import { normalizeWorkspacePath } from '../../policy/index.ts';
-import { runCommandsTurn, runParsedTurn } from '../../pipeline/api-turn.ts';
+import { runCommandsTurn } from '../../pipeline/api-turn.ts';
+import { PipelineError } from '../../pipeline/errors.ts';
 import type { Pipeline } from '../../pipeline/pipeline.ts';
 import type { SessionMeta } from '../../pipeline/sessions.ts';
 import type { AppEnv } from '../env.ts';
@@ -41,14 +42,16 @@ export function sessionRoutes({ pipeline: p, maxJsonBytes, maxCommandsBytes }: S
     const meta = await p.createSession({
       owner: c.var.principal.id, project: body.project ?? null, approval: body.approval ?? 'never', policy: body.policy ?? null,
       tightenOnly: c.var.principal.role === 'submitter',
+      ...(body.files ? { files: body.files } : {}),
     });
     if (files.length) {
-      const seeded = await runParsedTurn(p, meta.session_id, files.map(([path, content], i) => ({
-        command: { id: String(i + 1), tool: 'write' as const, path, content, allow_empty: true, need_result: false },
-      })), c.req.raw.signal);
-      const failed = seeded.results.filter((r) => r.status !== 'succeeded');
-      if (failed.length) {
-        throw new AppError(422, 'seed_failed', 'some files could not be written', { details: { session_id: meta.session_id, results: seeded.results } });
+      try {
+        await p.seedFiles(meta.session_id, body.files!, c.req.raw.signal);
+      } catch (err) {
+        if (err instanceof PipelineError && err.code === 'seed_failed') {
+          throw new AppError(422, 'seed_failed', `a file could not be written: ${err.message}`, { details: { session_id: meta.session_id, ...(err.details as object) } });
+        }
+        throw err;
       }
     }
     return c.json({ session_id: meta.session_id }, 201);

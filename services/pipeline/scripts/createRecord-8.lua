@@ -11,7 +11,7 @@
   ARGV[6] "1" refuse when the turn already failed (caller then records it skipped);
           a failure marker always has a smaller index than a record created now
   ARGV[7] full command JSON   ARGV[8] base JSON   ARGV[9] result JSON ("" = none)
-  ARGV[10] finished_at ("" = none)  ARGV[11] event channel  ARGV[12] stream max length
+  ARGV[10] finished_at ("" = none)  ARGV[11] event channel  ARGV[12] events kept per session (0 = all)
   ARGV[13] session id   ARGV[14] now (ms)  ARGV[15] event type  ARGV[16] event JSON without seq/index
   Returns {1, index, seq, open} | {0, existing index} (duplicate id) | {2, failure marker}
   (open = the session's non-final count after this record: 1 means it was idle)
@@ -47,6 +47,10 @@ local data = ARGV[16]
 local s, e = string.find(data, '"index":-1', 1, true)
 if s then data = string.sub(data, 1, s - 1) .. '"index":' .. n .. string.sub(data, e + 1) end
 local payload = '{"seq":' .. seq .. ',"index":' .. n .. ',' .. string.sub(data, 2)
-redis.call('XADD', KEYS[7], 'MAXLEN', '~', ARGV[12], seq .. '-0', 't', ARGV[15], 'd', payload)
+if ARGV[12] == '0' then
+  redis.call('XADD', KEYS[7], seq .. '-0', 't', ARGV[15], 'd', payload)
+else
+  redis.call('XADD', KEYS[7], 'MAXLEN', '~', ARGV[12], seq .. '-0', 't', ARGV[15], 'd', payload)
+end
 redis.call('PUBLISH', ARGV[11], payload)
 return {1, n, seq, open}

@@ -8,7 +8,7 @@
   ARGV[1] expected statuses, space separated   ARGV[2] new status
   ARGV[3] "1" refuse when the turn failed at an earlier command (smaller index)   ARGV[4] record index
   ARGV[5] "1" new status is final (and the old one was not)   ARGV[6] "1" new status fails the turn
-  ARGV[7] event channel   ARGV[8] stream max length
+  ARGV[7] event channel   ARGV[8] events kept per session (0 = all)
   ARGV[9] number of events E, then E pairs (type, JSON without seq), then field/value pairs to HSET
   Returns {1, last seq} | {0, current status} | {2, failure marker}
 ]]
@@ -39,7 +39,11 @@ local seq = 0
 for k = 0, e - 1 do
   seq = redis.call('INCR', KEYS[4])
   local payload = '{"seq":' .. seq .. ',"index":' .. ARGV[4] .. ',' .. string.sub(ARGV[11 + 2 * k], 2)
-  redis.call('XADD', KEYS[5], 'MAXLEN', '~', ARGV[8], seq .. '-0', 't', ARGV[10 + 2 * k], 'd', payload)
+  if ARGV[8] == '0' then
+    redis.call('XADD', KEYS[5], seq .. '-0', 't', ARGV[10 + 2 * k], 'd', payload)
+  else
+    redis.call('XADD', KEYS[5], 'MAXLEN', '~', ARGV[8], seq .. '-0', 't', ARGV[10 + 2 * k], 'd', payload)
+  end
   redis.call('PUBLISH', ARGV[7], payload)
 end
 return {1, seq}

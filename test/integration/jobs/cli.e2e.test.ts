@@ -19,7 +19,7 @@ beforeAll(async () => {
   serve = spawn(process.execPath, [join(ROOT, 'bin/thinkflow.mjs'), 'serve', '--port', '0'], {
     cwd: ROOT,
     env: {
-      ...process.env, OPENAI_BASE_URL: model.baseUrl, THINKFLOW_REDIS_PREFIX: prefix, THINKFLOW_SANDBOX_PREFIX: boxes,
+      ...process.env, OPENAI_BASE_URL: model.baseUrl, THINKFLOW_MODEL: 'scripted', THINKFLOW_REDIS_PREFIX: prefix, THINKFLOW_SANDBOX_PREFIX: boxes,
       THINKFLOW_API_KEYS: 'sub-key:submitter,op-key:operator',
     },
     stdio: ['ignore', 'ignore', 'pipe'],

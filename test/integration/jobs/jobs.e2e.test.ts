@@ -156,17 +156,21 @@ describe('model-driven jobs', () => {
     expect(job.error).toMatch(/max_turns \(2\)/);
   });
 
-  it('seeds files before the first model call (turn 0, flow api) and names them in the task', async () => {
+  it('seeds files before the first model call (not commands: never in the ledger; an event and the job view) and names them in the task', async () => {
     const before = h.model.requests;
     const { job_id, session_id } = await h.submit({ task: 'five files please', files: { 'docs/outline.md': '# Outline\n', 'notes.txt': '' } });
     const job = await h.waitFinal(job_id);
-    expect(job).toMatchObject({ status: 'succeeded', api_calls: 1 });
+    expect(job).toMatchObject({ status: 'succeeded', api_calls: 1, files_seeded: [{ path: 'docs/outline.md', bytes: 10 }, { path: 'notes.txt', bytes: 0 }] });
     expect(job.commands.total).toBe(6);
     const ledger = await h.ledger(session_id);
-    expect(ledger.slice(0, 2).map((e) => [e.turn, e.flow, e.path, e.status, e.injected])).toEqual([
-      [0, 'api', 'docs/outline.md', 'succeeded', true], [0, 'api', 'notes.txt', 'succeeded', true],
-    ]);
-    expect(ledger.slice(2).every((e) => e.turn === 1)).toBe(true);
+    // Only the model's commands, under the ids it gave them: one command with id 1.
+    expect(ledger.map((e) => [e.turn, e.flow, e.id])).toEqual([1, 2, 3, 4, 5, 6].map((id) => [1, 'reasoning', String(id)]));
+    const sse = await (await fetch(`${h.url}/v1/jobs/${job_id}/events`)).text();
+    const seeded = sse.split('\n\n').find((b) => b.includes('event: files_seeded'));
+    expect(seeded).toBeDefined();
+    expect(JSON.parse(seeded!.split('\n').find((l) => l.startsWith('data:'))!.slice(5))).toMatchObject({
+      seq: 1, job_id, paths: [{ path: 'docs/outline.md', bytes: 10 }, { path: 'notes.txt', bytes: 0 }],
+    });
     expect(await h.file(session_id, 'docs/outline.md')).toBe('# Outline\n');
     expect(lastUserMessage(h.model, before)).toContain('Files already in the workspace: docs/outline.md, notes.txt');
   });

@@ -38,10 +38,10 @@ describe('job recovery', () => {
       transcripts: [{ name: 'slow', match: 'slow', delay_ms: 100, chunk: 2, turns: [{ reasoning: `<tf-write id="1" path="a.txt">\n${'x'.repeat(400)}\n</tf-write>`, text: 'done' }] }],
     });
     cleanups.push(() => model.close(), () => cleanupPrefix(prefix), () => removeSandboxes(boxes));
-    const cfg = testConfig(prefix, { PORT: '0', THINKFLOW_SANDBOX_PREFIX: boxes, OPENAI_BASE_URL: model.baseUrl, THINKFLOW_RUNNER_TTL_S: '2' });
+    const cfg = testConfig(prefix, { PORT: '0', THINKFLOW_SANDBOX_PREFIX: boxes, OPENAI_BASE_URL: model.baseUrl, THINKFLOW_MODEL: 'scripted', THINKFLOW_RUNNER_TTL_S: '2' });
     const env = {
       REDIS_URL: cfg.redisUrl, THINKFLOW_REDIS_PREFIX: prefix, THINKFLOW_POLICY_DIR: cfg.policyDir, THINKFLOW_SANDBOX_PREFIX: boxes,
-      OPENAI_BASE_URL: model.baseUrl, THINKFLOW_RUNNER_TTL_S: '2',
+      OPENAI_BASE_URL: model.baseUrl, THINKFLOW_MODEL: 'scripted', THINKFLOW_RUNNER_TTL_S: '2',
     };
     const first = await serveChild(env);
     const res = await fetch(`${first.url}/v1/jobs`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"task":"a slow job"}' });

@@ -30,6 +30,30 @@ afterAll(async () => {
   await removeSandboxes(boxes);
 });
 
+type SseEvent = { id: number; event: string; data: Record<string, any> };
+
+/** Reads a session's SSE until `stop` holds for an event (sessions never end their stream). */
+async function sseUntil(url: string, key: string, stop: (e: SseEvent) => boolean): Promise<SseEvent[]> {
+  const res = await fetch(url, { headers: { authorization: `Bearer ${key}` }, signal: AbortSignal.timeout(30_000) });
+  const out: SseEvent[] = [];
+  let buf = '';
+  const decoder = new TextDecoder();
+  for await (const chunk of res.body as unknown as AsyncIterable<Uint8Array>) {
+    buf += decoder.decode(chunk, { stream: true });
+    let cut: number;
+    while ((cut = buf.indexOf('\n\n')) >= 0) {
+      const block = buf.slice(0, cut);
+      buf = buf.slice(cut + 2);
+      const field = (name: string) => block.split('\n').find((l) => l.startsWith(`${name}:`))?.slice(name.length + 1).trim() ?? '';
+      if (!field('event')) continue;
+      const e = { id: Number(field('id')), event: field('event'), data: JSON.parse(field('data')) };
+      out.push(e);
+      if (stop(e)) return out; // leaving the loop cancels the body: the connection closes
+    }
+  }
+  return out;
+}
+
 async function newSession(c = sub1, body: unknown = {}) {
   const res = await c.json('/v1/sessions', body);
   expect(res.status).toBe(201);
@@ -96,7 +120,7 @@ describe('REST API (real Redis and Docker)', () => {
     await bad(json, 415, 'unsupported_media_type');
   });
 
-  it('seeds files, runs a turn, serves files and the ledger', async () => {
+  it('seeds files (not commands: an event, never in the ledger), runs a turn, serves files and the ledger', async () => {
     const sid = await newSession(sub1, { files: { 'docs/outline.md': '# Outline\n', 'empty.txt': '' } });
     const res = await sub1.text(`/v1/sessions/${sid}/commands`, [
       'Some prose the parser ignores.',
@@ -141,12 +165,23 @@ describe('REST API (real Redis and Docker)', () => {
       expect(JSON.parse(r.body).error.code).toBe('invalid_path');
     }
     const ledger = (await (await sub1.get(`/v1/sessions/${sid}/ledger`)).json()) as { entries: Record<string, unknown>[] };
+    // The ledger holds the session's commands only, ids as their author gave them.
     expect(ledger.entries.map((e) => [e.turn, e.id, e.tool, e.status, e.flow])).toEqual([
-      [1, '1', 'write', 'succeeded', 'api'], [1, '2', 'write', 'succeeded', 'api'],
-      [2, '1', 'write', 'succeeded', 'api'], [2, '2', 'bash', 'succeeded', 'api'],
-      [2, '3', 'read', 'succeeded', 'api'], [2, '4', 'edit', 'succeeded', 'api'],
+      [1, '1', 'write', 'succeeded', 'api'], [1, '2', 'bash', 'succeeded', 'api'],
+      [1, '3', 'read', 'succeeded', 'api'], [1, '4', 'edit', 'succeeded', 'api'],
     ]);
-    expect(ledger.entries[2]).toMatchObject({ path: 'src/app.py', decision: 'allow', injected: false, content_sha256: expect.stringMatching(/^[0-9a-f]{64}$/) });
+    const events = await sseUntil(`${svc.url}/v1/sessions/${sid}/events`, 'k-sub1', (e) => e.event === 'command_finished' && e.data.record.id === '4');
+    expect(events[0]).toMatchObject({ id: 1, event: 'files_seeded', data: { seq: 1, session_id: sid, paths: [{ path: 'docs/outline.md', bytes: 10 }, { path: 'empty.txt', bytes: 0 }] } });
+    expect(events.filter((e) => e.event === 'files_seeded')).toHaveLength(1);
+    expect(ledger.entries[0]).toMatchObject({ path: 'src/app.py', decision: 'allow', injected: false, content_sha256: expect.stringMatching(/^[0-9a-f]{64}$/) });
+  });
+
+  it('refuses seeded files the policy would not let a command write (400, nothing created)', async () => {
+    const res = await sub1.json('/v1/sessions', { files: { 'ok.txt': 'x', 'secrets/key': 'k' } });
+    expect(res.status).toBe(400);
+    const body = (await res.json()) as { error: { code: string; details: { path: string; decision: string }[] } };
+    expect(body.error.code).toBe('invalid_files');
+    expect(body.error.details).toMatchObject([{ path: 'secrets/key', decision: 'prompt', matched_rules: [{ id: 'secrets' }] }]);
   });
 
   it('reports a parse error and skips what follows it; a failure skips the rest of the turn', async () => {

@@ -22,11 +22,11 @@ describe('resolveSandboxOptions', () => {
     expect(Object.keys(o.tmpfs)).toContain('/tmp');
   });
 
-  it('takes the image from THINKFLOW_SANDBOX_IMAGE unless given', () => {
+  it('takes the image it is given (the env schema passes THINKFLOW_SANDBOX_IMAGE), never process.env', () => {
     const before = process.env.THINKFLOW_SANDBOX_IMAGE;
     process.env.THINKFLOW_SANDBOX_IMAGE = 'example/img:1';
     try {
-      expect(resolveSandboxOptions().image).toBe('example/img:1');
+      expect(resolveSandboxOptions().image).toBe('thinkflow/sandbox:latest');
       expect(resolveSandboxOptions({ image: 'x:2' }).image).toBe('x:2');
     } finally {
       if (before === undefined) delete process.env.THINKFLOW_SANDBOX_IMAGE;

@@ -46,7 +46,7 @@ export function sessionId(): string {
 }
 
 export function newManager(prefix: string, options: SandboxOptions = {}): SandboxManager {
-  return new SandboxManager({ namePrefix: prefix, reapIntervalMs: 0, ...options, docker });
+  return new SandboxManager({ namePrefix: prefix, reapIntervalMs: 0, image: IMAGE, ...options, docker });
 }
 
 let seq = 0;

@@ -3,6 +3,7 @@ import { loadConfig, parseApiKeyNames, parseApiKeys } from '../../../services/co
 import { createKeys } from '../../../services/pipeline/keys.ts';
 import { PipelineMetrics } from '../../../services/pipeline/metrics.ts';
 import { skipReason } from '../../../services/pipeline/turns.ts';
+import { resolveSandboxOptions } from '../../../services/sandbox/index.ts';
 
 describe('config', () => {
   it('has the defaults of API.md', () => {
@@ -29,11 +30,37 @@ describe('config', () => {
     expect(() => loadConfig({ PORT: 'eighty' })).toThrow(/PORT/);
   });
   it('reads the model settings; an empty variable counts as unset', () => {
-    expect(loadConfig({}).model).toEqual({ baseUrl: null, apiKey: null, name: 'gpt-4.1' });
-    expect(loadConfig({ OPENAI_BASE_URL: '', THINKFLOW_MODEL: '', PORT: '' })).toMatchObject({ port: 8080, model: { baseUrl: null, name: 'gpt-4.1' } });
+    // THINKFLOW_MODEL has no default (API.md: unset).
+    expect(loadConfig({}).model).toEqual({ baseUrl: null, apiKey: null, name: null });
+    expect(loadConfig({ OPENAI_BASE_URL: '', THINKFLOW_MODEL: '', PORT: '' })).toMatchObject({ port: 8080, model: { baseUrl: null, name: null } });
     expect(loadConfig({ OPENAI_BASE_URL: 'http://127.0.0.1:9/v1', OPENAI_API_KEY: 'k', THINKFLOW_MODEL: 'm' }).model).toEqual({ baseUrl: 'http://127.0.0.1:9/v1', apiKey: 'k', name: 'm' });
     expect(() => loadConfig({ OPENAI_BASE_URL: 'not a url' })).toThrow(/OPENAI_BASE_URL/);
     expect(loadConfig({}).runnerTtlS).toBe(20);
+  });
+  it('refuses a base URL without a model name, saying so', () => {
+    expect(() => loadConfig({ OPENAI_BASE_URL: 'http://127.0.0.1:9/v1' })).toThrow(/THINKFLOW_MODEL is unset but OPENAI_BASE_URL is set/);
+    expect(() => loadConfig({ OPENAI_BASE_URL: 'http://127.0.0.1:9/v1', THINKFLOW_MODEL: '' })).toThrow(/THINKFLOW_MODEL/);
+  });
+  it('has the parser settings of PROTOCOL.md §1 and §3, the sandbox image and event retention', () => {
+    expect(loadConfig({})).toMatchObject({
+      parser: { legacyTags: false, maxBodyBytes: 8 * 1024 * 1024 }, sandboxImage: 'thinkflow/sandbox:latest', eventsKeep: 0,
+    });
+    expect(loadConfig({ THINKFLOW_LEGACY_TAGS: 'true', THINKFLOW_MAX_TAG_BODY_BYTES: '1024', THINKFLOW_SANDBOX_IMAGE: 'reg/img:1', THINKFLOW_EVENTS_KEEP: '5000' })).toMatchObject({
+      parser: { legacyTags: true, maxBodyBytes: 1024 }, sandboxImage: 'reg/img:1', eventsKeep: 5000,
+    });
+    expect(() => loadConfig({ THINKFLOW_LEGACY_TAGS: 'maybe' })).toThrow(/THINKFLOW_LEGACY_TAGS/);
+    expect(() => loadConfig({ THINKFLOW_MAX_TAG_BODY_BYTES: '0' })).toThrow(/THINKFLOW_MAX_TAG_BODY_BYTES/);
+  });
+  it('the sandbox reads no environment of its own: the image comes from the config', () => {
+    const saved = process.env.THINKFLOW_SANDBOX_IMAGE;
+    process.env.THINKFLOW_SANDBOX_IMAGE = 'from/process-env:1';
+    try {
+      expect(resolveSandboxOptions({}).image).toBe('thinkflow/sandbox:latest');
+      expect(resolveSandboxOptions({ image: 'reg/img:1' }).image).toBe('reg/img:1');
+    } finally {
+      if (saved === undefined) delete process.env.THINKFLOW_SANDBOX_IMAGE;
+      else process.env.THINKFLOW_SANDBOX_IMAGE = saved;
+    }
   });
 });
 

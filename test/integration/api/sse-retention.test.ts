@@ -1,0 +1,93 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startService, type ServiceHandle } from '../../../services/api/server.ts';
+import { JobEvents } from '../../../services/jobs/job-events.ts';
+import { cleanupPrefix, removeSandboxes, sandboxPrefix, testConfig, testPrefix } from '../pipeline/helpers.ts';
+
+// SSE replays from the first event (API.md): every event is kept while the
+// session exists, unless THINKFLOW_EVENTS_KEEP says otherwise; a client that
+// asks for events no longer kept gets an explicit `gap {first_seq}` first.
+
+type SseEvent = { id: string | null; event: string; data: Record<string, any> };
+
+/** A raw SSE client: reads until `count` events arrived, then hangs up. */
+async function firstEvents(url: string, count: number, lastEventId?: number): Promise<SseEvent[]> {
+  const res = await fetch(url, { headers: lastEventId === undefined ? {} : { 'last-event-id': String(lastEventId) }, signal: AbortSignal.timeout(30_000) });
+  expect(res.headers.get('content-type')).toMatch(/^text\/event-stream/);
+  const out: SseEvent[] = [];
+  let buf = '';
+  const decoder = new TextDecoder();
+  for await (const chunk of res.body as unknown as AsyncIterable<Uint8Array>) {
+    buf += decoder.decode(chunk, { stream: true });
+    let cut: number;
+    while ((cut = buf.indexOf('\n\n')) >= 0) {
+      const lines = buf.slice(0, cut).split('\n');
+      buf = buf.slice(cut + 2);
+      const field = (name: string) => lines.find((l) => l.startsWith(`${name}:`))?.slice(name.length + 1).trim() ?? null;
+      if (!field('event')) continue;
+      out.push({ id: field('id'), event: field('event')!, data: JSON.parse(field('data')!) });
+      if (out.length === count) return out;
+    }
+  }
+  return out;
+}
+
+const started: { svc: ServiceHandle; prefix: string; boxes: string }[] = [];
+async function service(env: Record<string, string> = {}) {
+  const prefix = testPrefix('sse');
+  const boxes = sandboxPrefix('sse');
+  const svc = await startService(testConfig(prefix, { PORT: '0', THINKFLOW_SANDBOX_PREFIX: boxes, ...env }), {}, () => {});
+  started.push({ svc, prefix, boxes });
+  const res = await fetch(`${svc.url}/v1/sessions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{}' });
+  const sid = ((await res.json()) as { session_id: string }).session_id;
+  const events = new JobEvents(svc.runtime.redis, svc.runtime.keys, svc.runtime.pipeline.eventsKeep);
+  /** Appends n text_delta events to the session's stream, as a job runner would. */
+  const flood = async (n: number) => {
+    for (let i = 0; i < n; i += 2000) {
+      await Promise.all(Array.from({ length: Math.min(2000, n - i) }, (_, j) => events.append(sid, 'job_flood', 'text_delta', { turn: 1, text: `d${i + j}` })));
+    }
+  };
+  return { svc, sid, flood, url: `${svc.url}/v1/sessions/${sid}/events` };
+}
+
+let kept: Awaited<ReturnType<typeof service>>;
+let trimmed: Awaited<ReturnType<typeof service>>;
+beforeAll(async () => {
+  kept = await service();
+  trimmed = await service({ THINKFLOW_EVENTS_KEEP: '10' });
+});
+afterAll(async () => {
+  for (const s of started) {
+    await s.svc.close();
+    await cleanupPrefix(s.prefix);
+    await removeSandboxes(s.boxes);
+  }
+});
+
+describe('SSE replay and retention', () => {
+  it('keeps every event of a long session by default: a replay starts at seq 1', async () => {
+    // Past the old silent caps (about 100,000 ledger events, 200,000 job events); then a command adds ledger events.
+    await kept.flood(100_500);
+    const res = await fetch(`${kept.svc.url}/v1/sessions/${kept.sid}/commands`, { method: 'POST', headers: { 'content-type': 'text/plain' }, body: '<tf-touch id="1" path="x" />' });
+    expect(((await res.json()) as { results: { status: string }[] }).results).toMatchObject([{ status: 'succeeded' }]);
+    expect(await kept.svc.runtime.redis.xlen(kept.svc.runtime.keys.events(kept.sid))).toBe(100_503);
+    const first = await firstEvents(kept.url, 2);
+    expect(first.map((e) => [e.id, e.event, e.data.seq])).toEqual([['1', 'text_delta', 1], ['2', 'text_delta', 2]]);
+  }, 120_000);
+
+  it('with THINKFLOW_EVENTS_KEEP a client resuming before the oldest kept event gets gap {first_seq}, never silence', async () => {
+    await trimmed.flood(1_000);
+    const [oldest] = await trimmed.svc.runtime.redis.xrange(trimmed.svc.runtime.keys.events(trimmed.sid), '-', '+', 'COUNT', 1);
+    const firstSeq = Number(oldest![0].split('-')[0]);
+    expect(firstSeq).toBeGreaterThan(1);
+    for (const resumeAt of [undefined, 0, 5, firstSeq - 2]) {
+      const [gap, next] = await firstEvents(trimmed.url, 2, resumeAt);
+      expect(gap, String(resumeAt)).toMatchObject({ id: null, event: 'gap', data: { first_seq: firstSeq, after: resumeAt ?? 0, session_id: trimmed.sid } });
+      expect(next).toMatchObject({ id: String(firstSeq), event: 'text_delta', data: { seq: firstSeq } });
+    }
+    // Resuming at or after the oldest kept event needs no gap.
+    for (const resumeAt of [firstSeq - 1, firstSeq]) {
+      const [next] = await firstEvents(trimmed.url, 1, resumeAt);
+      expect(next).toMatchObject({ id: String(resumeAt + 1), event: 'text_delta' });
+    }
+  });
+});

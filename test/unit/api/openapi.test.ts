@@ -1,0 +1,72 @@
+import { execFileSync, spawnSync } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { openApiDocument } from '../../../services/api/openapi.ts';
+
+// /openapi.json as generators and linters take it: Redocly's recommended
+// rules pass with no error, and openapi-typescript's types fit a small client.
+
+const ROOT = new URL('../../../', import.meta.url).pathname;
+const dir = mkdtempSync(join(tmpdir(), 'tf-openapi-'));
+const specFile = join(dir, 'openapi.json');
+writeFileSync(specFile, JSON.stringify(openApiDocument(), null, 2));
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+const bin = (name: string) => join(ROOT, 'node_modules', '.bin', name);
+
+describe('OpenAPI document', () => {
+  it('passes `redocly lint` with the recommended rules: no error, and none of servers / operationId / 4xx / unused-component problems', () => {
+    const r = spawnSync(bin('redocly'), ['lint', specFile, '--extends', 'recommended', '--format', 'json'], { encoding: 'utf8', timeout: 60_000 });
+    const report = JSON.parse(r.stdout.slice(r.stdout.indexOf('{'))) as { totals: { errors: number; warnings: number }; problems: { ruleId: string; severity: string; message: string }[] };
+    expect(report.problems.filter((p) => p.severity === 'error')).toEqual([]);
+    expect(report.totals.errors).toBe(0);
+    const named = ['no-empty-servers', 'operation-operationId', 'operation-4xx-response', 'no-unused-components', 'operation-operationId-unique'];
+    expect(report.problems.filter((p) => named.includes(p.ruleId))).toEqual([]);
+    expect(r.status).toBe(0);
+  }, 60_000);
+
+  it('generates TypeScript types with openapi-typescript that a small client type-checks against', () => {
+    const typesFile = join(dir, 'api.d.ts');
+    execFileSync(bin('openapi-typescript'), [specFile, '-o', typesFile], { stdio: 'pipe', timeout: 60_000 });
+    writeFileSync(join(dir, 'client.ts'), `
+import type { components, paths } from './api.d.ts';
+
+type SubmitBody = paths['/v1/jobs']['post']['requestBody']['content']['application/json'];
+type Submitted = paths['/v1/jobs']['post']['responses']['202']['content']['application/json'];
+type JobView = components['schemas']['JobView'];
+type Ledger = paths['/v1/sessions/{id}/ledger']['get']['responses']['200']['content']['application/json'];
+type ApiError = components['schemas']['Error'];
+
+export async function submit(base: string, body: SubmitBody): Promise<Submitted> {
+  const res = await fetch(base + '/v1/jobs', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+  if (!res.ok) throw new Error(((await res.json()) as ApiError).error.code);
+  return (await res.json()) as Submitted;
+}
+
+export function describeJob(job: JobView): string {
+  const seeded: { path: string; bytes: number }[] = job.files_seeded;
+  const tokens: number = job.usage.total_tokens;
+  const estimated: boolean | undefined = job.usage.estimated;
+  return job.status + ' ' + tokens + (estimated ? ' (estimated)' : '') + ' ' + seeded.length + ' ' + job.commands.failed;
+}
+
+export function failedIds(ledger: Ledger): string[] {
+  return ledger.entries.filter((e) => e.status === 'failed').map((e) => e.id);
+}
+
+const body: SubmitBody = { task: 'Create a Vite project skeleton', flow: 'react', limits: { max_turns: 4 }, files: { 'a.md': '# A' } };
+void submit('http://127.0.0.1:8080', body).then((s) => s.job_id.toUpperCase());
+// The types are real, not \`any\`: a wrong flow and a missing task do not compile.
+// @ts-expect-error flow is thinkflow | react
+const wrongFlow: SubmitBody = { task: 'x', flow: 'other' };
+// @ts-expect-error task is required
+const noTask: SubmitBody = { flow: 'react' };
+void wrongFlow; void noTask;
+`);
+    const tsc = spawnSync(bin('tsc'), ['--noEmit', '--strict', '--target', 'es2022', '--module', 'nodenext', '--moduleResolution', 'nodenext', '--allowImportingTsExtensions', '--types', 'node', join(dir, 'client.ts')], { encoding: 'utf8', timeout: 120_000, cwd: ROOT });
+    expect(tsc.stdout + tsc.stderr).toBe('');
+    expect(tsc.status).toBe(0);
+  }, 120_000);
+});
