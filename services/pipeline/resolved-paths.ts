@@ -1,5 +1,5 @@
 import type { Command } from '../protocol/command.ts';
-import { normalizeWorkspacePath, OUTSIDE } from '../policy/index.ts';
+import { normalizeWorkspacePath, OUTSIDE, redirectFileOps } from '../policy/index.ts';
 import type { Executor, ExpectedResolution } from './executor.ts';
 import { targetOf } from './ledger-record.ts';
 import type { Grant, PolicyGate } from './policy-gate.ts';
@@ -59,6 +59,7 @@ export type PathVerdict = { ok: true; expect?: ExpectedResolution } | { ok: fals
 export async function verifyResolvedPaths(
   d: { executor: Executor; gate: PolicyGate }, session: SessionMeta, grants: Grant[], command: Command, approvedTarget?: string,
 ): Promise<PathVerdict> {
+  if (command.tool === 'bash') return verifyRedirects(d, session, grants, command);
   const r = await resolveForPolicy(d.executor, session.session_id, command);
   if (r.outside) return { ok: false, code: OUTSIDE, reason: r.outside };
   if (!r.resolved) return { ok: true, expect: r.expect };
@@ -68,4 +69,31 @@ export async function verifyResolvedPaths(
   if (evaluation.decision === 'allow' || approvedTarget === targetOf(r.resolved)) return { ok: true, expect: r.expect };
   if (d.gate.decide(evaluation, session, r.resolved, grants).action === 'run') return { ok: true, expect: r.expect };
   return { ok: false, code: 'forbidden', reason: `${via}, which needs its own approval: name it directly` };
+}
+
+/**
+ * A bash command's redirections are file operations (POLICY.md §7); one
+ * whose target resolves elsewhere through a symlink is judged there too: a
+ * forbid refuses the command, and one that would need an approval of its
+ * own refuses it as well (name the real path so an operator can see it).
+ */
+async function verifyRedirects(
+  d: { executor: Executor; gate: PolicyGate }, session: SessionMeta, grants: Grant[], command: Command,
+): Promise<PathVerdict> {
+  const ops = redirectFileOps(command.cmd ?? '');
+  if (ops.length === 0) return { ok: true };
+  const real = await d.executor.resolvePaths(session.session_id, ops.map((o) => o.path));
+  for (const [i, op] of ops.entries()) {
+    const r = real[i] ?? null;
+    if (r === null) return { ok: false, code: OUTSIDE, reason: `${OUTSIDE}: the redirection to ${JSON.stringify(op.path)} leads outside /workspace through a symlink` };
+    if (r === op.path) continue;
+    const asOp: Command = { id: command.id, tool: op.tool, path: r, need_result: false };
+    const evaluation = d.gate.evaluate(session, asOp, grants);
+    const via = `the redirection to ${JSON.stringify(op.path)} resolves to ${JSON.stringify(r)} through a symlink`;
+    if (evaluation.decision === 'forbid') return { ok: false, code: 'forbidden', reason: `${via}: ${evaluation.reason || 'forbidden by policy'}` };
+    if (evaluation.decision !== 'allow' && d.gate.decide(evaluation, session, asOp, grants).action !== 'run') {
+      return { ok: false, code: 'forbidden', reason: `${via}, which needs its own approval: name it directly` };
+    }
+  }
+  return { ok: true };
 }

@@ -78,6 +78,19 @@ describe('paths as they resolve at execution', () => {
     expect(rec).toMatchObject({ status: 'forbidden', error_code: 'forbidden' });
   });
 
+  it('a redirection through g -> .git meets the .git/** rule too', async () => {
+    const sid = await session();
+    await turn(sid, '<tf-bash id="1" cmd="git init -q && ln -s .git g" />');
+    const [r] = await turn(sid, '<tf-bash id="1" cmd="echo \'[core] hooksPath = x\' >> g/config" />');
+    expect(r).toMatchObject({ status: 'forbidden', code: 'forbidden' });
+    expect(r!.error).toMatch(/\.git\/config/);
+    const [out] = await turn(sid, '<tf-bash id="1" cmd="echo x > e/file" />');
+    expect(out!.status).not.toBe('succeeded'); // e does not exist yet: bash fails on its own
+    await turn(sid, '<tf-bash id="1" cmd="ln -s /tmp tmplink" />');
+    const [leak] = await turn(sid, '<tf-bash id="1" cmd="echo x > tmplink/f" />');
+    expect(leak).toMatchObject({ status: 'forbidden', code: 'path_outside_workspace' });
+  });
+
   it('a prompt rule met through a symlink asks an operator, who sees the resolved path', async () => {
     const sid = await session('on-request');
     await turn(sid, '<tf-bash id="1" cmd="mkdir -p secrets && ln -s secrets s" />');
