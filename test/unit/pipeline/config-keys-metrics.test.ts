@@ -11,7 +11,16 @@ describe('config', () => {
     expect(c).toMatchObject({
       port: 8080, host: '127.0.0.1', redisUrl: 'redis://127.0.0.1:6379', role: 'all', apiKeys: null,
       policyDir: './policies', approvalTtlS: 900, maxJsonBytes: 2 * 1024 * 1024, maxCommandsBytes: 16 * 1024 * 1024,
+      // API.md Additions: the workspace quota and the per-key caps
+      workspaceQuotaMb: 2048, caps: { maxSessionsPerKey: 100, maxRunningPerKey: 20, maxStreamsPerKey: 50 },
     });
+    expect(resolveSandboxOptions({})).toMatchObject({ workspaceQuotaBytes: 2048 * 1024 ** 2, maxFrameBytes: 32 * 1024 ** 2 });
+  });
+
+  it('refuses a quota or a cap that is not a positive whole number, naming the setting', () => {
+    for (const [name, value] of [['THINKFLOW_WORKSPACE_QUOTA_MB', '0'], ['THINKFLOW_MAX_SESSIONS_PER_KEY', '-1'], ['THINKFLOW_MAX_RUNNING_PER_KEY', 'many'], ['THINKFLOW_MAX_STREAMS_PER_KEY', '1.5']]) {
+      expect(() => loadConfig({ [name]: value }), name).toThrow(name);
+    }
   });
   it('parses key:role pairs and refuses a bad one without echoing the key', () => {
     expect(parseApiKeys('a:submitter, b:c:operator ,z:admin')).toEqual(new Map([['a', 'submitter'], ['b:c', 'operator'], ['z', 'admin']]));
