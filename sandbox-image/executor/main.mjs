@@ -64,7 +64,7 @@ async function execCommand(command, limits, signal, expect) {
   const base = { tool, path: command && command.path };
   try {
     const moved = expect ? await resolutionChanged(command, expect) : null;
-    if (moved) return { ...base, ok: false, error_code: 'path_changed', error: moved };
+    if (moved) return { ...base, ok: false, error_code: 'path_changed', error: moved.message, resolved: moved.resolved };
     if (tool === 'bash') return { ...base, ...(await runBash(command, limits, signal, quota)) };
     const fn = FILE_TOOLS[tool];
     if (!fn) return { ...base, ok: false, error_code: 'bad_request', error: `unknown tool ${JSON.stringify(tool)}` };
@@ -97,16 +97,20 @@ async function resolveRelative(p) {
 }
 
 // The host checked its policy against these resolutions; the side effect
-// happens only if they still hold, inside the same serial slot.
+// happens only if they still hold, inside the same serial slot. Otherwise the
+// answer carries what they are now, for the host to judge.
 async function resolutionChanged(command, expect) {
+  const resolved = {};
+  const moved = [];
   for (const field of ['path', 'dest']) {
     if (!(field in expect) || command[field] === undefined) continue;
-    const now = await resolveRelative(command[field]);
-    if (now !== expect[field]) {
-      return `${field} ${JSON.stringify(command[field])} now resolves to ${now === null ? 'outside the workspace' : JSON.stringify(now)}, not the checked ${JSON.stringify(expect[field])}`;
+    resolved[field] = await resolveRelative(command[field]);
+    if (resolved[field] !== expect[field]) {
+      const now = resolved[field] === null ? 'outside the workspace' : JSON.stringify(resolved[field]);
+      moved.push(`${field} ${JSON.stringify(command[field])} resolves to ${now}, not ${JSON.stringify(expect[field])}`);
     }
   }
-  return null;
+  return moved.length ? { message: moved.join('; '), resolved } : null;
 }
 
 function cancelledBeforeStart(command) {

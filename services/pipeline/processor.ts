@@ -1,15 +1,15 @@
 import type { Command } from '../protocol/command.ts';
 import type { Approvals, ApprovalState } from './approvals.ts';
 import type { PublicApproval } from './events.ts';
-import { OUTSIDE, rank } from '../policy/index.ts';
+import { OUTSIDE } from '../policy/index.ts';
 import type { Executor, ExecutionResult, ExpectedResolution } from './executor.ts';
 import { emptyResult, type Ledger } from './ledger.ts';
 import { capText, summarize, type LedgerApproval, type LedgerRecord, type LedgerResult } from './ledger-record.ts';
 import type { PipelineMetrics } from './metrics.ts';
-import type { Evaluation, Grant, PolicyGate } from './policy-gate.ts';
+import type { Grant, PolicyGate } from './policy-gate.ts';
 import type { PipelineRedis } from './redis.ts';
 import type { Keys } from './keys.ts';
-import { isRefusal, resolveForPolicy, verifyResolvedPaths, type PathVerdict, type Resolution } from './resolved-paths.ts';
+import { expectAsWritten, isRefusal, judgeResolved, verifyResolvedPaths, type PathVerdict } from './resolved-paths.ts';
 import type { SessionMeta, Sessions } from './sessions.ts';
 import { skipOne, skipReason, skipRestOfTurn } from './turns.ts';
 
@@ -85,23 +85,18 @@ async function handleQueued(d: ProcessorDeps, rec: LedgerRecord, loaded: Loaded,
   // here, where the command is about to run anyway. A command that waits for
   // an operator is checked after the answer, right before it runs, so the
   // approval is not held up by starting a sandbox.
-  let resolution: Resolution | undefined;
-  if (rec.decision === 'allow' && command.tool === 'bash') return runVerified(d, rec, session, grants, command, ['queued'], null);
-  if (rec.decision === 'allow') {
-    resolution = await resolveForPolicy(d.executor, sid, command);
-    if (resolution.outside) return refuse(d, rec, 'forbidden', OUTSIDE, resolution.outside);
-    if (!resolution.resolved) return run(d, rec, command, ['queued'], null, resolution.expect);
-  }
-  // The stricter of the path as written and as resolved decides, and is what an operator is shown.
-  const judged = stricterOf(d, session, grants, command, resolution?.resolved);
-  const { evaluation } = judged;
+  // The executor checks that the paths resolve as written (no symlink) in
+  // the same round trip as the side effect; when they do not, `run` judges
+  // them as they resolve and tries once more.
+  if (rec.decision === 'allow') return runVerified(d, rec, session, grants, command, ['queued'], null);
+  const evaluation = d.gate.evaluate(session, command, grants);
   if (evaluation.decision === 'forbid') return refuse(d, rec, 'forbidden', 'forbidden', evaluation.reason || 'forbidden by policy');
-  const action = d.gate.decide(evaluation, session, judged.command, grants);
+  const action = d.gate.decide(evaluation, session, command, grants);
   if (action.action === 'refuse') return refuse(d, rec, 'forbidden', 'forbidden', action.reason ?? 'refused by policy');
   if (action.action === 'run') return runVerified(d, rec, session, grants, command, ['queued'], null);
 
   const state = await d.approvals.request({
-    record: rec, command: judged.command, evaluation, grants: d.gate.grantOptions(judged.command, evaluation), ttlS: d.approvalTtlS, jobId: session.job_id,
+    record: rec, command, evaluation, grants: d.gate.grantOptions(command, evaluation), ttlS: d.approvalTtlS, jobId: session.job_id,
   });
   const moved = await d.ledger.transition(rec, {
     from: ['queued'], to: 'awaiting_approval', unlessTurnFailed: true, events: ['approval_requested'],
@@ -142,15 +137,6 @@ async function awaitApproval(d: ProcessorDeps, rec: LedgerRecord, signal?: Abort
   }
 }
 
-function stricterOf(
-  d: ProcessorDeps, session: SessionMeta, grants: Grant[], command: Command, resolved: Command | undefined,
-): { command: Command; evaluation: Evaluation } {
-  const asWritten = { command, evaluation: d.gate.evaluate(session, command, grants) };
-  if (!resolved) return asWritten;
-  const asResolved = { command: resolved, evaluation: d.gate.evaluate(session, resolved, grants) };
-  return rank(asResolved.evaluation.decision) > rank(asWritten.evaluation.decision) ? asResolved : asWritten;
-}
-
 /**
  * Runs the command if its paths, as they resolve right now, pass the policy
  * (POLICY.md §7); else it ends `forbidden`. Checked once `running`, so the
@@ -161,12 +147,33 @@ function runVerified(
   d: ProcessorDeps, rec: LedgerRecord, session: SessionMeta, grants: Grant[], command: Command,
   from: ('queued' | 'awaiting_approval')[], approval: ApprovalState | null,
 ): Promise<void> {
+  const judge: Judge = (resolved) => judgeResolved(d.gate, session, grants, command, resolved, approval?.target);
+  if (command.tool !== 'bash') return run(d, rec, command, from, approval, expectAsWritten(command), judge);
   return run(d, rec, command, from, approval, () => verifyResolvedPaths(d, session, grants, command, approval?.target));
+}
+
+type Judge = (resolved: Command) => PathVerdict;
+
+/**
+ * Executes with `expect`; when the executor answers `path_changed` (a
+ * symlink made the paths resolve elsewhere) the resolved paths are judged and,
+ * if the policy allows them, executed once more against them.
+ */
+async function executeJudged(d: ProcessorDeps, rec: LedgerRecord, command: Command, expect: ExpectedResolution | undefined, judge?: Judge): Promise<ExecutionResult> {
+  const first = await d.executor.execute(rec.session, command, expect ? { expect } : {});
+  if (first.error_code !== 'path_changed' || !first.resolved || !judge) return first;
+  const { path, dest } = first.resolved;
+  if (path === null || dest === null) {
+    return { ...first, error_code: OUTSIDE, error: `${OUTSIDE}: ${first.error ?? 'a path leads outside /workspace through a symlink'}` };
+  }
+  const verdict = judge({ ...command, ...(path !== undefined ? { path } : {}), ...(dest !== undefined ? { dest } : {}) });
+  if (!verdict.ok) return { ...first, error_code: verdict.code, error: verdict.reason };
+  return d.executor.execute(rec.session, command, { expect: verdict.expect });
 }
 
 async function run(
   d: ProcessorDeps, rec: LedgerRecord, command: Command, from: ('queued' | 'awaiting_approval')[], approval: ApprovalState | null,
-  expectOrCheck?: ExpectedResolution | (() => Promise<PathVerdict>),
+  expectOrCheck?: ExpectedResolution | (() => Promise<PathVerdict>), judge?: Judge,
 ): Promise<void> {
   const startedAt = new Date();
   const started = await d.ledger.transition(rec, {
@@ -193,7 +200,7 @@ async function run(
   let result: ExecutionResult;
   try {
     // No signal here on purpose: a graceful shutdown lets a running command finish.
-    result = await d.executor.execute(rec.session, command, expect ? { expect } : {});
+    result = await executeJudged(d, rec, command, expect, judge);
   } catch (err) {
     result = {
       ok: false, tool: command.tool, status: 'failed', duration_ms: Date.now() - startedAt.getTime(),

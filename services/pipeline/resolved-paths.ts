@@ -63,11 +63,34 @@ export async function verifyResolvedPaths(
   const r = await resolveForPolicy(d.executor, session.session_id, command);
   if (r.outside) return { ok: false, code: OUTSIDE, reason: r.outside };
   if (!r.resolved) return { ok: true, expect: r.expect };
-  const evaluation = d.gate.evaluate(session, r.resolved, grants);
-  const via = `${JSON.stringify(targetOf(command))} resolves to ${JSON.stringify(targetOf(r.resolved))} through a symlink`;
+  return judgeResolved(d.gate, session, grants, command, r.resolved, approvedTarget);
+}
+
+/** The paths as written, normalised: what the executor must find when no symlink is involved (one round trip). */
+export function expectAsWritten(command: Command): ExpectedResolution | undefined {
+  if (command.tool === 'bash') return undefined;
+  const expect: ExpectedResolution = {};
+  for (const field of FILE_FIELDS) {
+    const raw = command[field];
+    if (typeof raw !== 'string') continue;
+    const n = normalizeWorkspacePath(raw);
+    if (!n.ok) return undefined;
+    expect[field] = n.path;
+  }
+  return expect;
+}
+
+/** Judges a command whose paths resolve to `resolved`'s (a symlink made them differ from the written ones). */
+export function judgeResolved(
+  gate: PolicyGate, session: SessionMeta, grants: Grant[], command: Command, resolved: Command, approvedTarget?: string,
+): PathVerdict {
+  const expect: ExpectedResolution = {};
+  for (const field of FILE_FIELDS) if (typeof resolved[field] === 'string') expect[field] = resolved[field];
+  const evaluation = gate.evaluate(session, resolved, grants);
+  const via = `${JSON.stringify(targetOf(command))} resolves to ${JSON.stringify(targetOf(resolved))} through a symlink`;
   if (evaluation.decision === 'forbid') return { ok: false, code: 'forbidden', reason: `${via}: ${evaluation.reason || 'forbidden by policy'}` };
-  if (evaluation.decision === 'allow' || approvedTarget === targetOf(r.resolved)) return { ok: true, expect: r.expect };
-  if (d.gate.decide(evaluation, session, r.resolved, grants).action === 'run') return { ok: true, expect: r.expect };
+  if (evaluation.decision === 'allow' || approvedTarget === targetOf(resolved)) return { ok: true, expect };
+  if (gate.decide(evaluation, session, resolved, grants).action === 'run') return { ok: true, expect };
   return { ok: false, code: 'forbidden', reason: `${via}, which needs its own approval: name it directly` };
 }
 

@@ -15,6 +15,8 @@ export type ExecutionResult = {
   error?: string;
   /** Stable machine-readable reason, e.g. `empty_content`, `path_outside_workspace`, `timeout`. */
   error_code?: string;
+  /** With `path_changed`: the workspace-relative paths as they resolve now (`null` = outside). */
+  resolved?: { path?: string | null; dest?: string | null };
   status: 'succeeded' | 'failed';
   duration_ms: number;
 };

@@ -8,6 +8,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startService, type ServiceHandle } from '../../../services/api/server.ts';
+import { containerName } from '../../../services/sandbox/index.ts';
 import { cleanupPrefix, client, rawGet, removeSandboxes, sandboxPrefix, testConfig, testPrefix } from './helpers.ts';
 
 const prefix = testPrefix('resolved');
@@ -91,10 +92,13 @@ describe('paths as they resolve at execution', () => {
     expect(leak).toMatchObject({ status: 'forbidden', code: 'path_outside_workspace' });
   });
 
-  it('a prompt rule met through a symlink asks an operator, who sees the resolved path', async () => {
+  it('a prompt rule met through a symlink is refused, naming the real path; named directly, it asks an operator', async () => {
     const sid = await session('on-request');
     await turn(sid, '<tf-bash id="1" cmd="mkdir -p secrets && ln -s secrets s" />');
-    const pending = api.text(`/v1/sessions/${sid}/commands`, '<tf-write id="1" path="s/key.txt">k</tf-write>');
+    const [viaLink] = await turn(sid, '<tf-write id="1" path="s/key.txt">k</tf-write>');
+    expect(viaLink).toMatchObject({ status: 'forbidden', code: 'forbidden' });
+    expect(viaLink!.error).toMatch(/secrets\/key\.txt.*needs its own approval/);
+    const pending = api.text(`/v1/sessions/${sid}/commands`, '<tf-write id="1" path="secrets/key.txt">k</tf-write>');
     let approval: { token: string; target: string } | undefined;
     for (let i = 0; i < 100 && !approval; i++) {
       await new Promise((r) => setTimeout(r, 100));
@@ -102,8 +106,27 @@ describe('paths as they resolve at execution', () => {
       approval = list.approvals.find((a) => a.session_id === sid);
     }
     expect(approval?.target).toBe('secrets/key.txt');
-    expect((await op.json(`/v1/approvals/${approval!.token}`, { decision: 'reject', reason: 'no' })).status).toBe(200);
-    expect(((await (await pending).json()) as { results: Result[] }).results[0]).toMatchObject({ status: 'rejected' });
+    expect((await op.json(`/v1/approvals/${approval!.token}`, { decision: 'approve' })).status).toBe(200);
+    expect(((await (await pending).json()) as { results: Result[] }).results[0]).toMatchObject({ status: 'succeeded' });
+  });
+
+  it('an approved command whose path is swapped for a symlink while it waited is checked again before it runs', async () => {
+    const sid = await session('on-request');
+    await turn(sid, '<tf-bash id="1" cmd="git init -q" />'); // the sandbox exists
+    const pending = api.text(`/v1/sessions/${sid}/commands`, '<tf-write id="1" path="secrets/x">k</tf-write>');
+    let approval: { token: string } | undefined;
+    for (let i = 0; i < 100 && !approval; i++) {
+      await new Promise((r) => setTimeout(r, 100));
+      const list = (await (await op.get('/v1/approvals?status=pending')).json()) as { approvals: { token: string; session_id: string }[] };
+      approval = list.approvals.find((a) => a.session_id === sid);
+    }
+    // Nothing of the session runs while it waits; play the swap from outside, as root in the container.
+    const { execFileSync } = await import('node:child_process');
+    execFileSync('docker', ['exec', '-u', '1000', containerName(boxes, sid), 'ln', '-s', '.git/hooks', 'secrets'], { stdio: 'ignore' });
+    expect((await op.json(`/v1/approvals/${approval!.token}`, { decision: 'approve' })).status).toBe(200);
+    const [r] = ((await (await pending).json()) as { results: Result[] }).results;
+    expect(r).toMatchObject({ status: 'forbidden', code: 'forbidden' });
+    expect(r!.error).toMatch(/\.git\/hooks\/x/);
   });
 
   it('a symlink out of the workspace is forbidden with path_outside_workspace, for every file tool', async () => {

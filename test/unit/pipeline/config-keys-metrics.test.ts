@@ -18,7 +18,7 @@ describe('config', () => {
   });
 
   it('refuses a quota or a cap that is not a positive whole number, naming the setting', () => {
-    for (const [name, value] of [['THINKFLOW_WORKSPACE_QUOTA_MB', '0'], ['THINKFLOW_MAX_SESSIONS_PER_KEY', '-1'], ['THINKFLOW_MAX_RUNNING_PER_KEY', 'many'], ['THINKFLOW_MAX_STREAMS_PER_KEY', '1.5']]) {
+    for (const [name, value] of [['THINKFLOW_WORKSPACE_QUOTA_MB', '0'], ['THINKFLOW_MAX_SESSIONS_PER_KEY', '-1'], ['THINKFLOW_MAX_RUNNING_PER_KEY', 'many'], ['THINKFLOW_MAX_STREAMS_PER_KEY', '1.5']] as [string, string][]) {
       expect(() => loadConfig({ [name]: value }), name).toThrow(name);
     }
   });
