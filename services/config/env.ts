@@ -49,6 +49,10 @@ export const EnvSchema = z.object({
   THINKFLOW_MAX_SESSIONS_PER_KEY: z.coerce.number().int().min(1).default(100),
   THINKFLOW_MAX_RUNNING_PER_KEY: z.coerce.number().int().min(1).default(20),
   THINKFLOW_MAX_STREAMS_PER_KEY: z.coerce.number().int().min(1).default(50),
+  /** a session's container is stopped after this long unused (kept with its workspace; the next command starts it) */
+  THINKFLOW_SANDBOX_IDLE_STOP_S: z.coerce.number().int().min(1).default(600),
+  /** how often the worker's reaper runs (stops idle containers, removes those of deleted or long-idle sessions) */
+  THINKFLOW_SANDBOX_REAP_INTERVAL_S: z.coerce.number().int().min(1).default(60),
   /** a JSON file of extra replay transcripts (an array), served before the built-in ones */
   THINKFLOW_REPLAY_SCRIPTS: z.string().min(1).optional(),
 });
@@ -88,6 +92,8 @@ export type Config = {
   replayScripts: string | null;
   workspaceQuotaMb: number;
   caps: { maxSessionsPerKey: number; maxRunningPerKey: number; maxStreamsPerKey: number };
+  sandboxIdleStopS: number;
+  sandboxReapIntervalS: number;
 };
 
 /** A key's display name: set as `key:role:name`, else its non-secret digest (`key-…`). */
@@ -169,5 +175,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       maxRunningPerKey: e.THINKFLOW_MAX_RUNNING_PER_KEY,
       maxStreamsPerKey: e.THINKFLOW_MAX_STREAMS_PER_KEY,
     },
+    sandboxIdleStopS: e.THINKFLOW_SANDBOX_IDLE_STOP_S,
+    sandboxReapIntervalS: e.THINKFLOW_SANDBOX_REAP_INTERVAL_S,
   };
 }

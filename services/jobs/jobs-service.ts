@@ -105,8 +105,8 @@ export class JobsService {
     const jobId = newId('job');
     const caps = this.#d.pipeline.caps;
     const sessionId = newSessionId();
-    // A running job keeps its sandbox busy: it counts against the key's running cap until it ends.
-    const running = await caps.claimRunning(owner, sessionId, request.limits.timeout_s * 1000 + 60_000);
+    // The job's session will have a live container: it counts against the key's cap of those.
+    await caps.claimLive(owner, sessionId);
     let session: SessionMeta;
     try {
       session = await this.#d.pipeline.createSession({
@@ -114,7 +114,7 @@ export class JobsService {
         ...(request.files ? { files: request.files } : {}),
       });
     } catch (err) {
-      await running.release();
+      await caps.releaseLive(owner, sessionId);
       throw err;
     }
     const view: JobView = {
@@ -131,7 +131,6 @@ export class JobsService {
     const done = this.#run(view, request, abort.signal).finally(async () => {
       clearTimeout(timeout);
       this.#running.delete(jobId);
-      await running.release().catch((err: Error) => this.#d.log?.(`job ${jobId}: releasing its running slot failed: ${err.message}`));
     });
     this.#running.set(jobId, { abort, done });
     return submitted;

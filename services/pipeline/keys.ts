@@ -52,8 +52,8 @@ export function createKeys(prefix = 'tf') {
     approvalChannel: () => `${prefix}:approvals:ch`,
     /** set of an API key's open sessions (plus short-lived `pending:` reservations) */
     ownerSessions: (owner: string) => `${prefix}:owner:${owner}:sessions`,
-    /** zset of an API key's sessions with work in progress, score = lease end ms */
-    ownerRunning: (owner: string) => `${prefix}:owner:${owner}:running`,
+    /** zset of an API key's sessions with a live container, score = last use ms */
+    ownerLive: (owner: string) => `${prefix}:owner:${owner}:live`,
     /** every key pattern of this prefix (tests delete them with SCAN) */
     all: () => `${prefix}:*`,
   };

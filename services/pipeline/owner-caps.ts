@@ -12,12 +12,11 @@ import type { PipelineRedis } from './redis.ts';
 export type OwnerCapLimits = {
   /** open (not deleted) sessions per key */
   maxSessions: number;
-  /** pieces of work in progress (running jobs and /commands turns) per key */
+  /** sessions with a live container per key */
   maxRunning: number;
+  /** how long after its last use a container may still be running (idle stop + one reaper period) */
+  liveWindowMs: number;
 };
-
-/** A claim's longest life when its holder dies without releasing it (a crashed process). */
-const DEFAULT_LEASE_MS = 2 * 60 * 60 * 1000;
 
 export class OwnerCaps {
   readonly #redis: PipelineRedis;
@@ -51,30 +50,32 @@ export class OwnerCaps {
   }
 
   /**
-   * Marks one piece of work (a job, a /commands turn) on the session busy
-   * until `release()` or the lease's end; 429 when the key has too many.
-   * Each claim is its own member, so one turn ending never frees another's slot.
+   * The session is about to use its sandbox: it counts as a live container
+   * of the key until its container is stopped for idleness (it is not used
+   * for `liveWindowMs`) or the session is deleted. 429 when the key already
+   * has `maxRunning` other live ones; a session already live is never refused.
    */
-  async claimRunning(owner: string | null, sid: string, leaseMs = DEFAULT_LEASE_MS): Promise<{ release: () => Promise<void> }> {
-    if (owner === null) return { release: async () => {} };
-    const key = this.#keys.ownerRunning(owner);
-    const member = `${sid}:${randomBytes(6).toString('hex')}`;
+  async claimLive(owner: string | null, sid: string): Promise<void> {
+    if (owner === null) return;
+    const key = this.#keys.ownerLive(owner);
     const now = Date.now();
-    const [, , count] = await this.#exec(
-      this.#redis.multi().zremrangebyscore(key, '-inf', now).zadd(key, now + leaseMs, member).zcard(key),
+    const [, added, count] = await this.#exec(
+      this.#redis.multi().zremrangebyscore(key, '-inf', now - this.limits.liveWindowMs).zadd(key, 'NX', now, sid).zcard(key),
     );
-    if (Number(count) > this.limits.maxRunning) {
-      await this.#redis.zrem(key, member);
-      throw tooMany('THINKFLOW_MAX_RUNNING_PER_KEY', this.limits.maxRunning, 'pieces of work in progress (jobs and /commands turns); wait for one to finish');
+    if (Number(added) === 1 && Number(count) > this.limits.maxRunning) {
+      await this.#redis.zrem(key, sid);
+      throw tooMany('THINKFLOW_MAX_RUNNING_PER_KEY', this.limits.maxRunning, 'sessions with a live container; idle ones are stopped after THINKFLOW_SANDBOX_IDLE_STOP_S, or delete one');
     }
-    let released = false;
-    return {
-      release: async () => {
-        if (released) return;
-        released = true;
-        await this.#redis.zrem(key, member);
-      },
-    };
+    if (Number(added) !== 1) await this.#redis.zadd(key, now, sid);
+  }
+
+  /** A command ran in the session's sandbox (the worker): its container stays live from now. */
+  async touchLive(owner: string | null, sid: string): Promise<void> {
+    if (owner !== null) await this.#redis.zadd(this.#keys.ownerLive(owner), Date.now(), sid);
+  }
+
+  async releaseLive(owner: string | null, sid: string): Promise<void> {
+    if (owner !== null) await this.#redis.zrem(this.#keys.ownerLive(owner), sid);
   }
 
   async #exec(multi: { exec(): Promise<[Error | null, unknown][] | null> }): Promise<unknown[]> {

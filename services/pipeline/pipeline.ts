@@ -69,7 +69,7 @@ export class Pipeline {
     this.approvals = new Approvals(deps.redis, deps.keys);
     this.queues = new SessionQueues(deps.redis, deps.keys);
     this.hub = new EventHub(deps.subscriber, deps.keys);
-    this.caps = new OwnerCaps(deps.redis, deps.keys, deps.ownerCaps ?? { maxSessions: Infinity, maxRunning: Infinity });
+    this.caps = new OwnerCaps(deps.redis, deps.keys, deps.ownerCaps ?? { maxSessions: Infinity, maxRunning: Infinity, liveWindowMs: 0 });
   }
 
   get executor(): Executor { return this.#d.executor; }
@@ -274,6 +274,7 @@ export class Pipeline {
     const meta = await this.session(sid);
     await this.sessions.markDeleted(sid);
     await this.caps.releaseSession(meta.owner, sid);
+    await this.caps.releaseLive(meta.owner, sid);
     const records = await this.ledger.list(sid);
     for (const r of records) if (r.status === 'queued') await skipOne(this.ledger, r, 'skipped: the session was deleted');
     await this.#d.executor.remove(sid);

@@ -9,6 +9,7 @@ import type { PipelineMetrics } from './metrics.ts';
 import type { Grant, PolicyGate } from './policy-gate.ts';
 import type { PipelineRedis } from './redis.ts';
 import type { Keys } from './keys.ts';
+import type { OwnerCaps } from './owner-caps.ts';
 import { expectAsWritten, isRefusal, judgeResolved, verifyResolvedPaths, type PathVerdict } from './resolved-paths.ts';
 import type { SessionMeta, Sessions } from './sessions.ts';
 import { skipOne, skipReason, skipRestOfTurn } from './turns.ts';
@@ -27,6 +28,8 @@ export type ProcessorDeps = {
   redis: PipelineRedis; keys: Keys; ledger: Ledger; sessions: Sessions; approvals: Approvals;
   gate: PolicyGate; executor: Executor; metrics: PipelineMetrics;
   approvalTtlS: number; outputCapChars?: number;
+  /** per-key accounting: a command keeps its session's container counted live */
+  caps?: OwnerCaps;
   /** `host:pid` of this worker process, recorded as `executed_by` */
   workerId?: string;
 };
@@ -197,6 +200,8 @@ async function run(
     }
     expect = verdict.expect;
   }
+  const owner = d.caps ? (await d.sessions.get(rec.session))?.owner ?? null : null;
+  await d.caps?.touchLive(owner, rec.session);
   let result: ExecutionResult;
   try {
     // No signal here on purpose: a graceful shutdown lets a running command finish.

@@ -43,6 +43,7 @@ export async function createRuntime(config: Config, overrides: RuntimeOverrides 
   const subscriber = createRedis(config.redisUrl, `thinkflow-${config.role}-sub@${config.redisPrefix}`);
   const executor = overrides.executor ?? new SandboxExecutor(new SandboxManager({
     namePrefix: config.sandboxPrefix, image: config.sandboxImage, workspaceQuotaBytes: config.workspaceQuotaMb * 1024 * 1024,
+    idleStopMs: config.sandboxIdleStopS * 1000, reapIntervalMs: config.sandboxReapIntervalS * 1000,
   }));
   const metrics = new PipelineMetrics();
   // Read from Redis at scrape time, so every API process reports the same figure.
@@ -52,7 +53,11 @@ export async function createRuntime(config: Config, overrides: RuntimeOverrides 
   metrics.extra.push(pending);
   const pipeline = new Pipeline({
     redis, subscriber, keys, executor, gate, metrics, inlineBytes: config.ledgerInlineBytes, eventsKeep: config.eventsKeep, parser: config.parser,
-    ownerCaps: { maxSessions: config.caps.maxSessionsPerKey, maxRunning: config.caps.maxRunningPerKey },
+    ownerCaps: {
+      maxSessions: config.caps.maxSessionsPerKey, maxRunning: config.caps.maxRunningPerKey,
+      // A container stops at most one reaper period after its idle-stop time.
+      liveWindowMs: (config.sandboxIdleStopS + config.sandboxReapIntervalS) * 1000,
+    },
   });
   const runWorker = overrides.worker ?? config.role !== 'api';
   let pool: WorkerPool | null = null;
@@ -62,7 +67,7 @@ export async function createRuntime(config: Config, overrides: RuntimeOverrides 
     pool = new WorkerPool(
       {
         redis, keys, ledger: pipeline.ledger, sessions: pipeline.sessions, approvals, gate, executor, metrics,
-        approvalTtlS: config.approvalTtlS, workerId: `${hostname()}:${process.pid}`,
+        approvalTtlS: config.approvalTtlS, workerId: `${hostname()}:${process.pid}`, caps: pipeline.caps,
       },
       subscriber,
       pipeline.queues,

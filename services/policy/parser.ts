@@ -34,7 +34,7 @@ const FILE_TOOL_SET: ReadonlySet<string> = new Set(FILE_TOOLS);
  * @example parsePolicyDocument('global/base.yaml', 'version: 1\nrules: []\n', 'global')
  */
 export function parsePolicyDocument(name: string, doc: string | unknown, layer: Layer): PolicyFile {
-  const data = typeof doc === 'string' ? parseYaml(name, doc) : doc;
+  const data = typeof doc === 'string' ? parseYaml(name, doc, layer === 'session') : doc;
   if (data === null || data === undefined) throw new PolicyLoadError(`${name}: empty policy file (expected a mapping with version: 1)`, name);
   const envelope = PolicyFileSchema.safeParse(data);
   if (!envelope.success) throw new PolicyLoadError(`${name}: ${formatIssues(envelope.error)}`, name);
@@ -102,11 +102,24 @@ function addSessionTotals(file: string, index: number, id: string | undefined, r
   if (over) fail(`in all, the policy's ${over}`);
 }
 
-function parseYaml(name: string, text: string): unknown {
+/** YAML text of a policy sent with a job or session: the YAML parser costs about 3 ms per KiB (more with aliases), and no policy work may hold the event loop more than a few milliseconds (POLICY.md §7); the JSON object form has no such cost. */
+export const SESSION_YAML_MAX_BYTES = 8 * 1024;
+
+function parseYaml(name: string, text: string, submitted: boolean): unknown {
+  // A submitted policy is attacker input: bounded in size before parsing, and
+  // without aliases (each alias costs a walk of what precedes it, so a few
+  // thousand of them hold the event loop for seconds).
+  if (submitted && Buffer.byteLength(text) > SESSION_YAML_MAX_BYTES) {
+    throw new PolicyLoadError(`${name}: YAML text of ${Buffer.byteLength(text)} bytes; a policy sent with a job or session has at most ${SESSION_YAML_MAX_BYTES} (send it as a JSON object for more)`, name);
+  }
   const d = parseDocument(text, { uniqueKeys: true, prettyErrors: true });
   const err = d.errors[0];
   if (err) throw new PolicyLoadError(`${name}: YAML error: ${err.message.split('\n')[0]!.replace(/:$/, '')}`, name, { cause: err });
-  return d.toJS();
+  try {
+    return d.toJS(submitted ? { maxAliasCount: 0 } : {});
+  } catch (cause) {
+    throw new PolicyLoadError(`${name}: YAML error: ${(cause as Error).message}${submitted ? ' (aliases are not accepted in a policy sent with a job or session)' : ''}`, name, { cause });
+  }
 }
 
 function idOf(raw: unknown): string | undefined {

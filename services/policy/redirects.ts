@@ -38,6 +38,8 @@ export function redirectFileOps(cmd: string): FileOp[] {
   return fileOpsOf([...simple, ...nested]).ops;
 }
 
+const PROCESS_LINK = /^\/(proc|dev\/fd)(\/|$)/;
+
 /** File operations of simple commands in script order; `complex` when a target cannot be known from the text. */
 export function fileOpsOf(commands: readonly SimpleCommand[]): FileOps {
   const ops: FileOp[] = [];
@@ -51,6 +53,9 @@ export function fileOpsOf(commands: readonly SimpleCommand[]): FileOps {
       const why = unreadableTarget(r.target);
       if (why) { complex ??= why; continue; }
       const t = r.target.text;
+      // /proc/<pid>/cwd, /proc/self/root/workspace/… and /dev/fd/N name
+      // workspace files by another path: what they reach cannot be read here.
+      if (PROCESS_LINK.test(t.replace(/\/{2,}/g, '/'))) { complex ??= `redirection through a process link (${t})`; continue; }
       if (!t.startsWith('/') && cwds === null) { complex ??= 'relative redirection target after a cd that cannot be followed'; continue; }
       for (const base of t.startsWith('/') ? [''] : cwds!) {
         const n = normalizeWorkspacePath(t.startsWith('/') ? t : `${base}/${t}`);

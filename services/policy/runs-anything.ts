@@ -9,7 +9,7 @@ export const RUNS_ANYTHING: ReadonlySet<string> = new Set([
   // wrappers and runners
   'env', 'xargs', 'nice', 'timeout', 'nohup', 'time', 'stdbuf', 'setsid', 'unbuffer', 'ionice', 'chrt', 'flock',
   'exec', 'eval', 'command', 'builtin', 'source', '.', 'sudo', 'doas', 'su', 'runuser', 'watch', 'strace', 'ltrace',
-  'script', 'parallel', 'find', 'nsenter', 'chroot', 'unshare', 'ssh',
+  'script', 'parallel', 'find', 'nsenter', 'chroot', 'unshare', 'ssh', 'taskset', 'prlimit', 'numactl', 'faketime', 'cpulimit', 'setpriv', 'capsh',
   // interpreters and tools whose arguments are programs
   'python', 'python2', 'python3', 'pypy', 'pypy3', 'node', 'nodejs', 'deno', 'bun', 'tsx', 'ts-node', 'ruby', 'perl',
   'php', 'lua', 'luajit', 'tclsh', 'wish', 'R', 'Rscript', 'julia', 'osascript', 'pwsh', 'powershell', 'java', 'jshell',

@@ -236,6 +236,11 @@ class Lexer {
       const end = closingBrace(s, this.i + 2);
       const inner = s.slice(this.i + 2, end < 0 ? s.length : end);
       if (end < 0) this.flag('unterminated ${ }');
+      // Only `${NAME}`, `${#NAME}`, `${1}` and `${@}`-like forms are read with
+      // certainty. With an operator (`${x:-'}'}`, `${x:-{}`) bash's quoting and
+      // brace rules decide where it ends, and a misread end would hide the
+      // commands after it: the script is complex.
+      else if (!SIMPLE_PARAMETER.test(inner)) this.flag('parameter expansion with an operator ${…}');
       if (inner.includes('$(') || inner.includes('`')) this.flag('command substitution $( )');
       this.w.text += '${' + inner + '}';
       this.i = end < 0 ? s.length : end + 1;
@@ -298,6 +303,8 @@ class Lexer {
 function newWord(): Word {
   return { kind: 'word', text: '', quoted: false, lit: -1, expanded: false, brace: false };
 }
+
+const SIMPLE_PARAMETER = /^#?(?:[A-Za-z_][A-Za-z0-9_]*|[0-9]+|[@*#?$!-])$/;
 
 function closingBrace(s: string, from: number): number {
   let depth = 1;

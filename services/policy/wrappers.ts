@@ -40,7 +40,7 @@ const WRAPPERS: Record<string, Spec> = {
   busybox: spec([], []), // `busybox wget …`: the applet is the command
 };
 /** Runners whose command lines are not parsed here (`script -c`, `strace -e …`, `parallel … :::`): always read by guessing. */
-const GUESSED = new Set(['script', 'strace', 'ltrace', 'parallel', 'su', 'runuser', 'chpst', 'unshare', 'nsenter', 'chroot']);
+const GUESSED = new Set(['script', 'strace', 'ltrace', 'parallel', 'su', 'runuser', 'chpst', 'unshare', 'nsenter', 'chroot', 'taskset', 'prlimit', 'numactl', 'faketime', 'cpulimit', 'setpriv', 'capsh', 'firejail', 'bwrap', 'proot']);
 const SHELLS = new Set(['bash', 'sh', 'zsh', 'dash', 'ksh', 'ash', 'busybox-sh', 'rbash']);
 /** Programs that join their arguments into a shell script. */
 const SCRIPT_JOINERS = new Set(['eval', 'watch']);

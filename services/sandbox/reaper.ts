@@ -3,6 +3,8 @@ import { LABEL_MANAGED, LABEL_SESSION } from './names.ts';
 
 export type ReapOptions = {
   idleTtlMs: number;
+  /** Running containers idle longer than this are stopped (workspace and container kept; the next command starts it again). */
+  idleStopMs?: number;
   /** Only containers and volumes whose names start with this are considered (one deployment, or one test run). */
   namePrefix: string;
   /** When given, every session not in it is gone and reaped whatever its age. */
@@ -16,7 +18,7 @@ export type ReapOptions = {
   now?: number;
 };
 
-export type ReapResult = { removedContainers: number; removedVolumes: number };
+export type ReapResult = { removedContainers: number; removedVolumes: number; stoppedContainers: number };
 
 const managed = { label: [`${LABEL_MANAGED}=true`] };
 const ignoreNotFound = (err: unknown) => {
@@ -30,15 +32,25 @@ const ignoreNotFound = (err: unknown) => {
  */
 export async function reapSandboxes(docker: Docker, o: ReapOptions): Promise<ReapResult> {
   const now = o.now ?? Date.now();
-  const result: ReapResult = { removedContainers: 0, removedVolumes: 0 };
+  const result: ReapResult = { removedContainers: 0, removedVolumes: 0, stoppedContainers: 0 };
   const keep = new Set<string>();
   const containers = await docker.listContainers({ all: true, filters: managed });
   for (const c of containers) {
     if (!c.Names.some((n) => n.replace(/^\//, '').startsWith(o.namePrefix))) continue;
     const session = c.Labels[LABEL_SESSION] ?? '';
     const gone = o.liveSessions !== undefined && !o.liveSessions.has(session);
-    if (!gone && now - (await lastActive(docker, c, o)) <= o.idleTtlMs) {
+    const idleFor = gone ? Infinity : now - (await lastActive(docker, c, o));
+    if (idleFor <= o.idleTtlMs) {
       keep.add(session);
+      // An idle sandbox is not left running: a stopped one holds no memory
+      // and no place under the key's cap of live containers.
+      if (c.State === 'running' && o.idleStopMs !== undefined && idleFor > o.idleStopMs) {
+        o.forget(session);
+        await docker.getContainer(c.Id).stop({ t: 2 }).catch((err: { statusCode?: number }) => {
+          if (err.statusCode !== 304 && err.statusCode !== 404) throw err;
+        });
+        result.stoppedContainers++;
+      }
       continue;
     }
     o.forget(session);

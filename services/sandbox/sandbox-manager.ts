@@ -102,6 +102,7 @@ export class SandboxManager {
   reap(opts: { idleTtlMs?: number; liveSessions?: Set<string> } = {}): Promise<ReapResult> {
     return reapSandboxes(this.#docker, {
       idleTtlMs: opts.idleTtlMs ?? this.options.idleTtlMs,
+      idleStopMs: this.options.idleStopMs,
       namePrefix: this.options.namePrefix,
       liveSessions: opts.liveSessions,
       lastUsed: (s) => {

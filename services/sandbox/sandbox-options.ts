@@ -64,6 +64,8 @@ export interface SandboxOptions {
   namePrefix?: string;
   /** Sessions unused for longer than this are reaped. @default 86400000 (24 h) */
   idleTtlMs?: number;
+  /** Running containers unused for longer than this are stopped by the reaper (kept, restarted on the next command). @default 600000 (10 min) */
+  idleStopMs?: number;
   /** Period of the background reaper once started; 0 turns it off. @default 600000 */
   reapIntervalMs?: number;
 }
@@ -102,6 +104,7 @@ export function resolveSandboxOptions(o: SandboxOptions = {}): ResolvedSandboxOp
     startTimeoutMs: o.startTimeoutMs ?? 30_000,
     namePrefix: o.namePrefix ?? 'thinkflow-',
     idleTtlMs: o.idleTtlMs ?? 86_400_000,
+    idleStopMs: o.idleStopMs ?? 600_000,
     reapIntervalMs: o.reapIntervalMs ?? 600_000,
   };
 }

@@ -70,7 +70,7 @@ export function sessionRoutes({ pipeline: p, maxJsonBytes, maxCommandsBytes }: S
     if (type && !/^text\/plain\b/i.test(type)) throw new AppError(415, 'unsupported_media_type', `expected text/plain with tf-* tags, got ${type}`);
     const text = await c.req.text();
     const signal = c.req.raw.signal;
-    const running = await p.caps.claimRunning(meta.owner, meta.session_id);
+    await p.caps.claimLive(meta.owner, meta.session_id);
     try {
       const out = await runCommandsTurn(p, meta.session_id, text, { signal });
       return c.json({ results: out.results, errors: out.errors });
@@ -79,8 +79,6 @@ export function sessionRoutes({ pipeline: p, maxJsonBytes, maxCommandsBytes }: S
       // has it); there is nobody to answer, so do not log it as a failure.
       if (signal.aborted) return c.body(null, 499 as never);
       throw err;
-    } finally {
-      await running.release();
     }
   });
 

@@ -3,18 +3,22 @@
 // are unaffected, and a freed slot can be used again.
 import http from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import Docker from 'dockerode';
 import { startService, type ServiceHandle } from '../../../services/api/server.ts';
+import { containerName } from '../../../services/sandbox/index.ts';
 import { cleanupPrefix, client, removeSandboxes, sandboxPrefix, testConfig, testPrefix } from './helpers.ts';
 
 const prefix = testPrefix('caps');
 const boxes = sandboxPrefix('caps');
+const docker = new Docker();
 let svc: ServiceHandle;
 let a: ReturnType<typeof client>;
 let b: ReturnType<typeof client>;
 
 beforeAll(async () => {
   svc = await startService(testConfig(prefix, {
-    PORT: '0', THINKFLOW_API_KEYS: 'k-a:submitter,k-b:submitter', THINKFLOW_SANDBOX_PREFIX: boxes,
+    PORT: '0', THINKFLOW_API_KEYS: 'k-a:submitter,k-b:submitter,k-c:submitter', THINKFLOW_SANDBOX_PREFIX: boxes,
+    THINKFLOW_SANDBOX_IDLE_STOP_S: '1', THINKFLOW_SANDBOX_REAP_INTERVAL_S: '1',
     THINKFLOW_MAX_SESSIONS_PER_KEY: '3', THINKFLOW_MAX_RUNNING_PER_KEY: '1', THINKFLOW_MAX_STREAMS_PER_KEY: '2',
   }), {}, () => {});
   a = client(svc.url!, 'k-a');
@@ -65,20 +69,39 @@ describe('per-key caps', () => {
     for (const sid of sids) await a.del(`/v1/sessions/${sid}`);
   });
 
-  it('sessions with work in progress: a second busy session is 429 until the first is done', async () => {
+  it('sessions with a live container: another session is 429 while one is live; a deleted one frees its slot', async () => {
     const [s1, s2] = [await session(a), await session(a)];
-    const slow = a.text(`/v1/sessions/${s1}/commands`, '<tf-bash id="1" cmd="sleep 3" />');
-    await new Promise((r) => setTimeout(r, 1_000));
+    expect((await a.text(`/v1/sessions/${s1}/commands`, '<tf-bash id="1" cmd="echo one" />')).status).toBe(200);
+    // s1's container stays live after its turn (until stopped for idleness): s2 may not start one.
     await expectTooMany(await a.text(`/v1/sessions/${s2}/commands`, '<tf-bash id="1" cmd="echo hi" />'), 'THINKFLOW_MAX_RUNNING_PER_KEY');
-    // A second turn on the busy session is work too, and its end does not free the first turn's slot.
-    await expectTooMany(await a.text(`/v1/sessions/${s1}/commands`, 'garbage <tf-bash'), 'THINKFLOW_MAX_RUNNING_PER_KEY');
-    await expectTooMany(await a.text(`/v1/sessions/${s2}/commands`, '<tf-bash id="1" cmd="echo hi" />'), 'THINKFLOW_MAX_RUNNING_PER_KEY');
+    await expectTooMany(await a.json('/v1/jobs', { task: 'anything' }), 'THINKFLOW_MAX_RUNNING_PER_KEY');
+    // The live session itself goes on; other keys are unaffected.
+    expect((await a.text(`/v1/sessions/${s1}/commands`, '<tf-bash id="1" cmd="echo again" />')).status).toBe(200);
     const other = await session(b);
     expect((await b.text(`/v1/sessions/${other}/commands`, '<tf-bash id="1" cmd="echo b" />')).status).toBe(200);
-    expect((await slow).status).toBe(200);
+    expect((await a.del(`/v1/sessions/${s1}`)).status).toBe(204);
     expect((await a.text(`/v1/sessions/${s2}/commands`, '<tf-bash id="1" cmd="echo hi" />')).status).toBe(200);
-    for (const sid of [s1, s2]) await a.del(`/v1/sessions/${sid}`);
+    await a.del(`/v1/sessions/${s2}`);
     await b.del(`/v1/sessions/${other}`);
+  });
+
+  it('an idle container is stopped by the reaper, which frees its place under the cap', async () => {
+    const c = client(svc.url!, 'k-c');
+    const [s1, s2] = [await session(c), await session(c)];
+    expect((await c.text(`/v1/sessions/${s1}/commands`, '<tf-write id="1" path="kept.txt">kept</tf-write>')).status).toBe(200);
+    await expectTooMany(await c.text(`/v1/sessions/${s2}/commands`, '<tf-bash id="1" cmd="true" />'), 'THINKFLOW_MAX_RUNNING_PER_KEY');
+    let running = true;
+    for (let i = 0; i < 60 && running; i++) {
+      await new Promise((r) => setTimeout(r, 250));
+      running = (await docker.getContainer(containerName(boxes, s1)).inspect()).State.Running;
+    }
+    expect(running).toBe(false);
+    await new Promise((r) => setTimeout(r, 1_200)); // past the live window (idle stop 1 s + reaper period 1 s)
+    expect((await c.text(`/v1/sessions/${s2}/commands`, '<tf-bash id="1" cmd="true" />')).status).toBe(200);
+    // The stopped session comes back with its workspace on its next use (when a place is free).
+    await c.del(`/v1/sessions/${s2}`);
+    expect(await (await c.get(`/v1/sessions/${s1}/files/kept.txt`)).text()).toBe('kept');
+    await c.del(`/v1/sessions/${s1}`);
   });
 
   it('open event streams: the third is 429; closing one frees a slot; other keys unaffected', async () => {

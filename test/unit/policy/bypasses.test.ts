@@ -190,3 +190,47 @@ describe('shipped global policy: whole-tree deletes and environment prefixes hol
     },
   );
 });
+
+// The second review of issue 10 (after the first fixes): each of these was
+// `allow` or froze the service, and is refused now.
+describe('second review: spellings that still walked around the rules', () => {
+  it.each([
+    ["echo ${x:-'}'} ; curl x ; echo \\'"],
+    ['echo ${x:-{} ; curl x ; echo }'],
+    ["echo ${x:-'}'} ; echo hook > .git/hooks/pre-commit ; echo \\'"],
+  ])('a parameter expansion with an operator makes %j complex, never allowed', (cmd) => {
+    const e = check(cmd);
+    expect(e.decision).not.toBe('allow');
+    expect(e.reason).toMatch(/complex/);
+  });
+
+  it('plain ${NAME} forms are still read as words', () => {
+    expect(check('echo ${HOME} ${#PATH} ${1} ${@}').decision).toBe('allow');
+  });
+
+  it.each(['echo x >> /proc/self/cwd/.git/config', 'echo x >> //proc/self/root/workspace/.git/config', 'echo x > /dev/fd/3'])(
+    'a redirection through a process link %j is complex, never allowed',
+    (cmd) => {
+      expect(check(cmd).decision).not.toBe('allow');
+    },
+  );
+
+  it.each(['taskset 1 curl x', 'prlimit --nofile=10 curl x', 'numactl -N 0 wget x', 'faketime 2020-01-01 curl x'])('%j is forbid like the command it runs', (cmd) => {
+    expect(check(cmd).decision).toBe('forbid');
+  });
+});
+
+describe('a policy sent as YAML text is parsed within milliseconds or refused', () => {
+  it('aliases are refused, and what is large is refused before it is parsed', async () => {
+    const { parsePolicyDocument } = await import('../../../services/policy/index.ts');
+    const aliases = `version: 1\na: &a [x, y]\n${Array.from({ length: 500 }, (_, i) => `k${i}: *a`).join('\n')}`;
+    const huge = `version: 1\na: &a [x, y]\n${Array.from({ length: 100_000 }, (_, i) => `k${i}: *a`).join('\n')}`;
+    for (const [text, reason] of [[aliases, /alias/i], [huge, /at most 8192/]] as const) {
+      const t0 = performance.now();
+      expect(() => parsePolicyDocument('job policy', text, 'session')).toThrow(reason);
+      expect(performance.now() - t0).toBeLessThan(200); // 100k aliases took 298 s before
+    }
+    // Operator files (global/project layers) keep aliases.
+    expect(parsePolicyDocument('global/x.yaml', 'version: 1\ndefaults: {write: &d allow, append: *d}\n', 'global').rules).toEqual([]);
+  });
+});

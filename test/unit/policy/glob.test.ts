@@ -1,6 +1,7 @@
 // POLICY.md §6 globs and §7 "Glob matching is linear": semantics, limits,
 // and the pathological glob of issue 10 (it used to block the event loop for
 // seconds through a backtracking regular expression).
+import { parse as parseYaml } from 'yaml';
 import { describe, expect, it } from 'vitest';
 import { evaluate, parsePolicyDocument } from '../../../services/policy/index.ts';
 import { compileGlobMatcher } from '../../../services/policy/glob.ts';
@@ -94,18 +95,21 @@ describe('bounded policy work (§7: nothing blocks the event loop for long)', ()
 
   it('a policy sent with a job or session is bounded in size', () => {
     const many = `version: 1\nrules:\n${Array.from({ length: 257 }, (_, k) => `  - {id: r${k}, command: [x${k}], decision: forbid}`).join('\n')}\n`;
-    expect(() => parsePolicyDocument('session', many, 'session')).toThrow(/^session: 257 rules \(a policy sent with a job or session has at most 256\)$/);
+    // Sent as a JSON object (the REST form): YAML text that large is refused before parsing (8 KiB).
+    expect(() => parsePolicyDocument('session', many, 'session')).toThrow(/YAML text of \d+ bytes; .* at most 8192/);
+    expect(() => parsePolicyDocument('session', parseYaml(many), 'session')).toThrow(/^session: 257 rules \(a policy sent with a job or session has at most 256\)$/);
     expect(() => parsePolicyDocument('global/a.yaml', many, 'global')).not.toThrow();
     const bigExample = `version: 1\nrules:\n  - {id: e, path: "a/**", decision: forbid, examples: {not_match: ["${'b'.repeat(8193)}"]}}\n`;
-    expect(() => parsePolicyDocument('session', bigExample, 'session')).toThrow(/rules\[0\] \(e\): an example of examples.not_match has 8193 characters, at most 8192/);
+    expect(() => parsePolicyDocument('session', parseYaml(bigExample), 'session')).toThrow(/rules\[0\] \(e\): an example of examples.not_match has 8193 characters, at most 8192/);
   });
 
   it('the whole of a submitted policy is bounded too, and loads within milliseconds at the bounds', () => {
     const globRule = (k: number) => `  - {id: g${k}, path: "{a,b}/*?${'a'.repeat(480)}b*", decision: forbid}`;
     const over = `version: 1\nrules:\n${Array.from({ length: 20 }, (_, k) => globRule(k)).join('\n')}\n`;
-    expect(() => parsePolicyDocument('session', over, 'session')).toThrow(/rules\[16\] \(g16\): in all, the policy's globs exceed 16384 characters once \{a,b\} is expanded/);
+    expect(() => parsePolicyDocument('session', parseYaml(over), 'session')).toThrow(/rules\[16\] \(g16\): in all, the policy's globs exceed 16384 characters once \{a,b\} is expanded/);
     const within = `version: 1\nrules:\n${Array.from({ length: 16 }, (_, k) => globRule(k)).join('\n')}\n`;
-    expect(bestMs(() => parsePolicyDocument('session', within, 'session'))).toBeLessThan(25);
+    const withinObject = parseYaml(within);
+    expect(bestMs(() => parsePolicyDocument('session', withinObject, 'session'))).toBeLessThan(25);
   });
 
   it('paths longer than PATH_MAX are refused before any rule is read', () => {
