@@ -61,6 +61,17 @@ async function turn(sid: string, tags: string): Promise<Result[]> {
 async function session(approval = 'never'): Promise<string> {
   return ((await (await api.json('/v1/sessions', { approval })).json()) as { session_id: string }).session_id;
 }
+/** The session's pending approval, once the worker has asked for it. */
+async function pendingApproval(sid: string): Promise<{ token: string; target: string } | undefined> {
+  for (let i = 0; i < 100; i++) {
+    await new Promise((r) => setTimeout(r, 100));
+    const list = (await (await op.get('/v1/approvals?status=pending')).json()) as { approvals: { token: string; session_id: string; target: string }[] };
+    const found = list.approvals.find((a) => a.session_id === sid);
+    if (found) return found;
+  }
+  return undefined;
+}
+
 async function ledger(sid: string) {
   return ((await (await api.get(`/v1/sessions/${sid}/ledger`)).json()) as { entries: Record<string, unknown>[] }).entries;
 }
@@ -99,12 +110,7 @@ describe('paths as they resolve at execution', () => {
     expect(viaLink).toMatchObject({ status: 'forbidden', code: 'forbidden' });
     expect(viaLink!.error).toMatch(/secrets\/key\.txt.*needs its own approval/);
     const pending = api.text(`/v1/sessions/${sid}/commands`, '<tf-write id="1" path="secrets/key.txt">k</tf-write>');
-    let approval: { token: string; target: string } | undefined;
-    for (let i = 0; i < 100 && !approval; i++) {
-      await new Promise((r) => setTimeout(r, 100));
-      const list = (await (await op.get('/v1/approvals?status=pending')).json()) as { approvals: { token: string; session_id: string; target: string }[] };
-      approval = list.approvals.find((a) => a.session_id === sid);
-    }
+    const approval = await pendingApproval(sid);
     expect(approval?.target).toBe('secrets/key.txt');
     expect((await op.json(`/v1/approvals/${approval!.token}`, { decision: 'approve' })).status).toBe(200);
     expect(((await (await pending).json()) as { results: Result[] }).results[0]).toMatchObject({ status: 'succeeded' });
@@ -114,12 +120,7 @@ describe('paths as they resolve at execution', () => {
     const sid = await session('on-request');
     await turn(sid, '<tf-bash id="1" cmd="git init -q" />'); // the sandbox exists
     const pending = api.text(`/v1/sessions/${sid}/commands`, '<tf-write id="1" path="secrets/x">k</tf-write>');
-    let approval: { token: string } | undefined;
-    for (let i = 0; i < 100 && !approval; i++) {
-      await new Promise((r) => setTimeout(r, 100));
-      const list = (await (await op.get('/v1/approvals?status=pending')).json()) as { approvals: { token: string; session_id: string }[] };
-      approval = list.approvals.find((a) => a.session_id === sid);
-    }
+    const approval = await pendingApproval(sid);
     // Nothing of the session runs while it waits; play the swap from outside, as root in the container.
     const { execFileSync } = await import('node:child_process');
     execFileSync('docker', ['exec', '-u', '1000', containerName(boxes, sid), 'ln', '-s', '.git/hooks', 'secrets'], { stdio: 'ignore' });

@@ -28,7 +28,7 @@ describe('reap', () => {
     await manager.sandboxFor(live);
     await manager.sandboxFor(gone);
     const r = await manager.reap({ liveSessions: new Set([live]) });
-    expect(r).toEqual({ removedContainers: 1, removedVolumes: 1 });
+    expect(r).toEqual({ removedContainers: 1, removedVolumes: 1, stoppedContainers: 0 });
     expect(await exists(gone)).toBe(false);
     expect(await volumeExists(gone)).toBe(false);
     expect(await exists(live)).toBe(true);
@@ -43,7 +43,7 @@ describe('reap', () => {
     const sbBusy = await manager.sandboxFor(busy);
     await sbBusy.execute(cmd({ tool: 'touch', path: 'x' }));
     const r = await manager.reap({ idleTtlMs: 1_000 });
-    expect(r).toEqual({ removedContainers: 1, removedVolumes: 1 });
+    expect(r).toEqual({ removedContainers: 1, removedVolumes: 1, stoppedContainers: 0 });
     expect(await exists(idle)).toBe(false);
     expect(await exists(busy)).toBe(true);
     // A reaped session comes back empty on its next use.
@@ -74,7 +74,7 @@ describe('reap', () => {
     expect(await exists(recent)).toBe(true);
     expect(await volumeExists(orphan)).toBe(true); // created 1 s ago: could be a setup in progress
     await new Promise((r) => setTimeout(r, 1_200));
-    expect(await next.reap()).toEqual({ removedContainers: 1, removedVolumes: 2 });
+    expect(await next.reap()).toEqual({ removedContainers: 1, removedVolumes: 2, stoppedContainers: 0 });
     expect(await volumeExists(orphan)).toBe(false);
     await next.close();
     await crashed.close();
@@ -86,12 +86,30 @@ describe('reap', () => {
     const running = sb.execute(cmd({ tool: 'bash', cmd: 'sleep 2.5' }));
     await new Promise((r) => setTimeout(r, 1_500));
     // Judged locally (in-flight command) and by another process (the executor reports it busy).
-    expect(await manager.reap({ idleTtlMs: 500 })).toEqual({ removedContainers: 0, removedVolumes: 0 });
+    expect(await manager.reap({ idleTtlMs: 500 })).toEqual({ removedContainers: 0, removedVolumes: 0, stoppedContainers: 0 });
     const otherProcess = newManager(prefix);
-    expect(await otherProcess.reap({ idleTtlMs: 500 })).toEqual({ removedContainers: 0, removedVolumes: 0 });
+    expect(await otherProcess.reap({ idleTtlMs: 500 })).toEqual({ removedContainers: 0, removedVolumes: 0, stoppedContainers: 0 });
     await otherProcess.close();
     expect((await running).ok).toBe(true);
     await manager.remove(sid);
+  });
+
+  it('stops a container idle past idleStopMs, keeps it and its workspace, and starts it on the next command', async () => {
+    const m = newManager(prefix, { idleStopMs: 300 });
+    const sid = sessionId();
+    const sb = await m.sandboxFor(sid);
+    await sb.execute(cmd({ tool: 'write', path: 'kept.txt', content: 'kept' }));
+    // Busy (a command running) is never idle, however long it takes.
+    const busy = sb.execute(cmd({ tool: 'bash', cmd: 'sleep 1' }));
+    await new Promise((r) => setTimeout(r, 600));
+    expect(await m.reap()).toMatchObject({ stoppedContainers: 0 });
+    expect((await busy).ok).toBe(true);
+    await new Promise((r) => setTimeout(r, 500));
+    expect(await m.reap()).toEqual({ removedContainers: 0, removedVolumes: 0, stoppedContainers: 1 });
+    expect((await docker.getContainer(containerName(prefix, sid)).inspect()).State.Running).toBe(false);
+    expect(await sb.execute(cmd({ tool: 'read', path: 'kept.txt' }))).toMatchObject({ ok: true, stdout: 'kept' });
+    await m.remove(sid);
+    await m.close();
   });
 
   it('leaves no container or volume of the test suite behind', async () => {
