@@ -14,6 +14,8 @@ export const RUNS_ANYTHING: ReadonlySet<string> = new Set([
   'python', 'python2', 'python3', 'pypy', 'pypy3', 'node', 'nodejs', 'deno', 'bun', 'tsx', 'ts-node', 'ruby', 'perl',
   'php', 'lua', 'luajit', 'tclsh', 'wish', 'R', 'Rscript', 'julia', 'osascript', 'pwsh', 'powershell', 'java', 'jshell',
   'awk', 'gawk', 'mawk', 'nawk', 'sed', 'make', 'gmake', 'npx', 'gdb', 'vim', 'vi', 'nvim', 'emacs',
+  // git runs programs its options and config name (`push --receive-pack=…`, `-c core.sshCommand=…`, aliases, hooks)
+  'git',
 ]);
 
 /** Whether any token of a grant prefix names a program that runs anything. */
