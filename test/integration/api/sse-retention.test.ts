@@ -1,35 +1,15 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startService, type ServiceHandle } from '../../../services/api/server.ts';
 import { JobEvents } from '../../../services/jobs/job-events.ts';
-import { cleanupPrefix, removeSandboxes, sandboxPrefix, testConfig, testPrefix } from '../pipeline/helpers.ts';
+import { cleanupPrefix, readSse, removeSandboxes, sandboxPrefix, testConfig, testPrefix, type SseEvent } from '../pipeline/helpers.ts';
 
 // SSE replays from the first event (API.md): every event is kept while the
 // session exists, unless THINKFLOW_EVENTS_KEEP says otherwise; a client that
 // asks for events no longer kept gets an explicit `gap {first_seq}` first.
 
-type SseEvent = { id: string | null; event: string; data: Record<string, any> };
-
-/** A raw SSE client: reads until `count` events arrived, then hangs up. */
-async function firstEvents(url: string, count: number, lastEventId?: number): Promise<SseEvent[]> {
-  const res = await fetch(url, { headers: lastEventId === undefined ? {} : { 'last-event-id': String(lastEventId) }, signal: AbortSignal.timeout(30_000) });
-  expect(res.headers.get('content-type')).toMatch(/^text\/event-stream/);
-  const out: SseEvent[] = [];
-  let buf = '';
-  const decoder = new TextDecoder();
-  for await (const chunk of res.body as unknown as AsyncIterable<Uint8Array>) {
-    buf += decoder.decode(chunk, { stream: true });
-    let cut: number;
-    while ((cut = buf.indexOf('\n\n')) >= 0) {
-      const lines = buf.slice(0, cut).split('\n');
-      buf = buf.slice(cut + 2);
-      const field = (name: string) => lines.find((l) => l.startsWith(`${name}:`))?.slice(name.length + 1).trim() ?? null;
-      if (!field('event')) continue;
-      out.push({ id: field('id'), event: field('event')!, data: JSON.parse(field('data')!) });
-      if (out.length === count) return out;
-    }
-  }
-  return out;
-}
+/** Reads until `count` events arrived, then hangs up. */
+const firstEvents = (url: string, count: number, lastEventId?: number): Promise<SseEvent[]> =>
+  readSse(url, lastEventId === undefined ? {} : { 'last-event-id': String(lastEventId) }, (_e, all) => all.length === count);
 
 const started: { svc: ServiceHandle; prefix: string; boxes: string }[] = [];
 async function service(env: Record<string, string> = {}) {

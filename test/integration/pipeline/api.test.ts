@@ -1,7 +1,7 @@
 import { execFileSync } from 'node:child_process';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startService, type ServiceHandle } from '../../../services/api/server.ts';
-import { client, cleanupPrefix, rawGet, rawPost, removeSandboxes, sandboxPrefix, testConfig, testPrefix } from './helpers.ts';
+import { client, cleanupPrefix, rawGet, rawPost, readSse, removeSandboxes, sandboxPrefix, testConfig, testPrefix } from './helpers.ts';
 
 // The REST API of API.md on real Redis and real Docker sandboxes.
 const prefix = testPrefix('api');
@@ -29,30 +29,6 @@ afterAll(async () => {
   await cleanupPrefix(prefix);
   await removeSandboxes(boxes);
 });
-
-type SseEvent = { id: number; event: string; data: Record<string, any> };
-
-/** Reads a session's SSE until `stop` holds for an event (sessions never end their stream). */
-async function sseUntil(url: string, key: string, stop: (e: SseEvent) => boolean): Promise<SseEvent[]> {
-  const res = await fetch(url, { headers: { authorization: `Bearer ${key}` }, signal: AbortSignal.timeout(30_000) });
-  const out: SseEvent[] = [];
-  let buf = '';
-  const decoder = new TextDecoder();
-  for await (const chunk of res.body as unknown as AsyncIterable<Uint8Array>) {
-    buf += decoder.decode(chunk, { stream: true });
-    let cut: number;
-    while ((cut = buf.indexOf('\n\n')) >= 0) {
-      const block = buf.slice(0, cut);
-      buf = buf.slice(cut + 2);
-      const field = (name: string) => block.split('\n').find((l) => l.startsWith(`${name}:`))?.slice(name.length + 1).trim() ?? '';
-      if (!field('event')) continue;
-      const e = { id: Number(field('id')), event: field('event'), data: JSON.parse(field('data')) };
-      out.push(e);
-      if (stop(e)) return out; // leaving the loop cancels the body: the connection closes
-    }
-  }
-  return out;
-}
 
 async function newSession(c = sub1, body: unknown = {}) {
   const res = await c.json('/v1/sessions', body);
@@ -170,8 +146,8 @@ describe('REST API (real Redis and Docker)', () => {
       [1, '1', 'write', 'succeeded', 'api'], [1, '2', 'bash', 'succeeded', 'api'],
       [1, '3', 'read', 'succeeded', 'api'], [1, '4', 'edit', 'succeeded', 'api'],
     ]);
-    const events = await sseUntil(`${svc.url}/v1/sessions/${sid}/events`, 'k-sub1', (e) => e.event === 'command_finished' && e.data.record.id === '4');
-    expect(events[0]).toMatchObject({ id: 1, event: 'files_seeded', data: { seq: 1, session_id: sid, paths: [{ path: 'docs/outline.md', bytes: 10 }, { path: 'empty.txt', bytes: 0 }] } });
+    const events = await readSse(`${svc.url}/v1/sessions/${sid}/events`, { authorization: 'Bearer k-sub1' }, (e) => e.event === 'command_finished' && e.data.record.id === '4');
+    expect(events[0]).toMatchObject({ id: '1', event: 'files_seeded', data: { seq: 1, session_id: sid, paths: [{ path: 'docs/outline.md', bytes: 10 }, { path: 'empty.txt', bytes: 0 }] } });
     expect(events.filter((e) => e.event === 'files_seeded')).toHaveLength(1);
     expect(ledger.entries[0]).toMatchObject({ path: 'src/app.py', decision: 'allow', injected: false, content_sha256: expect.stringMatching(/^[0-9a-f]{64}$/) });
   });

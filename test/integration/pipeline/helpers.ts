@@ -142,3 +142,31 @@ export async function startWorker(env: Record<string, string>, children: import(
     child.on('exit', (code) => reject(new Error(`worker exited early (${code}): ${log}`)));
   });
 }
+
+export type SseEvent = { id: string | null; event: string; data: Record<string, any> };
+
+/**
+ * A raw Server-Sent Events client: reads `url` until `stop` holds for an
+ * event (or the stream ends), then hangs up. Comments and keep-alives are skipped.
+ */
+export async function readSse(url: string, headers: Record<string, string>, stop: (e: SseEvent, all: SseEvent[]) => boolean): Promise<SseEvent[]> {
+  const res = await fetch(url, { headers, signal: AbortSignal.timeout(30_000) });
+  if (!/^text\/event-stream/.test(res.headers.get('content-type') ?? '')) throw new Error(`${url}: not an event stream (${res.status})`);
+  const out: SseEvent[] = [];
+  let buf = '';
+  const decoder = new TextDecoder();
+  for await (const chunk of res.body as unknown as AsyncIterable<Uint8Array>) {
+    buf += decoder.decode(chunk, { stream: true });
+    let cut: number;
+    while ((cut = buf.indexOf('\n\n')) >= 0) {
+      const lines = buf.slice(0, cut).split('\n');
+      buf = buf.slice(cut + 2);
+      const field = (name: string) => lines.find((l) => l.startsWith(`${name}:`))?.slice(name.length + 1).trim() ?? null;
+      if (!field('event')) continue;
+      const e = { id: field('id'), event: field('event')!, data: JSON.parse(field('data')!) };
+      out.push(e);
+      if (stop(e, out)) return out; // leaving the loop cancels the body: the connection closes
+    }
+  }
+  return out;
+}
