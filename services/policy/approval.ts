@@ -1,7 +1,7 @@
 // Approval semantics (POLICY.md §4, §5) as pure functions: what happens to an
 // evaluated command under a mode and the session's grants, and which grant an
 // `approve_for_session` answer creates. The waiting itself lives in the pipeline.
-import type { Command } from '../protocol/command.ts';
+import type { Command } from '../protocol/index.ts';
 import { normalizeWorkspacePath } from './path.ts';
 import { bashGrantCovers, detailOf, type Evaluation, type Grant, type Part } from './policy.ts';
 import { prefixRunsAnything } from './runs-anything.ts';

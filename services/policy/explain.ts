@@ -3,7 +3,7 @@
 // grant put into words. Pure, like the rest of the engine; the verdict itself
 // still comes from evaluate() on the whole command.
 import { quote } from 'shell-quote';
-import type { Command } from '../protocol/command.ts';
+import type { Command } from '../protocol/index.ts';
 import type { PolicyLayers } from './layers.ts';
 import { evaluate, type Evaluation, type Grant, type MatchedRule } from './policy.ts';
 import { splitScript } from './shell-split.ts';

@@ -1,6 +1,6 @@
 // The rules of global → project → session for one job, indexed for speed.
 // Built once per job (or per CLI call); evaluation then only does lookups.
-import { TOOL_NAMES, type ToolName } from '../protocol/command.ts';
+import { TOOL_NAMES, type ToolName } from '../protocol/index.ts';
 import { stricter, type Decision } from './decision.ts';
 import type { PolicyFile } from './parser.ts';
 import { ruleMatchesArgv, ruleMatchesPath, type Layer, type Rule } from './rule.ts';

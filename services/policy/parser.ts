@@ -1,7 +1,7 @@
 // Policy file text (or an already-parsed job body) → a validated PolicyFile.
 // Every error names `FILE: rules[INDEX] (id): reason` (POLICY.md §6).
 import { parseDocument } from 'yaml';
-import { FILE_TOOLS, type ToolName } from '../protocol/command.ts';
+import { FILE_TOOLS, type ToolName } from '../protocol/index.ts';
 import type { Decision } from './decision.ts';
 import { PolicyLoadError, ruleError } from './errors.ts';
 import { expandedGlobChars, GlobError } from './glob.ts';

@@ -1,7 +1,7 @@
 // evaluate(): one command against the layered policy (POLICY.md §1, §3, §6).
 // Pure and synchronous. Every verdict carries the rules that matched and a
 // reason naming what decided it, so the ledger and the API can say why.
-import type { Command, ToolName } from '../protocol/command.ts';
+import type { Command, ToolName } from '../protocol/index.ts';
 import { rank, stricter, type Decision } from './decision.ts';
 import type { PolicyLayers } from './layers.ts';
 import { normalizeWorkspacePath } from './path.ts';

@@ -1,6 +1,6 @@
 // One compiled rule and how it matches. Rules are compiled once at load time
 // (globs to regexes, patterns to token sets) so evaluation is lookups only.
-import type { ToolName } from '../protocol/command.ts';
+import type { ToolName } from '../protocol/index.ts';
 import type { Decision } from './decision.ts';
 import { compileGlobMatcher } from './glob.ts';
 

@@ -1,7 +1,7 @@
 // The policy file format of POLICY.md §2 as zod schemas. Strict everywhere:
 // an unknown field is a typo that would otherwise silently disable a rule.
 import { z } from 'zod';
-import { TOOL_NAMES, ToolName } from '../protocol/command.ts';
+import { TOOL_NAMES, ToolName } from '../protocol/index.ts';
 import { DECISIONS } from './decision.ts';
 
 export const DEFAULT_KEYS = [...TOOL_NAMES, 'complex_command'] as const;

@@ -1,4 +1,4 @@
-import type { Command } from '../protocol/command.ts';
+import type { Command } from '../protocol/index.ts';
 import type { ExecutorClient } from './executor-client.ts';
 import { logSandboxError } from './log.ts';
 import type { ResolvedSandboxOptions } from './sandbox-options.ts';

@@ -1,4 +1,4 @@
-import type { Command, ToolName } from '../protocol/command.ts';
+import type { Command, ToolName } from '../protocol/index.ts';
 
 /** The outcome of one command in the sandbox (ledger fields of PROTOCOL.md §6). */
 export type ExecutionResult = {
