@@ -14,6 +14,8 @@ command -v redis-server >/dev/null || need_pkgs+=(redis-server)
 command -v debootstrap >/dev/null || need_pkgs+=(debootstrap)
 # The dashboard's browser tests drive Debian's Chromium (playwright-core downloads no browser).
 command -v chromium >/dev/null || need_pkgs+=(chromium)
+# promtool (Debian's prometheus package) checks /metrics in the tests
+command -v promtool >/dev/null || need_pkgs+=(prometheus)
 if [ ${#need_pkgs[@]} -gt 0 ]; then
   log "installing ${need_pkgs[*]}"
   as_root apt-get update -qq

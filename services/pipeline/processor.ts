@@ -232,7 +232,7 @@ async function finish(d: ProcessorDeps, rec: LedgerRecord, r: ExecutionResult): 
     from: ['running'], to: status, events: ['command_finished'], dropCommand: (rec.content_size ?? 0) > 64 * 1024,
     fields: { result, finished_at: new Date().toISOString() },
   });
-  d.metrics.execution.observe(r.duration_ms / 1000, { tool: rec.tool });
+  d.metrics.execution.observe({ tool: rec.tool }, r.duration_ms / 1000);
   if (moved.ok) d.metrics.commandsFinished.inc({ status, tool: rec.tool });
   if (moved.ok && status !== 'succeeded') await skipRestOfTurn(d.ledger, rec.session, rec.turn);
 }

@@ -4,7 +4,7 @@ import type { Config } from '../config/env.ts';
 import { SandboxManager } from '../sandbox/index.ts';
 import { SandboxExecutor, type Executor } from './executor.ts';
 import { createKeys, type Keys } from './keys.ts';
-import { Gauge, PipelineMetrics } from './metrics.ts';
+import { PipelineMetrics } from './metrics.ts';
 import { Pipeline } from './pipeline.ts';
 import { FilePolicyGate, type PolicyGate } from './policy-gate.ts';
 import { Approvals } from './approvals.ts';
@@ -47,10 +47,8 @@ export async function createRuntime(config: Config, overrides: RuntimeOverrides 
   }));
   const metrics = new PipelineMetrics();
   // Read from Redis at scrape time, so every API process reports the same figure.
-  const pending: Gauge = new Gauge('thinkflow_approvals_pending', 'Approvals waiting for an operator (all processes)', async () => {
-    pending.set(await redis.zcount(keys.approvalsPending(), Date.now(), '+inf').catch(() => -1));
-  });
-  metrics.extra.push(pending);
+  metrics.addCollectedGauge('thinkflow_approvals_pending', 'Approvals waiting for an operator (all processes)', () =>
+    redis.zcount(keys.approvalsPending(), Date.now(), '+inf'));
   const pipeline = new Pipeline({
     redis, subscriber, keys, executor, gate, metrics, inlineBytes: config.ledgerInlineBytes, eventsKeep: config.eventsKeep, parser: config.parser,
     ownerCaps: {

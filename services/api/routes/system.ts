@@ -26,7 +26,7 @@ export function systemRoutes(rt: Pick<Runtime, 'redis' | 'executor' | 'metrics' 
 
   app.get('/metrics', requireRole('operator', 'admin'), async (c) => {
     const text = await rt.metrics.render();
-    return c.text(text, 200, { 'content-type': 'text/plain; version=0.0.4; charset=utf-8' });
+    return c.text(text, 200, { 'content-type': rt.metrics.contentType });
   });
 
   return app;
