@@ -7,9 +7,10 @@ import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { dirname, join, relative, resolve, sep } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
-/** Lower number = lower layer. Leaves (log, config, replay-model) import no other folder. */
+/** Lower number = lower layer. log and config are leaves; replay-model is a stand-alone server only main wires. */
 export const LAYERS: Record<string, number> = {
-  log: 0, config: 0, 'replay-model': 0,
+  log: 0, config: 0,
+  'replay-model': 1,
   protocol: 1,
   policy: 2,
   sandbox: 3,

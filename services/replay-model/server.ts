@@ -6,6 +6,7 @@ import type { AddressInfo } from 'node:net';
 import { countTokens } from 'gpt-tokenizer';
 import { computeChatCompletionTokenCount, type ChatMessage as CountedMessage } from 'gpt-tokenizer/functionCalling';
 import { selectTranscript, Transcript, turnFor, type ChatRequestView, type ScriptedTurn, type TranscriptInput } from './transcript.ts';
+import { log as serviceLog } from '../log/index.ts';
 
 export const REPLAY_MODEL_NAME = 'thinkflow-replay';
 
@@ -180,7 +181,8 @@ export async function startReplayModel(options: ReplayModelOptions): Promise<Rep
         return sendJson(res, 400, { error: { message: 'the replay model only streams (stream: true)', type: 'invalid_request_error' } });
       }
       entry.usage = await streamTurn(res, turn, transcript, body, requestNo);
-    })().catch((err) => {
+    })().catch((err: unknown) => {
+      serviceLog().error({ err, component: 'replay-model', url: req.url }, 'replay model request failed');
       if (!res.headersSent) sendJson(res, 500, { error: { message: String(err), type: 'server_error' } });
       else res.end();
     });

@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import type { Duplex } from 'node:stream';
 import { PassThrough } from 'node:stream';
+import { sandboxLog } from './log.ts';
 
 type Pending = { resolve: (v: unknown) => void; reject: (e: Error) => void; timer: NodeJS.Timeout };
 export type Demux = (stream: NodeJS.ReadableStream, out: NodeJS.WritableStream, err: NodeJS.WritableStream) => void;
@@ -21,6 +22,8 @@ export type ExecutorClientOptions = {
   maxFrameBytes?: number;
   /** Called once with the reason when the stream fails or the executor is declared broken. */
   onError?: (err: Error) => void;
+  /** The session the container serves, carried on this client's log lines. */
+  sessionId?: string;
 };
 
 const STDERR_TAIL = 4096;
@@ -39,6 +42,7 @@ export class ExecutorClient {
   #bufferedBytes = 0;
   readonly #maxFrameBytes: number;
   readonly #onError?: (err: Error) => void;
+  readonly #sessionId?: string;
   #readyWaiters: (() => void)[] = [];
   #ready = false;
   #closed = false;
@@ -48,6 +52,7 @@ export class ExecutorClient {
     this.#stream = stream;
     this.#maxFrameBytes = options.maxFrameBytes ?? 32 * 1024 ** 2;
     this.#onError = options.onError;
+    this.#sessionId = options.sessionId;
     const out = new PassThrough();
     const err = new PassThrough();
     demux(stream, out, err);
@@ -119,8 +124,9 @@ export class ExecutorClient {
   #report(err: Error): void {
     try {
       this.#onError?.(err);
-    } catch {
+    } catch (hookErr) {
       // a logger that throws must not take the transport down with it
+      sandboxLog(this.#sessionId).error({ err: hookErr, cause: err.message }, 'executor error hook threw');
     }
   }
 
@@ -175,8 +181,10 @@ export class ExecutorClient {
     let msg: { rid?: string | null; type?: string; result?: unknown; error?: string };
     try {
       msg = JSON.parse(line);
-    } catch {
-      return; // not ours (e.g. stray output); the executor only writes JSON lines
+    } catch (err) {
+      // not ours (e.g. stray output); the executor only writes JSON lines
+      sandboxLog(this.#sessionId).warn({ err, line: line.slice(0, 200) }, 'executor channel: a line that is not JSON was ignored');
+      return;
     }
     if (msg.type === 'ready') return this.#markReady();
     if (typeof msg.rid !== 'string') return;

@@ -1,16 +1,26 @@
-/**
- * The sandbox's error log: one JSON line on stderr with the session id, so a
- * misbehaving container is traced to its session. (The service-wide logger
- * replaces this writer when one is configured.)
- */
-export type SandboxLogger = (entry: { level: 'warn' | 'error'; session_id: string; msg: string; err?: string }) => void;
+import { log, withIds, type Logger } from '../log/index.ts';
 
-let sink: SandboxLogger = (entry) => process.stderr.write(`${JSON.stringify({ time: new Date().toISOString(), component: 'sandbox', ...entry })}\n`);
+// The sandbox's log lines: the service logger with `component: sandbox` and
+// the session id, so a misbehaving container is traced to its session.
 
-export function setSandboxLogger(logger: SandboxLogger): void {
-  sink = logger;
+export function sandboxLog(sessionId?: string): Logger {
+  const base = log().child({ component: 'sandbox' });
+  return sessionId ? withIds({ session_id: sessionId }, base) : base;
 }
 
 export function logSandboxError(sessionId: string, msg: string, err?: unknown): void {
-  sink({ level: 'error', session_id: sessionId, msg, ...(err !== undefined ? { err: err instanceof Error ? err.message : String(err) } : {}) });
+  sandboxLog(sessionId).error(err === undefined ? {} : { err }, msg);
+}
+
+/**
+ * Waits for a start-up that may have failed. Its failure was already reported
+ * to the caller that started it; the waiter only needs it settled, so the
+ * reason is kept at debug level instead of being thrown a second time.
+ */
+export async function settled(p: Promise<unknown> | undefined, sessionId: string, what: string): Promise<void> {
+  try {
+    await p;
+  } catch (err) {
+    sandboxLog(sessionId).debug({ err }, `${what} had failed (reported to its caller)`);
+  }
 }

@@ -1,5 +1,6 @@
 import type Docker from 'dockerode';
 import { LABEL_MANAGED, LABEL_SESSION } from './names.ts';
+import { sandboxLog } from './log.ts';
 
 export type ReapOptions = {
   idleTtlMs: number;
@@ -89,7 +90,11 @@ async function lastActive(docker: Docker, c: Docker.ContainerInfo, o: ReapOption
     const reported = await o.probe(c.Id);
     if (reported !== undefined) return Math.max(reported, created);
   }
-  const info = await docker.getContainer(c.Id).inspect().catch(() => null);
+  // A container removed meanwhile has no stamps: its creation time stands.
+  const info = await docker.getContainer(c.Id).inspect().catch((err: unknown) => {
+    sandboxLog().debug({ err, container: c.Id }, 'reaper: inspect failed');
+    return null;
+  });
   const stamps = [info?.State.StartedAt, info?.State.FinishedAt].map((s) => Date.parse(s ?? '') || 0);
   return Math.max(created, ...stamps);
 }

@@ -6,6 +6,7 @@ import { reapSandboxes, type ReapResult } from './reaper.ts';
 import { resolveSandboxOptions, type ResolvedSandboxOptions, type SandboxOptions } from './sandbox-options.ts';
 import { attachExecutor, connectSession, inspectOrNull } from './session-container.ts';
 import type { Sandbox } from './types.ts';
+import { sandboxLog, settled } from './log.ts';
 
 type Entry = { sandbox: DockerSandbox; client?: ExecutorClient; connecting?: Promise<ExecutorClient>; lastUsed: number; inflight: number };
 export type ManagerStatus = 'idle' | 'starting' | 'ready' | 'closing' | 'closed';
@@ -54,7 +55,7 @@ export class SandboxManager {
           if (running) return;
           running = true;
           void this.reap()
-            .catch(() => {})
+            .catch((err: unknown) => sandboxLog().warn({ err }, 'periodic reap failed; the next period tries again'))
             .finally(() => (running = false));
         }, this.options.reapIntervalMs);
         this.#timer.unref();
@@ -81,7 +82,7 @@ export class SandboxManager {
   /** Stops the session's container, keeping it and its workspace for a later sandboxFor(). */
   async stop(sessionId: string): Promise<void> {
     const entry = this.#entries.get(sessionId);
-    await entry?.connecting?.catch(() => {});
+    await settled(entry?.connecting, sessionId, 'container start');
     entry?.client?.close();
     const c = this.#docker.getContainer(containerName(this.options.namePrefix, sessionId));
     await c.stop({ t: 2 }).catch((err: { statusCode?: number }) => {
@@ -91,7 +92,7 @@ export class SandboxManager {
 
   /** Removes the session's container and its workspace volume. */
   async remove(sessionId: string): Promise<void> {
-    await this.#entries.get(sessionId)?.connecting?.catch(() => {});
+    await settled(this.#entries.get(sessionId)?.connecting, sessionId, 'container start');
     this.#detach(sessionId);
     const c = this.#docker.getContainer(containerName(this.options.namePrefix, sessionId));
     await c.remove({ force: true }).catch(notFoundOk);
@@ -119,7 +120,8 @@ export class SandboxManager {
     try {
       await this.#docker.ping();
       return true;
-    } catch {
+    } catch (err) {
+      sandboxLog().warn({ err }, 'docker engine does not answer');
       return false;
     }
   }
@@ -129,9 +131,9 @@ export class SandboxManager {
     this.#closing ??= (async () => {
       this.#status = 'closing';
       clearInterval(this.#timer);
-      await this.#starting?.catch(() => {});
+      await this.#starting?.catch((err: unknown) => sandboxLog().debug({ err }, 'start had failed (reported to its caller)'));
       for (const [id, entry] of this.#entries) {
-        await entry.connecting?.catch(() => {});
+        await settled(entry.connecting, id, 'container start');
         this.#detach(id);
       }
       this.#status = 'closed';
@@ -189,7 +191,7 @@ export class SandboxManager {
   // same workspace volume.
   async #recover(sessionId: string): Promise<void> {
     const entry = this.#entries.get(sessionId);
-    await entry?.connecting?.catch(() => {});
+    await settled(entry?.connecting, sessionId, 'container start');
     entry?.client?.close();
     const c = this.#docker.getContainer(containerName(this.options.namePrefix, sessionId));
     await c.remove({ force: true }).catch(notFoundOk);
@@ -204,12 +206,15 @@ export class SandboxManager {
   async #probe(containerId: string): Promise<number | undefined> {
     const c = this.#docker.getContainer(containerId);
     if (!(await inspectOrNull(c))?.State.Running) return undefined;
-    const client = await attachExecutor(this.#docker, c, { sessionId: containerId, maxFrameBytes: this.options.maxFrameBytes }).catch(() => undefined);
+    // A probe that fails means "activity unknown": the reaper falls back to Docker's timestamps.
+    const client = await attachExecutor(this.#docker, c, { sessionId: containerId, maxFrameBytes: this.options.maxFrameBytes })
+      .catch((err: unknown) => void sandboxLog().debug({ err, container: containerId }, 'probe: executor not attachable'));
     if (!client) return undefined;
     try {
       const r = await client.request<{ lastActivity?: number }>('ping', {}, PROBE_TIMEOUT_MS);
       return r.lastActivity;
-    } catch {
+    } catch (err) {
+      sandboxLog().debug({ err, container: containerId }, 'probe: executor did not answer');
       return undefined;
     } finally {
       client.close();

@@ -30,6 +30,7 @@ export async function attachExecutor(
   const stream = (await container.attach({ stream: true, stdin: true, stdout: true, stderr: true, hijack: true })) as unknown as Duplex;
   return new ExecutorClient(stream, (s, out, err) => docker.modem.demuxStream(s, out, err), {
     maxFrameBytes: o.maxFrameBytes,
+    sessionId: o.sessionId,
     onError: (err) => logSandboxError(o.sessionId, 'executor channel failed', err),
   });
 }
