@@ -32,6 +32,6 @@ if ((args[0] === 'parse' || args[0] === 'policy') && freshBundle()) {
 } else {
   const { register } = await import('tsx/esm/api');
   register();
-  const { main } = await import('../services/cli/main.ts');
+  const { main } = await import('../services/main/cli.ts');
   process.exitCode = await main(args);
 }

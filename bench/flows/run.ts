@@ -14,7 +14,7 @@ import { loadConfig } from '../../services/config/env.ts';
 import { JobRequest, type JobView } from '../../services/jobs/job-schemas.ts';
 import { JobsService } from '../../services/jobs/jobs-service.ts';
 import { WebhookSender } from '../../services/jobs/webhooks.ts';
-import { createRuntime } from '../../services/pipeline/runtime.ts';
+import { createRuntime } from '../../services/main/index.ts';
 import { createRedis, deleteByPattern } from '../../services/pipeline/redis.ts';
 import { BUILTIN_TRANSCRIPTS, DEMO_TASK, reactSerialTranscript, SCENARIOS } from '../../services/replay-model/scenarios.ts';
 import { startReplayModel } from '../../services/replay-model/server.ts';

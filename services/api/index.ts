@@ -1,7 +1,5 @@
 // Public surface of the HTTP API. Re-exports only.
 export { createApp } from './app.ts';
-export { startService } from './server.ts';
-export type { ServiceHandle } from './server.ts';
 export { AppError, toAppError } from './errors.ts';
 export type { AppErrorCode } from './errors.ts';
 export type { AppEnv, Principal } from './env.ts';

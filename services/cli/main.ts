@@ -1,8 +1,13 @@
 // The `thinkflow` command line: a table of subcommands, each loaded on demand so
 // `thinkflow parse` does not pay for Redis, Docker or HTTP modules.
+// `serve` is not in this table: starting the service is the composition
+// root's (services/main), which adds it when it runs the CLI.
 export type SubcommandMain = (args: string[]) => Promise<number>;
+export type Subcommand = { summary: string; load: () => Promise<SubcommandMain> };
+export type Subcommands = Record<string, Subcommand>;
 
-const subcommands: Record<string, { summary: string; load: () => Promise<SubcommandMain> }> = {
+/** The client and offline subcommands, in the order `thinkflow --help` lists them. */
+export const CLIENT_SUBCOMMANDS: Subcommands = {
   parse: {
     summary: 'parse FILE [--chunk N] [--legacy-tags]   run the tf-* streaming parser offline',
     load: async () => (await import('./commands/parse.ts')).parseMain,
@@ -11,7 +16,6 @@ const subcommands: Record<string, { summary: string; load: () => Promise<Subcomm
     summary: 'policy check ...                          evaluate a command against policy files',
     load: async () => (await import('./commands/policy.ts')).policyMain,
   },
-  serve: { summary: 'serve [--role api|worker|all]              run the API and/or the worker', load: async () => (await import('./commands/serve.ts')).serveMain },
   submit: { summary: 'submit "TASK" [--approval ...] [--wait]   submit a job; --wait follows it', load: async () => (await import('./commands/submit.ts')).submitMain },
   approvals: { summary: 'approvals [--json]                        list pending approvals', load: async () => (await import('./commands/approvals.ts')).approvalsMain },
   approve: { summary: 'approve TOKEN [--session [--prefix]]      approve a pending command', load: async () => (await import('./commands/approve.ts')).approveMain },
@@ -19,20 +23,20 @@ const subcommands: Record<string, { summary: string; load: () => Promise<Subcomm
   cancel: { summary: 'cancel JOB_ID                             stop a job: the model, the queue, its approvals', load: async () => (await import('./commands/cancel.ts')).cancelMain },
 };
 
-function usage(): string {
+function usage(subcommands: Subcommands): string {
   const lines = Object.entries(subcommands).map(([, s]) => `  thinkflow ${s.summary}`);
   return ['usage:', ...lines].join('\n') + '\n';
 }
 
-export async function main(argv: string[]): Promise<number> {
+export async function main(argv: string[], subcommands: Subcommands = CLIENT_SUBCOMMANDS): Promise<number> {
   const [name, ...rest] = argv;
   if (!name || name === '--help' || name === '-h' || name === 'help') {
-    process.stdout.write(usage());
+    process.stdout.write(usage(subcommands));
     return name ? 0 : 2;
   }
   const entry = subcommands[name];
   if (!entry) {
-    process.stderr.write(`thinkflow: unknown command '${name}'\n${usage()}`);
+    process.stderr.write(`thinkflow: unknown command '${name}'\n${usage(subcommands)}`);
     return 2;
   }
   const run = await entry.load();

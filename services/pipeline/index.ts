@@ -1,8 +1,8 @@
 // Public surface of the execution pipeline. Re-exports only.
 export { Pipeline } from './pipeline.ts';
 export type { CommandHandle, PipelineDeps } from './pipeline.ts';
-export { createRuntime } from './runtime.ts';
-export type { Runtime, RuntimeOverrides } from './runtime.ts';
+export { createRedis } from './redis.ts';
+export type { PipelineRedis } from './redis.ts';
 export { runCommandsTurn, runParsedTurn, toResult } from './api-turn.ts';
 export type { CommandResult, TurnOutcome } from './api-turn.ts';
 export {

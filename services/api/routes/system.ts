@@ -1,5 +1,5 @@
 import { Hono } from 'hono';
-import type { Runtime } from '../../pipeline/runtime.ts';
+import type { Runtime } from '../runtime-deps.ts';
 import type { AppEnv } from '../env.ts';
 import { requireRole } from '../middleware/auth.ts';
 

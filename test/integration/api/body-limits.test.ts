@@ -1,6 +1,6 @@
 import { request } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startService, type ServiceHandle } from '../../../services/api/server.ts';
+import { startService, type ServiceHandle } from '../../../services/main/index.ts';
 import { cleanupPrefix, removeSandboxes, sandboxPrefix, testConfig, testPrefix } from '../pipeline/helpers.ts';
 
 // Body limits as ordinary clients meet them (API.md, Limits and Additions):
@@ -12,7 +12,7 @@ const boxes = sandboxPrefix('limits');
 let svc: ServiceHandle;
 
 beforeAll(async () => {
-  svc = await startService(testConfig(prefix, { PORT: '0', THINKFLOW_SANDBOX_PREFIX: boxes }), {}, () => {});
+  svc = await startService(testConfig(prefix, { PORT: '0', THINKFLOW_SANDBOX_PREFIX: boxes }), {});
 });
 afterAll(async () => {
   await svc?.close();

@@ -1,6 +1,6 @@
 import { spawnSync } from 'node:child_process';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startService, type ServiceHandle } from '../../../services/api/server.ts';
+import { startService, type ServiceHandle } from '../../../services/main/index.ts';
 import { cleanupPrefix, removeSandboxes, sandboxPrefix, testConfig, testPrefix } from '../pipeline/helpers.ts';
 
 // /metrics is what a Prometheus server scrapes: it must pass Prometheus's own
@@ -12,7 +12,7 @@ const boxes = sandboxPrefix('metrics');
 let svc: ServiceHandle;
 
 beforeAll(async () => {
-  svc = await startService(testConfig(prefix, { PORT: '0', THINKFLOW_SANDBOX_PREFIX: boxes }), {}, () => {});
+  svc = await startService(testConfig(prefix, { PORT: '0', THINKFLOW_SANDBOX_PREFIX: boxes }), {});
 });
 
 afterAll(async () => {

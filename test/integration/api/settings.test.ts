@@ -1,6 +1,6 @@
 import { spawnSync } from 'node:child_process';
 import { afterAll, describe, expect, it } from 'vitest';
-import { startService, type ServiceHandle } from '../../../services/api/server.ts';
+import { startService, type ServiceHandle } from '../../../services/main/index.ts';
 import { cleanupPrefix, removeSandboxes, sandboxPrefix, testConfig, testPrefix } from '../pipeline/helpers.ts';
 
 // The service's own settings from the env schema (API.md Configuration,
@@ -13,7 +13,7 @@ const started: { svc: ServiceHandle; prefix: string; boxes: string }[] = [];
 async function service(env: Record<string, string>) {
   const prefix = testPrefix('settings');
   const boxes = sandboxPrefix('settings');
-  const svc = await startService(testConfig(prefix, { PORT: '0', THINKFLOW_SANDBOX_PREFIX: boxes, ...env }), {}, () => {});
+  const svc = await startService(testConfig(prefix, { PORT: '0', THINKFLOW_SANDBOX_PREFIX: boxes, ...env }), {});
   started.push({ svc, prefix, boxes });
   const post = async (path: string, body: string, type = 'text/plain') =>
     (await fetch(`${svc.url}${path}`, { method: 'POST', headers: { 'content-type': type }, body })).json() as Promise<any>;

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startService, type ServiceHandle } from '../../../services/api/server.ts';
+import { startService, type ServiceHandle } from '../../../services/main/index.ts';
 import { JobEvents } from '../../../services/jobs/job-events.ts';
 import { cleanupPrefix, readSse, removeSandboxes, sandboxPrefix, testConfig, testPrefix, type SseEvent } from '../pipeline/helpers.ts';
 
@@ -15,7 +15,7 @@ const started: { svc: ServiceHandle; prefix: string; boxes: string }[] = [];
 async function service(env: Record<string, string> = {}) {
   const prefix = testPrefix('sse');
   const boxes = sandboxPrefix('sse');
-  const svc = await startService(testConfig(prefix, { PORT: '0', THINKFLOW_SANDBOX_PREFIX: boxes, ...env }), {}, () => {});
+  const svc = await startService(testConfig(prefix, { PORT: '0', THINKFLOW_SANDBOX_PREFIX: boxes, ...env }), {});
   started.push({ svc, prefix, boxes });
   const res = await fetch(`${svc.url}/v1/sessions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{}' });
   const sid = ((await res.json()) as { session_id: string }).session_id;

@@ -1,6 +1,6 @@
 // An in-process ThinkFlow service (API + worker) on real Redis and Docker,
 // driven by a replay model serving the test's own transcripts.
-import { startService, type ServiceHandle } from '../../../services/api/server.ts';
+import { startService, type ServiceHandle } from '../../../services/main/index.ts';
 import { startReplayModel, type ReplayModel } from '../../../services/replay-model/server.ts';
 import type { TranscriptInput } from '../../../services/replay-model/transcript.ts';
 import type { JobView } from '../../../services/jobs/job-schemas.ts';
@@ -31,7 +31,6 @@ export async function startHarness(name: string, transcripts: TranscriptInput[],
       OPENAI_BASE_URL: model.baseUrl, THINKFLOW_MODEL: 'scripted', THINKFLOW_WEBHOOK_SECRET: WEBHOOK_SECRET, ...env,
     }),
     {},
-    () => {},
   );
   const url = service.url!;
   const auth: Record<string, string> = key ? { authorization: `Bearer ${key}` } : {};

@@ -4,7 +4,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { startService } from '../../../services/api/server.ts';
+import { startService } from '../../../services/main/index.ts';
 import { startReplayModel } from '../../../services/replay-model/server.ts';
 import { cleanupPrefix, removeSandboxes, sandboxPrefix, testConfig, testPrefix } from '../pipeline/helpers.ts';
 
@@ -52,7 +52,7 @@ describe('job recovery', () => {
     }
     first.child.kill('SIGKILL');
 
-    const second = await startService(cfg, {}, () => {});
+    const second = await startService(cfg, {});
     cleanups.push(() => second.close());
     let job: Record<string, any> = {};
     for (let i = 0; i < 200; i++) {

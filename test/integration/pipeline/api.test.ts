@@ -1,6 +1,6 @@
 import { execFileSync } from 'node:child_process';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startService, type ServiceHandle } from '../../../services/api/server.ts';
+import { startService, type ServiceHandle } from '../../../services/main/index.ts';
 import { client, cleanupPrefix, rawGet, rawPost, readSse, removeSandboxes, sandboxPrefix, testConfig, testPrefix } from './helpers.ts';
 
 // The REST API of API.md on real Redis and real Docker sandboxes.
@@ -17,7 +17,7 @@ beforeAll(async () => {
   svc = await startService(testConfig(prefix, {
     PORT: '0', THINKFLOW_API_KEYS: 'k-sub1:submitter,k-sub2:submitter,k-op:operator,k-admin:admin',
     THINKFLOW_SANDBOX_PREFIX: boxes,
-  }), {}, () => {});
+  }), {});
   sub1 = client(svc.url!, 'k-sub1');
   sub2 = client(svc.url!, 'k-sub2');
   op = client(svc.url!, 'k-op');

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startService, type ServiceHandle } from '../../../services/api/server.ts';
+import { startService, type ServiceHandle } from '../../../services/main/index.ts';
 import { principalId } from '../../../services/api/middleware/auth.ts';
 import { client, cleanupPrefix, removeSandboxes, sandboxPrefix, testConfig, testPrefix } from './helpers.ts';
 
@@ -20,7 +20,7 @@ type Pending = {
 beforeAll(async () => {
   svc = await startService(testConfig(prefix, {
     PORT: '0', THINKFLOW_API_KEYS: 'k-sub:submitter,k-op:operator,k-admin:admin', THINKFLOW_SANDBOX_PREFIX: boxes, THINKFLOW_APPROVAL_TTL_S: '4',
-  }), {}, () => {});
+  }), {});
   sub = client(svc.url!, 'k-sub');
   op = client(svc.url!, 'k-op');
 });

@@ -4,7 +4,7 @@
 import http from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import Docker from 'dockerode';
-import { startService, type ServiceHandle } from '../../../services/api/server.ts';
+import { startService, type ServiceHandle } from '../../../services/main/index.ts';
 import { containerName } from '../../../services/sandbox/index.ts';
 import { cleanupPrefix, client, removeSandboxes, sandboxPrefix, testConfig, testPrefix } from './helpers.ts';
 
@@ -20,7 +20,7 @@ beforeAll(async () => {
     PORT: '0', THINKFLOW_API_KEYS: 'k-a:submitter,k-b:submitter,k-c:submitter', THINKFLOW_SANDBOX_PREFIX: boxes,
     THINKFLOW_SANDBOX_IDLE_STOP_S: '1', THINKFLOW_SANDBOX_REAP_INTERVAL_S: '1',
     THINKFLOW_MAX_SESSIONS_PER_KEY: '3', THINKFLOW_MAX_RUNNING_PER_KEY: '1', THINKFLOW_MAX_STREAMS_PER_KEY: '2',
-  }), {}, () => {});
+  }), {});
   a = client(svc.url!, 'k-a');
   b = client(svc.url!, 'k-b');
 });

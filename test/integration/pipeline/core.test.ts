@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createRuntime, type Runtime } from '../../../services/pipeline/runtime.ts';
+import { createRuntime, type Runtime } from '../../../services/main/index.ts';
 import { runCommandsTurn } from '../../../services/pipeline/api-turn.ts';
 import { readEvents } from '../../../services/pipeline/events.ts';
 import { processCommand } from '../../../services/pipeline/processor.ts';

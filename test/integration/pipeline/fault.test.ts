@@ -4,7 +4,7 @@ import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { startService, type ServiceHandle } from '../../../services/api/server.ts';
+import { startService, type ServiceHandle } from '../../../services/main/index.ts';
 import { client, cleanupPrefix, removeSandboxes, sandboxPrefix, startWorker, testConfig, testPrefix } from './helpers.ts';
 
 // Fault tests: a worker process killed with SIGKILL mid-command, and Redis
@@ -41,7 +41,7 @@ describe('fault tolerance (real Redis and Docker)', () => {
       REDIS_URL: cfg.redisUrl, THINKFLOW_REDIS_PREFIX: prefix, THINKFLOW_POLICY_DIR: cfg.policyDir,
       THINKFLOW_SANDBOX_PREFIX: boxes, THINKFLOW_LOCK_MS: '2000', THINKFLOW_STALLED_INTERVAL_MS: '1000',
     };
-    const api = await startService(cfg, {}, () => {});
+    const api = await startService(cfg, {});
     cleanups.push(async () => { await api.close(); await cleanupPrefix(prefix); await removeSandboxes(boxes); });
     expect(api.runtime.pool).toBeNull(); // this process only serves HTTP
     const c = client(api.url!);
@@ -98,7 +98,7 @@ describe('fault tolerance (real Redis and Docker)', () => {
     let redis = await startRedis();
     const prefix = testPrefix('aof');
     const boxes = sandboxPrefix('aof');
-    const svc: ServiceHandle = await startService(testConfig(prefix, { PORT: '0', REDIS_URL: redisUrl, THINKFLOW_SANDBOX_PREFIX: boxes }), {}, () => {});
+    const svc: ServiceHandle = await startService(testConfig(prefix, { PORT: '0', REDIS_URL: redisUrl, THINKFLOW_SANDBOX_PREFIX: boxes }), {});
     cleanups.push(async () => { await svc.close(); await removeSandboxes(boxes); redis.kill('SIGKILL'); });
     const c = client(svc.url!);
     const sid = ((await (await c.json('/v1/sessions', { files: { 'seed.txt': 'seed\n' } })).json()) as { session_id: string }).session_id;

@@ -1,5 +1,5 @@
 import { afterAll, describe, expect, it } from 'vitest';
-import { createRuntime, type Runtime } from '../../../services/pipeline/runtime.ts';
+import { createRuntime, type Runtime } from '../../../services/main/index.ts';
 import { FakeExecutor } from './fake-executor.ts';
 import { cleanupPrefix, testConfig, testPrefix } from './helpers.ts';
 

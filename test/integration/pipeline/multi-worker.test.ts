@@ -1,6 +1,6 @@
 import type { ChildProcess } from 'node:child_process';
 import { afterAll, describe, expect, it } from 'vitest';
-import { startService, type ServiceHandle } from '../../../services/api/server.ts';
+import { startService, type ServiceHandle } from '../../../services/main/index.ts';
 import { client, cleanupPrefix, removeSandboxes, sandboxPrefix, startWorker, testConfig, testPrefix } from './helpers.ts';
 
 // Two worker processes and an API-only process on one Redis: BullMQ's global
@@ -23,7 +23,7 @@ type Entry = { turn: number; id: string; status: string; started_at: string; fin
 describe('several worker processes (real Redis and Docker)', () => {
   it('keep each session strictly ordered and one-at-a-time across processes', async () => {
     const cfg = testConfig(prefix, { PORT: '0', THINKFLOW_ROLE: 'api', THINKFLOW_SANDBOX_PREFIX: boxes });
-    api = await startService(cfg, {}, () => {});
+    api = await startService(cfg, {});
     const env = { REDIS_URL: cfg.redisUrl, THINKFLOW_REDIS_PREFIX: prefix, THINKFLOW_POLICY_DIR: cfg.policyDir, THINKFLOW_SANDBOX_PREFIX: boxes };
     const workers = await Promise.all([startWorker(env, children), startWorker(env, children)]);
     const c = client(api.url!);

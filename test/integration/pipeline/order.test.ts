@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startService, type ServiceHandle } from '../../../services/api/server.ts';
+import { startService, type ServiceHandle } from '../../../services/main/index.ts';
 import { client, cleanupPrefix, removeSandboxes, sandboxPrefix, testConfig, testPrefix } from './helpers.ts';
 
 // Ordering under load, real Redis and Docker: 20 sessions in parallel, each
@@ -10,7 +10,7 @@ const boxes = sandboxPrefix('order');
 let svc: ServiceHandle;
 
 beforeAll(async () => {
-  svc = await startService(testConfig(prefix, { PORT: '0', THINKFLOW_SANDBOX_PREFIX: boxes }), {}, () => {});
+  svc = await startService(testConfig(prefix, { PORT: '0', THINKFLOW_SANDBOX_PREFIX: boxes }), {});
 });
 afterAll(async () => {
   await svc?.close();

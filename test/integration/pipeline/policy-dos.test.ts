@@ -3,7 +3,7 @@
 // matched in linear time now (POLICY.md §7): /healthz stays under 50 ms while
 // 20 such sessions are created, on real Redis.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startService, type ServiceHandle } from '../../../services/api/server.ts';
+import { startService, type ServiceHandle } from '../../../services/main/index.ts';
 import { client, cleanupPrefix, removeSandboxes, sandboxPrefix, testConfig, testPrefix } from './helpers.ts';
 
 const prefix = testPrefix('dos');
@@ -11,7 +11,7 @@ const boxes = sandboxPrefix('dos');
 let svc: ServiceHandle;
 
 beforeAll(async () => {
-  svc = await startService(testConfig(prefix, { PORT: '0', THINKFLOW_API_KEYS: 'k-sub:submitter', THINKFLOW_SANDBOX_PREFIX: boxes }), {}, () => {});
+  svc = await startService(testConfig(prefix, { PORT: '0', THINKFLOW_API_KEYS: 'k-sub:submitter', THINKFLOW_SANDBOX_PREFIX: boxes }), {});
 });
 afterAll(async () => {
   await svc?.close();

@@ -7,7 +7,7 @@ import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startService, type ServiceHandle } from '../../../services/api/server.ts';
+import { startService, type ServiceHandle } from '../../../services/main/index.ts';
 import { containerName } from '../../../services/sandbox/index.ts';
 import { cleanupPrefix, client, rawGet, removeSandboxes, sandboxPrefix, testConfig, testPrefix } from './helpers.ts';
 
@@ -42,7 +42,7 @@ function policies(): string {
 beforeAll(async () => {
   svc = await startService(testConfig(prefix, {
     PORT: '0', THINKFLOW_API_KEYS: 'k-sub:submitter,k-op:operator', THINKFLOW_SANDBOX_PREFIX: boxes, THINKFLOW_POLICY_DIR: policies(),
-  }), {}, () => {});
+  }), {});
   api = client(svc.url!, 'k-sub');
   op = client(svc.url!, 'k-op');
 });

@@ -1,6 +1,7 @@
 import { parseArgs } from 'node:util';
-import { loadConfig } from '../../config/env.ts';
-import { startService } from '../../api/server.ts';
+import { loadConfig } from '../config/index.ts';
+import { log } from '../log/index.ts';
+import { startService } from './service.ts';
 
 /**
  * `thinkflow serve [--role api|worker|all] [--port N] [--host H]`: runs until
@@ -37,7 +38,7 @@ export async function serveMain(args: string[]): Promise<number> {
   const service = await startService(config);
   await new Promise<void>((resolve) => {
     const stop = (sig: string) => {
-      process.stderr.write(`thinkflow: ${sig}, shutting down\n`);
+      log().info({ signal: sig }, `thinkflow: ${sig}, shutting down`);
       resolve();
     };
     process.once('SIGINT', () => stop('SIGINT'));

@@ -1,12 +1,14 @@
 import { serve, type ServerType } from '@hono/node-server';
 import type { AddressInfo } from 'node:net';
-import type { Config } from '../config/env.ts';
-import { createRuntime, type Runtime, type RuntimeOverrides } from '../pipeline/runtime.ts';
-import { createApp } from './app.ts';
-import { startJobs, type JobsRuntime } from '../jobs/jobs-runtime.ts';
+import { createApp } from '../api/index.ts';
+import type { Config } from '../config/index.ts';
+import { log, type Logger } from '../log/index.ts';
+import { startJobs, type JobsRuntime } from './jobs.ts';
+import { createRuntime, type Runtime, type RuntimeOverrides } from './runtime.ts';
 
-// Starts what THINKFLOW_ROLE asks for: the HTTP API (`api`), the worker pool
-// (`worker`), or both (`all`). Used by `thinkflow serve` and by the tests.
+// The composition root: starts what THINKFLOW_ROLE asks for — the HTTP API
+// (`api`), the worker pool (`worker`), or both (`all`) — and wires each layer
+// with the narrow parts it uses. Used by `thinkflow serve` and by the tests.
 
 export type ServiceHandle = {
   runtime: Runtime;
@@ -17,26 +19,26 @@ export type ServiceHandle = {
 
 const LOOPBACK_HOSTS = new Set(['127.0.0.1', '::1', 'localhost']);
 
-export async function startService(config: Config, overrides: RuntimeOverrides = {}, log: (line: string) => void = (l) => process.stderr.write(`${l}\n`)): Promise<ServiceHandle> {
+export async function startService(config: Config, overrides: RuntimeOverrides = {}, logger: Logger = log()): Promise<ServiceHandle> {
   const runtime = await createRuntime(config, overrides);
   let server: ServerType | null = null;
   let jobsRuntime: JobsRuntime | null = null;
   let url: string | null = null;
   if (config.role !== 'worker') {
     if (!config.apiKeys) {
-      log('!!! WARNING: THINKFLOW_API_KEYS is unset: DEV MODE. Every loopback caller is admin; other clients are refused. !!!');
-      if (!LOOPBACK_HOSTS.has(config.host)) log(`!!! WARNING: dev mode while listening on ${config.host}: set THINKFLOW_API_KEYS before exposing this port. !!!`);
+      logger.warn('!!! WARNING: THINKFLOW_API_KEYS is unset: DEV MODE. Every loopback caller is admin; other clients are refused. !!!');
+      if (!LOOPBACK_HOSTS.has(config.host)) logger.warn(`!!! WARNING: dev mode while listening on ${config.host}: set THINKFLOW_API_KEYS before exposing this port. !!!`);
     }
-    jobsRuntime = await startJobs(runtime, log);
+    jobsRuntime = await startJobs(runtime, logger);
     const app = createApp(runtime, { jobs: jobsRuntime.jobs });
     server = await new Promise<ServerType>((resolve) => {
       const s = serve({ fetch: app.fetch, port: config.port, hostname: config.host }, () => resolve(s));
     });
     const addr = server.address() as AddressInfo;
     url = `http://${addr.family === 'IPv6' ? `[${addr.address}]` : addr.address}:${addr.port}`;
-    log(`thinkflow api listening on ${url} (role ${config.role})`);
+    logger.info({ url, role: config.role }, `thinkflow api listening on ${url} (role ${config.role})`);
   }
-  if (runtime.pool) log(`thinkflow worker running (prefix ${config.redisPrefix})`);
+  if (runtime.pool) logger.info({ prefix: config.redisPrefix }, `thinkflow worker running (prefix ${config.redisPrefix})`);
   let closing: Promise<void> | null = null;
   return {
     runtime,

@@ -4,14 +4,11 @@
 import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { z } from 'zod';
-import { modelEndpoint, type ModelEndpoint } from '../agent/model-client.ts';
-import type { Runtime } from '../pipeline/runtime.ts';
-import { BUILTIN_TRANSCRIPTS } from '../replay-model/scenarios.ts';
-import { REPLAY_MODEL_NAME, startReplayModel, type ReplayModel } from '../replay-model/server.ts';
-import { Transcript, type TranscriptInput } from '../replay-model/transcript.ts';
-import { JobsService } from './jobs-service.ts';
-import { JobStore } from './job-store.ts';
-import { WebhookSender } from './webhooks.ts';
+import { modelEndpoint, type ModelEndpoint } from '../agent/index.ts';
+import { JobsService, JobStore, WebhookSender } from '../jobs/index.ts';
+import { BUILTIN_TRANSCRIPTS, REPLAY_MODEL_NAME, startReplayModel, Transcript, type ReplayModel, type TranscriptInput } from '../replay-model/index.ts';
+import type { Logger } from '../log/index.ts';
+import type { Runtime } from './runtime.ts';
 
 export interface JobsRuntime {
   jobs: JobsService;
@@ -27,27 +24,28 @@ function extraTranscripts(file: string | null): TranscriptInput[] {
   return parsed.data;
 }
 
-export async function startJobs(rt: Runtime, log: (line: string) => void): Promise<JobsRuntime> {
+export async function startJobs(rt: Runtime, logger: Logger): Promise<JobsRuntime> {
+  const say = (line: string) => logger.info(line);
   const { model, webhookSecret, webhookAllow, runnerTtlS, replayScripts } = rt.config;
   let replay: ReplayModel | null = null;
   let endpoint: ModelEndpoint;
   if (model.baseUrl) {
     // loadConfig refuses a base URL without a model name.
     endpoint = modelEndpoint(model.baseUrl, model.apiKey ?? undefined, model.name!, 'openai-compatible');
-    log(`thinkflow model: ${endpoint.model} at ${model.baseUrl}`);
+    logger.info(`thinkflow model: ${endpoint.model} at ${model.baseUrl}`);
   } else {
     replay = await startReplayModel({ transcripts: [...extraTranscripts(replayScripts), ...BUILTIN_TRANSCRIPTS] });
     endpoint = modelEndpoint(replay.baseUrl, undefined, REPLAY_MODEL_NAME, 'replay');
-    log(`thinkflow model: OPENAI_BASE_URL is unset: using the BUILT-IN REPLAY MODEL (scripted demo transcripts) at ${replay.baseUrl}; jobs show model_source "replay"`);
+    logger.warn(`thinkflow model: OPENAI_BASE_URL is unset: using the BUILT-IN REPLAY MODEL (scripted demo transcripts) at ${replay.baseUrl}; jobs show model_source "replay"`);
   }
   let secret = webhookSecret;
   if (!secret) {
     secret = randomBytes(32).toString('hex');
-    log('thinkflow webhooks: THINKFLOW_WEBHOOK_SECRET is unset: signing with a random per-process key receivers cannot verify');
+    logger.warn('thinkflow webhooks: THINKFLOW_WEBHOOK_SECRET is unset: signing with a random per-process key receivers cannot verify');
   }
   const store = new JobStore(rt.redis, rt.keys.prefix);
-  const webhooks = new WebhookSender({ secret, log, allow: webhookAllow, record: (id, d) => store.recordDelivery(id, d) });
-  const jobs = new JobsService({ redis: rt.redis, keys: rt.keys, pipeline: rt.pipeline, endpoint, webhooks, runnerTtlS, log });
+  const webhooks = new WebhookSender({ secret, log: say, allow: webhookAllow, record: (id, d) => store.recordDelivery(id, d) });
+  const jobs = new JobsService({ redis: rt.redis, keys: rt.keys, pipeline: rt.pipeline, endpoint, webhooks, runnerTtlS, log: say });
   await jobs.start();
   let closing: Promise<void> | null = null;
   return {

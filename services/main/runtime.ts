@@ -1,20 +1,18 @@
 import { hostname } from 'node:os';
 import type { Redis } from 'ioredis';
-import type { Config } from '../config/env.ts';
+import type { Config } from '../config/index.ts';
+import { log } from '../log/index.ts';
+import {
+  Approvals, createKeys, createRedis, FilePolicyGate, Pipeline, PipelineMetrics, SandboxExecutor, WorkerPool,
+  type Executor, type Keys, type PipelineRedis, type PolicyGate, type WorkerPoolOptions,
+} from '../pipeline/index.ts';
 import { SandboxManager } from '../sandbox/index.ts';
-import { SandboxExecutor, type Executor } from './executor.ts';
-import { createKeys, type Keys } from './keys.ts';
-import { PipelineMetrics } from './metrics.ts';
-import { Pipeline } from './pipeline.ts';
-import { FilePolicyGate, type PolicyGate } from './policy-gate.ts';
-import { Approvals } from './approvals.ts';
-import { createRedis, type PipelineRedis } from './redis.ts';
-import { WorkerPool, type WorkerPoolOptions } from './worker-pool.ts';
 
-// The composition root of one process: two Redis connections (commands, and a
-// subscriber shared by events, approvals and wake-ups), the pipeline, and the
-// worker pool when this process runs the worker role. Plus one blocking
-// connection per open session Worker, which BullMQ requires.
+// The pipeline side of one process: two Redis connections (commands, and a
+// subscriber shared by events, approvals and wake-ups), the Docker sandboxes
+// behind the pipeline's Executor port, the pipeline, and the worker pool when
+// this process runs the worker role. Plus one blocking connection per open
+// session Worker, which BullMQ requires.
 
 export type Runtime = {
   config: Config;
@@ -96,7 +94,7 @@ export async function createRuntime(config: Config, overrides: RuntimeOverrides 
           try {
             await Promise.race([step(), limit]);
           } catch (err) {
-            process.stderr.write(`thinkflow: closing ${name}: ${(err as Error).message}\n`);
+            log().error({ err, step: name }, 'closing: step failed; the next steps still run');
           } finally {
             clearTimeout(timer);
           }

@@ -1,0 +1,6 @@
+// The built-in scripted model's door: the server, its transcripts and the demo ones.
+export { REPLAY_MODEL_NAME, startReplayModel } from './server.ts';
+export type { ReplayModel } from './server.ts';
+export { Transcript } from './transcript.ts';
+export type { TranscriptInput } from './transcript.ts';
+export { BUILTIN_TRANSCRIPTS } from './scenarios.ts';
