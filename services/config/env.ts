@@ -53,6 +53,8 @@ export const EnvSchema = z.object({
   THINKFLOW_SANDBOX_IDLE_STOP_S: z.coerce.number().int().min(1).default(600),
   /** how often the worker's reaper runs (stops idle containers, removes those of deleted or long-idle sessions) */
   THINKFLOW_SANDBOX_REAP_INTERVAL_S: z.coerce.number().int().min(1).default(60),
+  /** pino level of the service's JSON log lines on stderr */
+  THINKFLOW_LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   /** a JSON file of extra replay transcripts (an array), served before the built-in ones */
   THINKFLOW_REPLAY_SCRIPTS: z.string().min(1).optional(),
 });
@@ -94,6 +96,7 @@ export type Config = {
   caps: { maxSessionsPerKey: number; maxRunningPerKey: number; maxStreamsPerKey: number };
   sandboxIdleStopS: number;
   sandboxReapIntervalS: number;
+  logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
 };
 
 /** A key's display name: set as `key:role:name`, else its non-secret digest (`key-…`). */
@@ -165,6 +168,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     sandboxImage: e.THINKFLOW_SANDBOX_IMAGE,
     parser: { legacyTags: e.THINKFLOW_LEGACY_TAGS, maxBodyBytes: e.THINKFLOW_MAX_TAG_BODY_BYTES },
     eventsKeep: e.THINKFLOW_EVENTS_KEEP,
+    logLevel: e.THINKFLOW_LOG_LEVEL,
     webhookSecret: e.THINKFLOW_WEBHOOK_SECRET ?? null,
     webhookAllow: e.THINKFLOW_WEBHOOK_ALLOW ?? null,
     runnerTtlS: e.THINKFLOW_RUNNER_TTL_S,

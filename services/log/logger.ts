@@ -9,18 +9,12 @@ export type { Logger } from 'pino';
 /** The ids a log line about work carries; absent ones are left out. */
 export type LogIds = { job_id?: string | null; session_id?: string | null; command_id?: string | null };
 
-const LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
-export type LogLevel = (typeof LEVELS)[number];
-
-function levelFromEnv(): LogLevel {
-  const v = process.env.THINKFLOW_LOG_LEVEL;
-  return (LEVELS as readonly string[]).includes(v ?? '') ? (v as LogLevel) : 'info';
-}
+export type LogLevel = 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
 
 /** A logger writing to `destination` (default stderr); pretty on a terminal unless `pretty: false`. */
 export function createLogger(opts: { level?: LogLevel; pretty?: boolean; destination?: NodeJS.WritableStream } = {}): Logger {
   const options: LoggerOptions = {
-    level: opts.level ?? levelFromEnv(),
+    level: opts.level ?? 'info',
     base: { pid: process.pid },
     timestamp: pino.stdTimeFunctions.isoTime,
     // err objects keep their message and stack under `err`
@@ -35,7 +29,7 @@ export function createLogger(opts: { level?: LogLevel; pretty?: boolean; destina
 
 let root: Logger = createLogger();
 
-/** The process logger. The composition root may replace it (tests capture lines with setLogger). */
+/** The process logger (level `info` until the composition root sets THINKFLOW_LOG_LEVEL's; tests capture lines with setLogger). */
 export function log(): Logger {
   return root;
 }

@@ -1,6 +1,6 @@
 import { parseArgs } from 'node:util';
 import { loadConfig } from '../config/index.ts';
-import { log } from '../log/index.ts';
+import { createLogger, log, setLogger } from '../log/index.ts';
 import { startService } from './service.ts';
 
 /**
@@ -35,6 +35,7 @@ export async function serveMain(args: string[]): Promise<number> {
     process.stderr.write(`thinkflow serve: ${(err as Error).message}\n`);
     return 2;
   }
+  setLogger(createLogger({ level: config.logLevel }));
   const service = await startService(config);
   await new Promise<void>((resolve) => {
     const stop = (sig: string) => {
