@@ -12,37 +12,12 @@
 // simple commands out of a complex script.
 
 import { decodeAnsiC } from './ansi-c.ts';
+import {
+  SEPARATORS, CASE_SEPARATORS, HEREDOCS, PROCESS_SUBST, OPERATORS, WORD_BREAK, PLAIN_RUN, OPERATOR_START, NAME_CHAR, SPECIAL_PARAM, newWord, SIMPLE_PARAMETER, closingBrace, ansiEnd,
+  type LexResult, type Token, type Word,
+} from './shell-tokens.ts';
 
-export type Word = {
-  kind: 'word';
-  text: string;
-  /** Any quote or backslash was used: reserved words and `NAME=` need none. */
-  quoted: boolean;
-  /** Length of the leading unquoted, unexpanded literal run. */
-  lit: number;
-  /** Contains `$…`, `~` at the start, or a command/arithmetic substitution. */
-  expanded: boolean;
-  /** Contains an unquoted `{` or `}` (brace expansion or a group). */
-  brace: boolean;
-};
-export type Op = { kind: 'sep' | 'redir' | 'open' | 'close'; op: string };
-export type Token = Word | Op;
-export type LexResult = { tokens: Token[]; complex?: string };
-
-const SEPARATORS = new Set(['&&', '||', ';', '|', '|&', '&', '\n']);
-const CASE_SEPARATORS = new Set([';;', ';;&', ';&']);
-const HEREDOCS = new Set(['<<', '<<-', '<<<']);
-const PROCESS_SUBST = new Set(['<(', '>(']);
-// Longest first, so `&&` wins over `&` and `>>` over `>`.
-const OPERATORS = [';;&', '&>>', '<<<', '<<-', ';;', ';&', '&&', '||', '|&', '&>', '<<', '<>', '<&', '<(', '>>', '>&', '>|', '>(', ';', '|', '&', '<', '>'];
-const WORD_BREAK = new Set([' ', '\t', '\n', '|', '&', ';', '<', '>', '(', ')']);
-// Characters a word can take verbatim, in runs: everything but breaks,
-// quotes, escapes, expansions and braces. Scanning runs keeps the lexer at a
-// few µs per script (see bench/policy).
-const PLAIN_RUN = /[^ \t\n|&;<>()`\\'"$~{}]+/y;
-const OPERATOR_START = new Set([';', '&', '|', '<', '>']);
-const NAME_CHAR = /[A-Za-z0-9_]/;
-const SPECIAL_PARAM = /[@*#?$!\-]/;
+export type { LexResult, Op, Token, Word } from './shell-tokens.ts';
 
 export function lex(script: string): LexResult {
   const l = new Lexer(script);
@@ -298,28 +273,4 @@ class Lexer {
     this.w.lit = 0;
     this.w.expanded = true;
   }
-}
-
-function newWord(): Word {
-  return { kind: 'word', text: '', quoted: false, lit: -1, expanded: false, brace: false };
-}
-
-const SIMPLE_PARAMETER = /^#?(?:[A-Za-z_][A-Za-z0-9_]*|[0-9]+|[@*#?$!-])$/;
-
-function closingBrace(s: string, from: number): number {
-  let depth = 1;
-  for (let j = from; j < s.length; j++) {
-    if (s[j] === '{') depth++;
-    else if (s[j] === '}' && --depth === 0) return j;
-  }
-  return -1;
-}
-
-/** Index of the `'` closing a `$'…'` string that starts at `from`, or -1. */
-function ansiEnd(s: string, from: number): number {
-  for (let j = from; j < s.length; j++) {
-    if (s[j] === '\\') j++;
-    else if (s[j] === "'") return j;
-  }
-  return -1;
 }
