@@ -1,11 +1,12 @@
 // The HTTP side of the client commands (submit, approvals, approve, reject):
 // where the API is, how to authenticate, typed calls of the REST routes of
-// API.md, and a resumable reader of a job's Server-Sent Events. Only types are
-// imported from the server modules, so the CLI loads neither zod nor Redis.
+// API.md, and a resumable reader of a job's Server-Sent Events, typed with the
+// server's event union. Only types are imported from the server modules, so
+// the CLI loads neither zod nor Redis.
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { z } from 'zod';
 import type { JobRequest, JobView, SubmitResponse } from '../jobs/job-schemas.ts';
-import type { PublicApproval } from '../pipeline/events.ts';
+import type { PublicApproval, StreamEvent } from '../pipeline/index.ts';
 
 export const DEFAULT_URL = 'http://127.0.0.1:8080';
 
@@ -76,6 +77,24 @@ async function apiErrorFrom(res: Response): Promise<ApiError> {
 const isAbort = (err: unknown) => err instanceof Error && err.name === 'AbortError';
 
 export type SseEvent = { id: string; event: string; data: string };
+
+/** An event of a job's stream: its `data` as received (what --json prints) and the same, typed by its `event:` name. */
+export type JobStreamEvent = { id: string; name: string; data: unknown; event: StreamEvent };
+
+/**
+ * Reads one SSE event of a job's stream. The job stream's `data` leaves out
+ * `type` (the `event:` line says it); the server checked every event against
+ * the union when it read it, so it is typed here without a second check.
+ */
+export function jobStreamEvent(ev: SseEvent): JobStreamEvent {
+  let data: unknown;
+  try {
+    data = JSON.parse(ev.data);
+  } catch {
+    throw new CliError(`event ${ev.id} (${ev.event}) carries data that is not JSON`);
+  }
+  return { id: ev.id, name: ev.event, data, event: { ...(data as object), type: ev.event } as StreamEvent };
+}
 
 /**
  * The event-stream parser of the HTML spec (§9.2.6): lines end in CRLF, LF or
