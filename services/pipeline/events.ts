@@ -58,6 +58,8 @@ const event = <T extends string, S extends z.ZodRawShape>(type: T, shape: S) =>
   z.object({ type: z.literal(type), ...stored, ...shape });
 
 const turn = z.number().int().nonnegative();
+/** A parsed command; a native one carries the provider's tool-call id (`call_…`), not a tag's number. */
+const ParsedCommand = Command.extend({ id: z.string().min(1) });
 const text = { turn, text: z.string() };
 
 /** The ledger's events, written by the Lua scripts (createRecord, transition). */
@@ -74,7 +76,7 @@ export const JOB_EVENTS = [
   event('turn_started', { turn, api_call: z.number().int() }),
   event('reasoning_delta', text),
   event('text_delta', text),
-  event('command_parsed', { turn, stream: z.enum(['reasoning', 'text', 'native']), command: Command }),
+  event('command_parsed', { turn, stream: z.enum(['reasoning', 'text', 'native']), command: ParsedCommand }),
   event('parse_error', { turn, stream: z.enum(['reasoning', 'text']), error: ParseError }),
   // outcome: how the turn ended (done, tools, failure, parse_error, result, …): the runner's word, shown as is
   event('turn_ended', { turn, api_call: z.number().int(), outcome: z.string() }),

@@ -35,7 +35,7 @@ export const SAMPLES: { [T in SessionEventType]: EventBody & { type: T } } = {
   turn_started: { type: 'turn_started', turn: 1, api_call: 1 },
   reasoning_delta: { type: 'reasoning_delta', turn: 1, text: 'thinking' },
   text_delta: { type: 'text_delta', turn: 1, text: 'visible' },
-  command_parsed: { type: 'command_parsed', turn: 1, stream: 'native', command: { id: '1', tool: 'read', path: 'a.txt', need_result: true } },
+  command_parsed: { type: 'command_parsed', turn: 1, stream: 'native', command: { id: 'call_1_0', tool: 'read', path: 'a.txt', need_result: true } },
   parse_error: { type: 'parse_error', turn: 1, stream: 'text', error: { code: 'unclosed_tag', message: 'tf-write 3 never closed', id: '3' } },
   turn_ended: { type: 'turn_ended', turn: 1, api_call: 1, outcome: 'done' },
   job_finished: { type: 'job_finished', job: { job_id: 'job_1', session_id: 'ses_1', status: 'succeeded', turns: 1 } },
