@@ -1,7 +1,7 @@
 // Coalesces reasoning_delta/text_delta events: a model streaming 1-byte deltas
 // would otherwise cost one Redis round trip per byte. Buffered text is flushed
 // before any other event of the turn, so the event order stays the stream order.
-import type { JobEvents } from '../jobs/job-events.ts';
+import type { JobEvents, RunnerEventFields, RunnerEventType } from '../jobs/job-events.ts';
 
 const FLUSH_BYTES = 2048;
 const FLUSH_MS = 50;
@@ -23,7 +23,7 @@ export class DeltaEvents {
   }
 
   /** Any other event of the turn: flush the pending text first. */
-  async event(type: Parameters<JobEvents['append']>[2], data: Record<string, unknown>): Promise<void> {
+  async event<T extends RunnerEventType>(type: T, data: RunnerEventFields<T>): Promise<void> {
     await this.flush();
     await this.events.append(this.sid, this.jobId, type, data);
   }

@@ -1,5 +1,6 @@
 import type { Context } from 'hono';
 import { streamSSE } from 'hono/streaming';
+import { log, reasonOf } from '../log/index.ts';
 import type { StreamCaps } from './stream-caps.ts';
 
 // A "state + changes" Server-Sent Events stream: each connection first gets a
@@ -35,7 +36,7 @@ export function streamFeed(
       chain = chain.then(async () => {
         if (stream.aborted) return;
         await stream.writeSSE({ id: String(++n), event, data: JSON.stringify(data) });
-      }).catch((err) => process.stderr.write(`thinkflow api: ${opts.label}: write failed: ${(err as Error).message}\n`));
+      }).catch((err: unknown) => log().warn({ stream: opts.label, event, reason: reasonOf(err) }, 'live feed: write failed'));
     };
     const held: [string, unknown][] = [];
     let live = false;
@@ -44,7 +45,8 @@ export function streamFeed(
       throw err;
     });
     const timer = setInterval(() => {
-      chain = chain.then(() => (stream.aborted ? undefined : stream.write(': keep-alive\n\n'))).catch(() => {});
+      chain = chain.then(() => (stream.aborted ? undefined : stream.write(': keep-alive\n\n')))
+        .catch((err: unknown) => log().debug({ stream: opts.label, reason: reasonOf(err) }, 'live feed: keep-alive not written (client gone)'));
     }, KEEP_ALIVE_MS);
     try {
       if (stream.aborted) return;

@@ -1,9 +1,7 @@
 import type { Context } from 'hono';
 import { streamSSE } from 'hono/streaming';
 import type { Redis } from 'ioredis';
-import { firstKeptSeq, readEvents, type PipelineEvent } from '../pipeline/events.ts';
-import type { Keys } from '../pipeline/keys.ts';
-import type { Pipeline } from '../pipeline/pipeline.ts';
+import { firstKeptSeq, gapEvent, readEventPage, type Keys, type Pipeline, type SessionEvent, type SessionEventType } from '../pipeline/index.ts';
 import { AppError } from './errors.ts';
 import type { StreamCaps } from './stream-caps.ts';
 
@@ -32,13 +30,13 @@ export function streamSessionEvents(
   sid: string,
   opts: {
     after: number;
-    data?: (e: PipelineEvent) => Record<string, unknown>;
+    data?: (e: SessionEvent) => Record<string, unknown>;
     /** Close after sending an event of this type. */
-    endsWith?: string;
+    endsWith?: SessionEventType;
     /** Asked when nothing new is left to send: true closes the stream (e.g. a finished job resumed past its end). */
     done?: () => Promise<boolean>;
-    /** Fields added to a `gap` event (e.g. the job id). */
-    gapData?: Record<string, unknown>;
+    /** Fields added to a `gap` event (the job's stream names its job). */
+    gapData?: { job_id?: string };
   },
 ): Response {
   const release = deps.streams.acquire((c.var as { principal: { id: string } }).principal.id);
@@ -52,21 +50,23 @@ export function streamSessionEvents(
     stream.onAbort(() => wake?.());
     try {
       while (!stream.aborted) {
-        const batch = await readEvents(deps.redis, deps.keys, sid, after, BATCH);
+        const page = await readEventPage(deps.redis, deps.keys, sid, after, BATCH);
         // Seqs are consecutive: a jump past `after` may mean trimmed events (THINKFLOW_EVENTS_KEEP). Say so, never skip silently.
-        if (batch.length > 0 && batch[0]!.seq > after + 1) {
+        if (page.firstSeq !== null && page.firstSeq > after + 1) {
           const first = await firstKeptSeq(deps.redis, deps.keys, sid);
           if (first !== null && first > after + 1) {
-            await stream.writeSSE({ event: 'gap', data: JSON.stringify({ first_seq: first, after, session_id: sid, ...opts.gapData, at: new Date().toISOString() }) });
+            const { type, ...gap } = gapEvent(sid, first, after, opts.gapData?.job_id);
+            await stream.writeSSE({ event: type, data: JSON.stringify(gap) });
           }
         }
-        for (const e of batch) {
+        for (const e of page.events) {
           await stream.writeSSE({ id: String(e.seq), event: e.type, data: JSON.stringify(opts.data ? opts.data(e) : e) });
-          after = e.seq;
           if (opts.endsWith && e.type === opts.endsWith) return;
         }
-        if (batch.length === BATCH) continue;
-        if (batch.length === 0 && opts.done && (await opts.done())) return;
+        // past a malformed entry too (the reader logged it): it must not be read again
+        after = page.lastSeq;
+        if (page.read === BATCH) continue;
+        if (page.read === 0 && opts.done && (await opts.done())) return;
         const woken = await new Promise<boolean>((resolve) => {
           const t = setTimeout(() => done(false), KEEP_ALIVE_MS);
           function done(v: boolean) { clearTimeout(t); wake = null; resolve(v); }

@@ -1,11 +1,13 @@
 // The HTTP side of the client commands (submit, approvals, approve, reject):
 // where the API is, how to authenticate, typed calls of the REST routes of
-// API.md, and a resumable reader of a job's Server-Sent Events. Only types are
-// imported from the server modules, so the CLI loads neither zod nor Redis.
+// API.md, and a resumable reader of a job's Server-Sent Events, typed with the
+// server's event union. Only types are imported from the server modules, so
+// the CLI loads neither zod nor Redis.
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { z } from 'zod';
 import type { JobRequest, JobView, SubmitResponse } from '../jobs/job-schemas.ts';
-import type { PublicApproval } from '../pipeline/events.ts';
+import type { PublicApproval, StreamEvent } from '../pipeline/index.ts';
+import { SseParser, type SseEvent } from './sse-parser.ts';
 
 export const DEFAULT_URL = 'http://127.0.0.1:8080';
 
@@ -75,76 +77,22 @@ async function apiErrorFrom(res: Response): Promise<ApiError> {
 
 const isAbort = (err: unknown) => err instanceof Error && err.name === 'AbortError';
 
-export type SseEvent = { id: string; event: string; data: string };
+/** An event of a job's stream: its `data` as received (what --json prints) and the same, typed by its `event:` name. */
+export type JobStreamEvent = { id: string; name: string; data: unknown; event: StreamEvent };
 
 /**
- * The event-stream parser of the HTML spec (§9.2.6): lines end in CRLF, LF or
- * CR (a CRLF may be split across chunks), `:` starts a comment, one space
- * after the colon is dropped, `data` lines join with LF, a blank line
- * dispatches, and an unterminated event at the end of the stream is dropped.
+ * Reads one SSE event of a job's stream. The job stream's `data` leaves out
+ * `type` (the `event:` line says it); the server checked every event against
+ * the union when it read it, so it is typed here without a second check.
  */
-export class SseParser {
-  /** The id of the last dispatched event: what a reconnection sends as Last-Event-ID. */
-  lastEventId: string;
-  retryMs: number | null = null;
-  /** An `id:` line takes effect only when its event is dispatched, so a torn event cannot move it. */
-  #idBuffer: string;
-  #buf = '';
-  #afterCR = false;
-  #started = false;
-  #event = '';
-  #data: string[] = [];
-
-  constructor(lastEventId = '') {
-    this.lastEventId = lastEventId;
-    this.#idBuffer = lastEventId;
+export function jobStreamEvent(ev: SseEvent): JobStreamEvent {
+  let data: unknown;
+  try {
+    data = JSON.parse(ev.data);
+  } catch {
+    throw new CliError(`event ${ev.id} (${ev.event}) carries data that is not JSON`);
   }
-
-  feed(text: string): SseEvent[] {
-    const out: SseEvent[] = [];
-    let s = text;
-    if (!this.#started && s.length > 0) {
-      this.#started = true;
-      if (s.charCodeAt(0) === 0xfeff) s = s.slice(1);
-    }
-    if (this.#afterCR && s.length > 0) {
-      if (s[0] === '\n') s = s.slice(1);
-      this.#afterCR = false;
-    }
-    const buf = this.#buf + s;
-    let start = 0;
-    for (let i = 0; i < buf.length; i++) {
-      const ch = buf[i];
-      if (ch !== '\r' && ch !== '\n') continue;
-      this.#line(buf.slice(start, i), out);
-      if (ch === '\r') {
-        if (i + 1 === buf.length) this.#afterCR = true;
-        else if (buf[i + 1] === '\n') i++;
-      }
-      start = i + 1;
-    }
-    this.#buf = buf.slice(start);
-    return out;
-  }
-
-  #line(line: string, out: SseEvent[]): void {
-    if (line === '') {
-      this.lastEventId = this.#idBuffer;
-      if (this.#data.length > 0) out.push({ id: this.lastEventId, event: this.#event || 'message', data: this.#data.join('\n') });
-      this.#data = [];
-      this.#event = '';
-      return;
-    }
-    if (line.startsWith(':')) return;
-    const colon = line.indexOf(':');
-    const field = colon < 0 ? line : line.slice(0, colon);
-    let value = colon < 0 ? '' : line.slice(colon + 1);
-    if (value.startsWith(' ')) value = value.slice(1);
-    if (field === 'event') this.#event = value;
-    else if (field === 'data') this.#data.push(value);
-    else if (field === 'id') { if (!value.includes('\0')) this.#idBuffer = value; }
-    else if (field === 'retry') { if (/^\d+$/.test(value)) this.retryMs = Number(value); }
-  }
+  return { id: ev.id, name: ev.event, data, event: { ...(data as object), type: ev.event } as StreamEvent };
 }
 
 export type EventStreamOptions = {

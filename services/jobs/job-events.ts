@@ -1,45 +1,46 @@
-import { appendEventArgs } from '../pipeline/events.ts';
-import type { Keys } from '../pipeline/keys.ts';
+import { EventWriter, type EventBody, type JobEmit, type JobEvent, type Keys, type PipelineRedis } from '../pipeline/index.ts';
 import { jobKeys } from './job-store.ts';
-import type { PipelineRedis } from '../pipeline/redis.ts';
 
-// The runner's events (turn_started, reasoning_delta, text_delta,
-// command_parsed, parse_error, turn_ended, job_finished) go into the session's
-// event stream, numbered with the pipeline's own counter: a job's SSE is then
-// one ordered stream, replayable from any Last-Event-ID by any API process.
+// The job's side of the session's event stream. The events themselves are the
+// pipeline's (one union, one writer, numbered from one counter per session, so
+// a job's SSE is one ordered stream replayable from any Last-Event-ID); what
+// this adds is the job: `job_finished` lands with the job's final view.
 
-export const JOB_EVENT_TYPES = ['turn_started', 'reasoning_delta', 'text_delta', 'command_parsed', 'parse_error', 'turn_ended', 'job_finished'] as const;
-export type JobEventType = (typeof JOB_EVENT_TYPES)[number];
+type RunnerEvent = Exclude<JobEvent, { type: 'job_finished' }>;
+export type RunnerEventType = RunnerEvent['type'];
+/** What the runner says with an event of type T (the log adds seq, ids and time). */
+export type RunnerEventFields<T extends RunnerEventType> = Omit<EventBody<Extract<RunnerEvent, { type: T }>>, 'type'>;
 
 export class JobEvents {
+  readonly #writer: EventWriter;
   readonly #redis: PipelineRedis;
   readonly #keys: Keys;
-  readonly #keep: number;
 
   /** `keep`: events kept per session stream, 0 = all (THINKFLOW_EVENTS_KEEP). */
   constructor(redis: PipelineRedis, keys: Keys, keep = 0) {
+    this.#writer = new EventWriter(redis, keys, keep);
     this.#redis = redis;
     this.#keys = keys;
-    this.#keep = keep;
   }
 
-  async append(sessionId: string, jobId: string, type: JobEventType, data: Record<string, unknown> = {}): Promise<number> {
-    return Number(await this.#redis.appendEvent(...this.#args(sessionId, jobId, type, data)));
+  /** One of the runner's events; returns its seq. */
+  append<T extends RunnerEventType>(sessionId: string, jobId: string, type: T, data: RunnerEventFields<T>): Promise<number> {
+    return this.#writer.append(sessionId, jobId, { type, ...data } as unknown as EventBody); // T is one member of the union: TS cannot narrow a generic spread;
+  }
+
+  /** The runner's writer for one job: `emit({ type: 'turn_started', turn, api_call })`. */
+  emitter(sessionId: string, jobId: string): JobEmit {
+    return this.#writer.emitter(sessionId, jobId);
   }
 
   /**
    * Writes the job's final view and its `job_finished` event in one MULTI, so
    * no reader ever sees a final job without its last event, or the reverse.
    */
-  async finish(jobKey: string, view: { session_id: string; job_id: string }): Promise<void> {
-    const multi = this.#redis.multi().hset(jobKey, 'data', JSON.stringify(view))
-      .publish(jobKeys(this.#keys.prefix).changes(), view.job_id) as unknown as { appendEvent(...a: (string | number)[]): { exec(): Promise<unknown> } };
-    const results = (await multi.appendEvent(...this.#args(view.session_id, view.job_id, 'job_finished', { job: view })).exec()) as Array<[Error | null, unknown]> | null;
+  async finish(jobKey: string, view: { session_id: string; job_id: string; status: string }): Promise<void> {
+    const multi = this.#redis.multi().hset(jobKey, 'data', JSON.stringify(view)).publish(jobKeys(this.#keys.prefix).changes(), view.job_id);
+    const results = await this.#writer.appendIn(multi, view.session_id, view.job_id, { type: 'job_finished', job: view }).exec();
     const failed = results?.find(([err]) => err);
     if (!results || failed) throw failed?.[0] ?? new Error('MULTI was discarded');
-  }
-
-  #args(sessionId: string, jobId: string, type: JobEventType, data: Record<string, unknown>): (string | number)[] {
-    return appendEventArgs(this.#keys, sessionId, type, { session_id: sessionId, job_id: jobId, at: new Date().toISOString(), ...data }, this.#keep);
   }
 }

@@ -1,128 +1,122 @@
-import type { Redis } from 'ioredis';
-import type { Keys } from './keys.ts';
-import type { PipelineRedis } from './redis.ts';
-import { targetOf, type LedgerRecord } from './ledger-record.ts';
+import { z } from 'zod';
+import { Command, ParseError } from '../protocol/index.ts';
+import { LedgerRecord, MatchedRuleSchema, targetOf } from './ledger-record.ts';
 
-// Events of a session. They are written by the Lua scripts together with the
-// state change they describe (a Redis stream per session, entry id `seq-0`, so
-// any API process can replay them from a `Last-Event-ID`), and published on a
-// per-session channel for live waiters. `EventHub` fans one subscriber
-// connection per process out to any number of listeners.
+// The event log's one model: every event of a session's stream (the SSE
+// `event:` names and `data:` fields of API.md), as a zod discriminated union
+// on `type`. The ledger's events are written by the Lua scripts with the state
+// change they describe; the others (files_seeded, the job runner's) by
+// event-writer.ts. Every stored event carries `seq` (its stream position) and
+// `index` (the ledger index of the command it is about; 0 when none).
+// Field order matters: readers get the stored JSON as written, so the writers
+// below keep the order the wire has always had.
 
-export const EVENT_TYPES = [
-  'command_queued', 'approval_requested', 'approval_resolved', 'command_started', 'command_finished',
-] as const;
-export type PipelineEventType = (typeof EVENT_TYPES)[number];
-
-export type PublicApproval = {
-  token: string; session_id: string; job_id: string | null; command_id: string; turn: number;
-  tool: string; target: string; matched_rules: LedgerRecord['matched_rules']; justification: string | null;
-  created_at: string; expires_at: string;
-  status?: string; decision?: string | null; decided_by?: string | null; reason?: string | null; decided_at?: string | null;
+/** An approval as events and the REST routes show it (POLICY.md §5). */
+export const PublicApproval = z.object({
+  token: z.string(),
+  session_id: z.string(),
+  job_id: z.string().nullable(),
+  command_id: z.string(),
+  turn: z.number().int(),
+  tool: z.string(),
+  target: z.string(),
+  matched_rules: z.array(MatchedRuleSchema),
+  justification: z.string().nullable(),
+  created_at: z.string(),
+  expires_at: z.string(),
+  status: z.string().optional(),
+  decision: z.string().nullable().optional(),
+  decided_by: z.string().nullable().optional(),
+  reason: z.string().nullable().optional(),
+  decided_at: z.string().nullable().optional(),
   /** What each scope of approve_for_session would grant (POLICY.md §7). */
-  grant_options?: { scope: 'exact' | 'prefix'; covers: string | null; unavailable?: string }[];
+  grant_options: z.array(z.object({ scope: z.enum(['exact', 'prefix']), covers: z.string().nullable(), unavailable: z.string().optional() })).optional(),
   /** The scope an approve_for_session answer chose. */
-  grant_scope?: 'exact' | 'prefix';
-};
+  grant_scope: z.enum(['exact', 'prefix']).optional(),
+});
+export type PublicApproval = z.infer<typeof PublicApproval>;
 
 /** What command_queued/command_started carry: enough to show progress, without the body. */
-export type CommandSummary = { turn: number; id: string; tool: string; status: string; flow: string; target: string };
+export const CommandSummary = z.object({
+  turn: z.number().int(), id: z.string(), tool: z.string(), status: z.string(), flow: z.string(), target: z.string(),
+});
+export type CommandSummary = z.infer<typeof CommandSummary>;
 
 export function summaryOf(r: LedgerRecord): CommandSummary {
   return { turn: r.turn, id: r.id, tool: r.tool, status: r.status, flow: r.flow, target: targetOf(r) };
 }
 
-export type PipelineEvent = {
-  seq: number;
-  /** ledger index of the command the event is about */
-  index: number;
-  type: PipelineEventType;
-  session_id: string;
-  job_id: string | null;
-  at: string;
-  /** command_finished: the full ledger record */
-  record?: LedgerRecord;
-  /** command_queued, command_started */
-  command?: CommandSummary;
-  approval?: PublicApproval;
+/** Fields every stored event has. */
+const stored = {
+  seq: z.number().int().positive(),
+  index: z.number().int().nonnegative(),
+  session_id: z.string(),
+  job_id: z.string().nullable(),
+  at: z.string(),
 };
+const event = <T extends string, S extends z.ZodRawShape>(type: T, shape: S) =>
+  z.object({ type: z.literal(type), ...stored, ...shape });
 
-/** The JSON a script receives: everything but seq/index, which the script prepends. */
-export function eventJson(type: PipelineEventType, body: Omit<PipelineEvent, 'seq' | 'index' | 'type'>): string {
-  return JSON.stringify({ type, ...body });
-}
+const turn = z.number().int().nonnegative();
+/** A parsed command; a native one carries the provider's tool-call id (`call_…`), not a tag's number. */
+const ParsedCommand = Command.extend({ id: z.string().min(1) });
+const text = { turn, text: z.string() };
 
-/** The arguments of the appendEvent script: an event that is not a ledger change. */
-export function appendEventArgs(keys: Keys, sid: string, type: string, body: Record<string, unknown>, keep: number): (string | number)[] {
-  return [keys.eventSeq(sid), keys.events(sid), keys.eventChannel(sid), type, JSON.stringify({ type, ...body }), keep];
-}
+/** The ledger's events, written by the Lua scripts (createRecord, transition). */
+export const LEDGER_EVENTS = [
+  event('command_queued', { command: CommandSummary }),
+  event('approval_requested', { approval: PublicApproval }),
+  event('approval_resolved', { approval: PublicApproval }),
+  event('command_started', { command: CommandSummary }),
+  event('command_finished', { record: LedgerRecord }),
+] as const;
 
-/** Appends an event that is not a ledger change (files_seeded, the job runner's events); returns its seq. */
-export async function appendEvent(redis: PipelineRedis, keys: Keys, sid: string, type: string, body: Record<string, unknown>, keep: number): Promise<number> {
-  return Number(await redis.appendEvent(...appendEventArgs(keys, sid, type, body, keep)));
-}
+/** The job runner's events (API.md §Events); job_finished is written with the job's final view. */
+export const JOB_EVENTS = [
+  event('turn_started', { turn, api_call: z.number().int() }),
+  event('reasoning_delta', text),
+  event('text_delta', text),
+  event('command_parsed', { turn, stream: z.enum(['reasoning', 'text', 'native']), command: ParsedCommand }),
+  event('parse_error', { turn, stream: z.enum(['reasoning', 'text']), error: ParseError }),
+  // outcome: how the turn ended (done, tools, failure, parse_error, result, …): the runner's word, shown as is
+  event('turn_ended', { turn, api_call: z.number().int(), outcome: z.string() }),
+  // the job's view is the jobs layer's schema (above this one): checked here for what the stream needs
+  event('job_finished', { job: z.looseObject({ job_id: z.string(), session_id: z.string(), status: z.string() }) }),
+] as const;
 
-/** The seq of the oldest event still kept, or null when the session has none. */
-export async function firstKeptSeq(redis: Redis, keys: Keys, sid: string): Promise<number | null> {
-  const [first] = await redis.xrange(keys.events(sid), '-', '+', 'COUNT', 1);
-  return first ? Number(first[0].split('-')[0]) : null;
-}
+export const SessionEvent = z.discriminatedUnion('type', [
+  ...LEDGER_EVENTS,
+  ...JOB_EVENTS,
+  event('files_seeded', { paths: z.array(z.object({ path: z.string(), bytes: z.number().int().nonnegative() })) }),
+]);
+export type SessionEvent = z.infer<typeof SessionEvent>;
+export type SessionEventType = SessionEvent['type'];
+export type EventOf<T extends SessionEventType> = Extract<SessionEvent, { type: T }>;
+export const EVENT_TYPES = SessionEvent.options.map((o) => o.shape.type.value) as SessionEventType[];
 
-/** Events after `afterSeq` (0 = from the first), oldest first. */
-export async function readEvents(redis: Redis, keys: Keys, sid: string, afterSeq = 0, count = 1000): Promise<PipelineEvent[]> {
-  const rows = await redis.xrange(keys.events(sid), `(${afterSeq}-0`, '+', 'COUNT', count);
-  return rows.map(([, fields]) => JSON.parse(fields[fields.indexOf('d') + 1]!) as PipelineEvent);
-}
+export type LedgerEvent = z.infer<(typeof LEDGER_EVENTS)[number]>;
+export type LedgerEventType = LedgerEvent['type'];
+export type JobEvent = z.infer<(typeof JOB_EVENTS)[number]>;
+export type JobEventType = JobEvent['type'];
 
-type Listener = (event: PipelineEvent) => void;
+/** What a writer supplies for an event: the log adds seq, index, session_id, job_id and at. */
+export type EventBody<E extends SessionEvent = SessionEvent> =
+  E extends unknown ? { type: E['type'] } & Omit<E, 'type' | 'seq' | 'index' | 'session_id' | 'job_id' | 'at'> : never;
 
-/** One subscriber connection per process (shared, not owned), fanned out to every waiter. */
-export class EventHub {
-  readonly #sub: Redis;
-  readonly #keys: Keys;
-  readonly #listeners = new Map<string, Set<Listener>>();
-  readonly #subscribing = new Map<string, Promise<unknown>>();
-  constructor(subscriber: Redis, keys: Keys) {
-    this.#sub = subscriber;
-    this.#keys = keys;
-    this.#sub.on('message', (channel: string, message: string) => {
-      const set = this.#listeners.get(channel);
-      if (!set) return;
-      let event: PipelineEvent;
-      try { event = JSON.parse(message) as PipelineEvent; } catch { return; }
-      for (const l of set) {
-        try { l(event); } catch { /* a listener must not break the others */ }
-      }
-    });
-  }
+/**
+ * Sent to a client resuming before the oldest event kept (THINKFLOW_EVENTS_KEEP):
+ * never stored, so it has no seq; the SSE data is everything but `type`.
+ */
+export const GapEvent = z.object({
+  type: z.literal('gap'),
+  first_seq: z.number().int().positive(),
+  after: z.number().int().nonnegative(),
+  session_id: z.string(),
+  job_id: z.string().optional(),
+  at: z.string(),
+});
+export type GapEvent = z.infer<typeof GapEvent>;
 
-  /** Resolves once Redis confirmed the subscription, so a state read after it misses nothing. */
-  async subscribe(sid: string, listener: Listener): Promise<() => void> {
-    const channel = this.#keys.eventChannel(sid);
-    let set = this.#listeners.get(channel);
-    if (!set) {
-      set = new Set();
-      this.#listeners.set(channel, set);
-      this.#subscribing.set(channel, this.#sub.subscribe(channel));
-    }
-    set.add(listener);
-    await this.#subscribing.get(channel);
-    return () => {
-      const s = this.#listeners.get(channel);
-      if (!s) return;
-      s.delete(listener);
-      if (s.size === 0) {
-        this.#listeners.delete(channel);
-        this.#subscribing.delete(channel);
-        this.#sub.unsubscribe(channel).catch(() => {});
-      }
-    };
-  }
-
-  /** Drops every listener; the subscriber connection belongs to the caller. */
-  close(): void {
-    for (const channel of this.#listeners.keys()) this.#sub.unsubscribe(channel).catch(() => {});
-    this.#listeners.clear();
-    this.#subscribing.clear();
-  }
-}
+/** Everything an event stream of API.md can carry. */
+export const StreamEvent = z.discriminatedUnion('type', [...SessionEvent.options, GapEvent]);
+export type StreamEvent = z.infer<typeof StreamEvent>;

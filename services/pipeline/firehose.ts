@@ -1,5 +1,7 @@
 import type { Redis } from 'ioredis';
-import type { PipelineEvent } from './events.ts';
+import { withIds } from '../log/index.ts';
+import { parseEvent } from './event-reader.ts';
+import type { SessionEvent } from './events.ts';
 import type { Keys } from './keys.ts';
 
 // Every session's events, and every approval answer, for the operator-wide
@@ -8,8 +10,7 @@ import type { Keys } from './keys.ts';
 // each stream re-reads the state it shows, so a missed message costs nothing
 // but latency, and every (re)connection starts with a full snapshot.
 
-export type FirehoseEvent = Pick<PipelineEvent, 'seq' | 'session_id' | 'job_id' | 'at'> & { type: string; approval?: PipelineEvent['approval'] };
-type Listener = { event?: (e: FirehoseEvent) => void; answered?: (token: string) => void };
+type Listener = { event?: (e: SessionEvent) => void; answered?: (token: string) => void };
 
 export class Firehose {
   readonly #sub: Redis;
@@ -27,18 +28,15 @@ export class Firehose {
   #start(): Promise<unknown> {
     const pattern = this.#keys.eventChannel('X').replace('{X}', '{*}');
     const answers = this.#keys.approvalChannel();
-    this.#sub.on('pmessage', (pat: string, _channel: string, message: string) => {
+    this.#sub.on('pmessage', (pat: string, channel: string, message: string) => {
       if (pat !== pattern || this.#listeners.size === 0) return;
-      let e: FirehoseEvent;
-      try { e = JSON.parse(message) as FirehoseEvent; } catch (err) {
-        process.stderr.write(`thinkflow api: firehose: unreadable event on ${_channel}: ${(err as Error).message}\n`);
-        return;
-      }
-      for (const l of this.#listeners) l.event?.(e);
+      // malformed: logged (with the session id the event names) by the reader, and not passed on
+      const e = parseEvent(message, null, `channel ${channel}`);
+      if (e) for (const l of this.#listeners) this.#call(() => l.event?.(e), e.session_id);
     });
     this.#sub.on('message', (channel: string, token: string) => {
       if (channel !== answers) return;
-      for (const l of this.#listeners) l.answered?.(token);
+      for (const l of this.#listeners) this.#call(() => l.answered?.(token), null);
     });
     // Subscribed for the life of the process: the worker's Approvals may share the channel subscription.
     return Promise.all([this.#sub.psubscribe(pattern), this.#sub.subscribe(answers)]);
@@ -54,12 +52,19 @@ export class Firehose {
     if (!set) {
       set = new Set();
       this.#channels.set(channel, set);
-      this.#sub.on('message', (ch: string, message: string) => { if (ch === channel) for (const f of set!) f(message); });
+      this.#sub.on('message', (ch: string, message: string) => { if (ch === channel) for (const f of set!) this.#call(() => f(message), null); });
       this.#channelReady.set(channel, this.#sub.subscribe(channel));
     }
     set.add(fn);
     await this.#channelReady.get(channel);
     return () => { set!.delete(fn); };
+  }
+
+  /** A listener that throws must not keep the message from the others. */
+  #call(fn: () => void, sid: string | null): void {
+    try { fn(); } catch (err) {
+      withIds({ session_id: sid }).error({ err }, 'firehose: a listener failed');
+    }
   }
 
   /** Resolves once Redis confirmed the subscriptions, so a snapshot read after it misses nothing. */

@@ -9,8 +9,12 @@ export {
   LedgerRecord, LedgerStatus, LedgerApproval, LEDGER_STATUSES, FINAL_STATUSES, FAILURE_STATUSES, isFinal, targetOf,
 } from './ledger-record.ts';
 export { Ledger } from './ledger.ts';
-export { EventHub, readEvents, EVENT_TYPES } from './events.ts';
-export type { PipelineEvent, PipelineEventType, PublicApproval, CommandSummary } from './events.ts';
+export { SessionEvent, StreamEvent, GapEvent, PublicApproval, CommandSummary, EVENT_TYPES, summaryOf } from './events.ts';
+export type { SessionEventType, EventOf, EventBody, JobEvent, JobEventType, LedgerEvent, LedgerEventType } from './events.ts';
+export { EventHub, readEvents, readEventPage, firstKeptSeq, gapEvent, parseEvent } from './event-reader.ts';
+export type { EventPage } from './event-reader.ts';
+export { EventWriter } from './event-writer.ts';
+export type { JobEmit } from './event-writer.ts';
 export { Approvals, ApprovalWaitAborted } from './approvals.ts';
 export type { AnswerDecision, AnswerOutcome, ApprovalState } from './approvals.ts';
 export { SandboxExecutor } from './executor.ts';
@@ -26,4 +30,3 @@ export { PipelineMetrics } from './metrics.ts';
 export { createKeys } from './keys.ts';
 export type { Keys } from './keys.ts';
 export { Firehose } from './firehose.ts';
-export type { FirehoseEvent } from './firehose.ts';

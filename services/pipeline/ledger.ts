@@ -1,5 +1,6 @@
 import type { Command, CommandFlow } from '../protocol/command.ts';
-import { eventJson, summaryOf, type PipelineEventType, type PublicApproval } from './events.ts';
+import { ledgerEventArgs } from './event-writer.ts';
+import type { LedgerEventType, PublicApproval } from './events.ts';
 import type { Keys } from './keys.ts';
 import {
   FAILURE_STATUSES, FINAL_STATUSES, buildBase, recordFromHash,
@@ -24,7 +25,7 @@ export type TransitionSpec = {
   to: LedgerStatus;
   /** refuse (and report) when the turn already failed: used for queued → running */
   unlessTurnFailed?: boolean;
-  events: PipelineEventType[];
+  events: LedgerEventType[];
   approval?: PublicApproval;
   fields?: { result?: LedgerResult; approval?: LedgerApproval; started_at?: string; finished_at?: string; injected?: boolean; executed_by?: string };
   /** drop the full command (large write bodies) once it can no longer run */
@@ -64,18 +65,15 @@ export class Ledger {
       ...(result ? { result: JSON.stringify(result) } : {}), ...(finishedAt ? { finished_at: finishedAt } : {}),
     });
     const { index: _placeholder, ...record } = rendered;
-    const type: PipelineEventType = final ? 'command_finished' : 'command_queued';
+    const type: LedgerEventType = final ? 'command_finished' : 'command_queued';
     const res = (await this.#redis.createRecord(
       k.ledgerCounter(sid), k.ledgerIds(sid), k.open(sid), k.turnState(sid, args.turn), k.turnCommands(sid, args.turn),
       k.eventSeq(sid), k.events(sid), k.busy(),
       k.recordPrefix(sid), `${args.turn}:${args.command.id}`, args.status, final ? '1' : '0',
       FAILURE_STATUSES.has(args.status) ? '1' : '0', args.status === 'skipped' ? '0' : '1',
       JSON.stringify(args.command), JSON.stringify(base), result ? JSON.stringify(result) : '', finishedAt ?? '',
-      k.eventChannel(sid), this.#eventsKeep, sid, now.getTime(), type,
-      eventJson(type, {
-        session_id: sid, job_id: args.jobId ?? null, at: now.toISOString(),
-        ...(final ? { record: { index: -1, ...record } as unknown as LedgerRecord } : { command: summaryOf({ ...record, index: 0 }) }),
-      }),
+      k.eventChannel(sid), this.#eventsKeep, sid, now.getTime(),
+      ...ledgerEventArgs(type, { sid, jobId: args.jobId ?? null, at: now.toISOString(), record: { index: -1, ...record } as LedgerRecord }),
     )) as [number, number | string, number?, number?];
     if (res[0] === 0) return { kind: 'duplicate', index: Number(res[1]) };
     if (res[0] === 2) return { kind: 'turn_failed', marker: String(res[1]) };
@@ -107,10 +105,7 @@ export class Ledger {
     if (f.finished_at) pairs.push('finished_at', f.finished_at);
     if (f.injected !== undefined) pairs.push('injected', f.injected ? '1' : '0');
     if (spec.dropCommand) pairs.push('cmd', '');
-    const events = spec.events.flatMap((type) => [type, eventJson(type, {
-      session_id: sid, job_id: jobId, at,
-      ...(type.startsWith('approval_') ? { approval: spec.approval } : type === 'command_finished' ? { record: next } : { command: summaryOf(next) }),
-    })]);
+    const events = spec.events.flatMap((type) => ledgerEventArgs(type, { sid, jobId, at, record: next, approval: spec.approval }));
     const becomesFinal = FINAL_STATUSES.has(spec.to) && spec.from.every((s) => !FINAL_STATUSES.has(s));
     const res = (await this.#redis.transition(
       k.record(sid, record.index), k.open(sid), k.turnState(sid, record.turn), k.eventSeq(sid), k.events(sid),

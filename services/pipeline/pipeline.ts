@@ -4,7 +4,8 @@ import { OUTSIDE } from '../policy/index.ts';
 import type { ParserOptions } from '../protocol/index.ts';
 import { Approvals } from './approvals.ts';
 import { PipelineError } from './errors.ts';
-import { appendEvent, EventHub, type PipelineEvent } from './events.ts';
+import { EventHub } from './event-reader.ts';
+import { EventWriter } from './event-writer.ts';
 import type { Executor } from './executor.ts';
 import type { Keys } from './keys.ts';
 import { OwnerCaps, type OwnerCapLimits } from './owner-caps.ts';
@@ -56,6 +57,8 @@ export class Pipeline {
   readonly approvals: Approvals;
   readonly queues: SessionQueues;
   readonly hub: EventHub;
+  /** the session event stream's one writer (files_seeded here; the job runner's events) */
+  readonly events: EventWriter;
   readonly caps: OwnerCaps;
   readonly #d: PipelineDeps;
   /** per-session chain: one process enqueues a session's commands strictly one after the other */
@@ -69,6 +72,7 @@ export class Pipeline {
     this.approvals = new Approvals(deps.redis, deps.keys);
     this.queues = new SessionQueues(deps.redis, deps.keys);
     this.hub = new EventHub(deps.subscriber, deps.keys);
+    this.events = new EventWriter(deps.redis, deps.keys, deps.eventsKeep ?? 0);
     this.caps = new OwnerCaps(deps.redis, deps.keys, deps.ownerCaps ?? { maxSessions: Infinity, maxRunning: Infinity, liveWindowMs: 0 });
   }
 
@@ -134,9 +138,7 @@ export class Pipeline {
       if (!r.ok) throw new PipelineError('seed_failed', `${path}: ${r.error ?? r.status}`, { path, error: r.error ?? null, error_code: r.error_code ?? null });
       seeded.push({ path, bytes: Buffer.byteLength(content, 'utf8') });
     }
-    await appendEvent(this.#d.redis, this.#d.keys, sid, 'files_seeded', {
-      session_id: sid, job_id: meta.job_id, at: new Date().toISOString(), paths: seeded,
-    }, this.eventsKeep);
+    await this.events.append(sid, meta.job_id, { type: 'files_seeded', paths: seeded });
     return seeded;
   }
 
@@ -242,7 +244,7 @@ export class Pipeline {
   async awaitAll(sid: string, indexes: number[], signal?: AbortSignal): Promise<LedgerRecord[]> {
     const pending = new Set(indexes);
     let wake: (() => void) | null = null;
-    const unsubscribe = await this.hub.subscribe(sid, (e: PipelineEvent) => {
+    const unsubscribe = await this.hub.subscribe(sid, (e) => {
       if (e.type === 'command_finished' && pending.delete(e.index) && pending.size === 0) wake?.();
     });
     try {

@@ -5,9 +5,10 @@
 // is unattended by design and keeps running on the server.
 import { readFile } from 'node:fs/promises';
 import { parseArgs } from 'node:util';
+import type { PublicApproval, StreamEvent } from '../../pipeline/index.ts';
 import {
-  ApiClient, CliError, CONNECTION_OPTIONS, oneLine, resolveConnection, UsageError,
-  type Connection, type JobRequestInput, type JobView, type SseEvent,
+  ApiClient, CliError, CONNECTION_OPTIONS, jobStreamEvent, oneLine, resolveConnection, UsageError,
+  type Connection, type JobRequestInput, type JobView,
 } from '../api-client.ts';
 
 const USAGE = 'usage: thinkflow submit "TASK" [--approval never|on-request] [--project P] [--flow thinkflow|react]\n'
@@ -69,14 +70,6 @@ async function readArgs(args: string[]): Promise<Args> {
 }
 
 type Target = { tool?: string; path?: string | null; dest?: string | null; cmd?: string | null };
-type EventData = {
-  turn?: number; api_call?: number; text?: string; stream?: string; outcome?: string;
-  command?: Target & { id: string };
-  record?: Target & { id: string; status: string; error?: string | null; exit_code?: number | null; duration_ms?: number | null };
-  approval?: Target & { token: string; command_id: string; target: string; matched_rules?: { id: string }[]; status?: string; decided_by?: string | null; reason?: string | null };
-  error?: { code: string; message: string; id?: string };
-  job?: JobView;
-};
 
 const targetOf = (c: Target) => oneLine(c.tool === 'copy' ? `${c.path} -> ${c.dest}` : c.path ?? c.cmd ?? '', 70);
 
@@ -94,37 +87,38 @@ class Progress {
     this.#text = '';
   }
 
-  show(ev: SseEvent, d: EventData): void {
-    switch (ev.event) {
-      case 'turn_started': return this.#say(`── turn ${d.turn} (api call ${d.api_call})`);
-      case 'text_delta': this.#text += d.text ?? ''; return;
-      case 'command_parsed': return this.#say(`  [${d.command?.id}] parsed     ${d.command?.tool}  ${targetOf(d.command ?? {})}`);
+  show(e: StreamEvent): void {
+    switch (e.type) {
+      case 'turn_started': return this.#say(`── turn ${e.turn} (api call ${e.api_call})`);
+      case 'text_delta': this.#text += e.text ?? ''; return;
+      case 'command_parsed': return this.#say(`  [${e.command?.id}] parsed     ${e.command?.tool}  ${targetOf(e.command ?? {})}`);
       case 'command_finished': {
-        const r = d.record;
+        const r = e.record;
         if (!r) return;
         const extra = [r.exit_code != null ? `exit ${r.exit_code}` : '', r.duration_ms != null ? `${Math.round(r.duration_ms)} ms` : '', r.error ? oneLine(r.error, 80) : ''].filter(Boolean).join(', ');
         return this.#say(`  [${r.id}] ${r.status.padEnd(10)} ${r.tool}  ${targetOf(r)}${extra ? `  (${extra})` : ''}`);
       }
-      case 'parse_error': return this.#say(`  parse error (${d.stream}): ${d.error?.code}: ${d.error?.message}${d.error?.id ? ` [command ${d.error.id}]` : ''}`);
-      case 'approval_requested': {
-        const a = d.approval;
-        if (!a) return;
-        const url = this.conn.explicitUrl ? ` --url ${this.conn.url}` : '';
-        const rules = a.matched_rules?.map((m) => m.id).join(', ') || 'default';
-        this.#say(`  [${a.command_id}] needs approval  ${a.tool}  ${oneLine(a.target, 70)}  (rules: ${rules})`);
-        this.#say(`      token ${a.token}`);
-        return this.#say(`      approve: thinkflow approve ${a.token}${url}    reject: thinkflow reject ${a.token}${url} --reason "…"`);
-      }
+      case 'parse_error': return this.#say(`  parse error (${e.stream}): ${e.error?.code}: ${e.error?.message}${e.error?.id ? ` [command ${e.error.id}]` : ''}`);
+      case 'approval_requested': return this.#approvalRequested(e.approval);
       case 'approval_resolved': {
-        const a = d.approval;
+        const a = e.approval;
         return this.#say(`  [${a?.command_id}] approval ${a?.status ?? 'answered'}${a?.decided_by ? ` by ${a.decided_by}` : ''}${a?.reason ? `: ${oneLine(a.reason, 80)}` : ''}`);
       }
       case 'turn_ended':
         this.#flushText();
-        return this.#say(`  turn ${d.turn} ended: ${d.outcome}`);
+        return this.#say(`  turn ${e.turn} ended: ${e.outcome}`);
       case 'job_finished': return this.#flushText();
       default: return;
     }
+  }
+
+  #approvalRequested(a: PublicApproval | undefined): void {
+    if (!a) return;
+    const url = this.conn.explicitUrl ? ` --url ${this.conn.url}` : '';
+    const rules = a.matched_rules?.map((m) => m.id).join(', ') || 'default';
+    this.#say(`  [${a.command_id}] needs approval  ${a.tool}  ${oneLine(a.target, 70)}  (rules: ${rules})`);
+    this.#say(`      token ${a.token}`);
+    this.#say(`      approve: thinkflow approve ${a.token}${url}    reject: thinkflow reject ${a.token}${url} --reason "…"`);
   }
 }
 
@@ -151,16 +145,12 @@ export async function follow(client: ApiClient, conn: Connection, jobId: string,
     signal,
     onReconnect: ({ attempt, lastEventId, reason }) => process.stderr.write(`  (${reason}; reconnecting after event ${lastEventId || 'none'}, attempt ${attempt})\n`),
   });
-  for await (const ev of stream) {
-    let data: EventData;
-    try {
-      data = JSON.parse(ev.data) as EventData;
-    } catch {
-      throw new CliError(`event ${ev.id} (${ev.event}) carries data that is not JSON`);
-    }
-    if (json) process.stdout.write(`${JSON.stringify({ id: ev.id, event: ev.event, data })}\n`);
-    else progress.show(ev, data);
-    if (ev.event === 'job_finished') finished = data.job;
+  for await (const raw of stream) {
+    const { id, name, data, event } = jobStreamEvent(raw);
+    if (json) process.stdout.write(`${JSON.stringify({ id, event: name, data })}\n`);
+    else progress.show(event);
+    // the stream's copy of the job view is the jobs layer's JobView (the event union checks only its ids and status)
+    if (event.type === 'job_finished') finished = event.job as unknown as JobView;
   }
   // The job resource is the authority; the event's copy covers an API that cannot be read back.
   const job = await client.getJob(jobId).catch((err) => {

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createRuntime, type Runtime } from '../../../services/main/index.ts';
 import { runCommandsTurn } from '../../../services/pipeline/api-turn.ts';
-import { readEvents } from '../../../services/pipeline/events.ts';
+import { readEvents } from '../../../services/pipeline/event-reader.ts';
 import { processCommand } from '../../../services/pipeline/processor.ts';
 import { FakeExecutor } from './fake-executor.ts';
 import { cleanupPrefix, testConfig, testPrefix } from './helpers.ts';

@@ -64,8 +64,8 @@ describe('fault tolerance (real Redis and Docker)', () => {
     const second = await startWorker(env, children);
     const { results } = await turn;
     if (results[0]?.status !== 'interrupted') {
-      const { readEvents } = await import('../../../services/pipeline/events.ts');
-      for (const e of await readEvents(api.runtime.redis, api.runtime.keys, sid)) process.stderr.write(`${e.seq} ${e.type} ${e.at} ${e.index} ${e.record?.status}\n`);
+      const { readEvents } = await import('../../../services/pipeline/event-reader.ts');
+      for (const e of await readEvents(api.runtime.redis, api.runtime.keys, sid)) process.stderr.write(`${e.seq} ${e.type} ${e.at} ${e.index} ${e.type === 'command_finished' ? e.record.status : ''}\n`);
     }
     expect(results.map((r) => [r.id, r.status])).toEqual([['1', 'interrupted'], ['2', 'skipped']]);
     expect(results[0]!.error).toMatch(/died mid-way/);

@@ -1,6 +1,6 @@
 // The SSE parser against the event-stream rules it must follow whatever the chunking.
 import { describe, expect, it } from 'vitest';
-import { SseParser, type SseEvent } from '../../../services/cli/api-client.ts';
+import { SseParser, type SseEvent } from '../../../services/cli/sse-parser.ts';
 
 /** Feeds `text` cut at every given offset, and also one character at a time: the answer must not depend on chunking. */
 function parse(text: string, start = ''): SseEvent[] {

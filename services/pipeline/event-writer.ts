@@ -1,0 +1,75 @@
+import type { ChainableCommander } from 'ioredis';
+import type { EventBody, JobEvent, LedgerEventType, PublicApproval } from './events.ts';
+import { summaryOf } from './events.ts';
+import type { Keys } from './keys.ts';
+import type { LedgerRecord } from './ledger-record.ts';
+import type { PipelineRedis } from './redis.ts';
+
+// The one writer of a session's event stream. The Lua scripts stay the atomic
+// step (an event is stored with the state change it describes, numbered from
+// one counter per session, and published); this module builds every event's
+// JSON and the scripts' event arguments, so the stored shape has one author.
+// A script prepends `seq` and `index` to the JSON it is given.
+
+/** The job runner's writer: its session and job are fixed, it says only what happened. */
+export type JobEmit = (event: EventBody<Exclude<JobEvent, { type: 'job_finished' }>>) => Promise<number>;
+
+/** The JSON a script receives: the event without seq/index, fields in wire order. */
+function bodyJson(sid: string, jobId: string | null, at: string, body: EventBody): string {
+  const { type, ...fields } = body;
+  return JSON.stringify({ type, session_id: sid, job_id: jobId, at, ...fields });
+}
+
+/**
+ * The (type, JSON) argument pair of a ledger event for the createRecord and
+ * transition scripts. `record` is the record as it reads after the change;
+ * createRecord's carries the placeholder `index: -1` as its first key, which
+ * the script replaces with the index it allocates.
+ */
+export function ledgerEventArgs(
+  type: LedgerEventType,
+  e: { sid: string; jobId: string | null; at: string; record: LedgerRecord; approval?: PublicApproval | undefined },
+): [string, string] {
+  const payload = type === 'approval_requested' || type === 'approval_resolved'
+    ? { approval: e.approval }
+    : type === 'command_finished' ? { record: e.record } : { command: summaryOf(e.record) };
+  return [type, bodyJson(e.sid, e.jobId, e.at, { type, ...payload } as EventBody)];
+}
+
+type ScriptCalls = { appendEvent(...args: (string | number)[]): unknown };
+
+export class EventWriter {
+  readonly #redis: PipelineRedis;
+  readonly #keys: Keys;
+  /** events kept per session stream; 0 = all (THINKFLOW_EVENTS_KEEP) */
+  readonly #keep: number;
+
+  constructor(redis: PipelineRedis, keys: Keys, keep = 0) {
+    this.#redis = redis;
+    this.#keys = keys;
+    this.#keep = keep;
+  }
+
+  /** Appends an event that is not a ledger change (files_seeded, the job runner's); returns its seq. */
+  async append(sid: string, jobId: string | null, body: EventBody): Promise<number> {
+    return Number(await this.#redis.appendEvent(...this.#args(sid, jobId, body)));
+  }
+
+  /** The same append as one step of the caller's MULTI (e.g. job_finished with the job's final view). */
+  appendIn(multi: ChainableCommander, sid: string, jobId: string | null, body: EventBody): ChainableCommander {
+    (multi as unknown as ScriptCalls).appendEvent(...this.#args(sid, jobId, body));
+    return multi;
+  }
+
+  /** A writer bound to one job's session, for the job runner. */
+  emitter(sid: string, jobId: string): JobEmit {
+    return (event) => this.append(sid, jobId, event);
+  }
+
+  /** appendEvent-3: KEYS seq counter, stream, channel; ARGV type, JSON, events kept. */
+  #args(sid: string, jobId: string | null, body: EventBody): (string | number)[] {
+    const k = this.#keys;
+    const json = bodyJson(sid, jobId, new Date().toISOString(), body);
+    return [k.eventSeq(sid), k.events(sid), k.eventChannel(sid), body.type, json, this.#keep];
+  }
+}
