@@ -2,12 +2,12 @@
 // evaluated command under a mode and the session's grants, and which grant an
 // `approve_for_session` answer creates. The waiting itself lives in the pipeline.
 import type { Command } from '../protocol/index.ts';
+import type { ApprovalMode } from './approval-mode.ts';
 import { normalizeWorkspacePath } from './path.ts';
 import { bashGrantCovers, detailOf, type Evaluation, type Grant, type Part } from './policy.ts';
 import { prefixRunsAnything } from './runs-anything.ts';
 import { splitScript } from './shell-split.ts';
 
-export type ApprovalMode = 'never' | 'on-request';
 export type ApprovalAction = { action: 'run' | 'ask' | 'refuse'; reason?: string };
 
 export const NEVER_REASON = 'approval required by policy, but approval mode is never';
