@@ -5,4 +5,3 @@ export type { AppErrorCode } from './errors.ts';
 export type { AppEnv, Principal } from './env.ts';
 export { auth, requireRole, principalId } from './middleware/auth.ts';
 export { maxBody } from './middleware/limits.ts';
-export type { Runtime } from './runtime-deps.ts';
