@@ -10,10 +10,19 @@ import { requireRole } from './middleware/auth.ts';
 // path, parameters, body schema, answers and roles are the ones it serves, and
 // a route cannot exist without its documentation.
 
+/**
+ * A copy of `schema` that the document shows as the component `name`. Called
+ * through the prototype: zod gives a schema its methods when it is created,
+ * and the layers below may create theirs before @hono/zod-openapi adds `openapi`.
+ */
+function named<T extends z.ZodType>(schema: T, name: string): T {
+  return (z.ZodType.prototype as unknown as { openapi: (this: T, refId: string) => T }).openapi.call(schema, name);
+}
+
 /** Schemas used by several routes: components, referenced by name. */
-export const ErrorBody = z.object({ error: z.object({ code: z.string(), message: z.string(), details: z.unknown() }) }).openapi('Error');
-export const JobViewRef = JobView.openapi('JobView');
-export const LedgerRecordRef = LedgerRecord.openapi('LedgerRecord');
+export const ErrorBody = named(z.object({ error: z.object({ code: z.string(), message: z.string(), details: z.unknown() }) }), 'Error');
+export const JobViewRef = named(JobView, 'JobView');
+export const LedgerRecordRef = named(LedgerRecord, 'LedgerRecord');
 
 /**
  * Who may call: `none` (no key), `any` key, `writer` (submitter, admin) or

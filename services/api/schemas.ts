@@ -1,6 +1,6 @@
 import { z } from 'zod';
-import { PublicApproval, SessionMeta } from '../pipeline/index.ts';
-import { ApprovalMode, ProjectName } from '../policy/index.ts';
+import { ApprovalDecision, PublicApproval, SessionMeta } from '../pipeline/index.ts';
+import { ApprovalMode, GrantScope, ProjectName } from '../policy/index.ts';
 
 // REST bodies, queries and the answers only the API gives (API.md). Request
 // schemas are strict: unknown fields are a 400. Concepts with a home below
@@ -18,13 +18,14 @@ export const CreateSessionBody = z.strictObject({
 export type CreateSessionBody = z.infer<typeof CreateSessionBody>;
 
 export const AnswerApprovalBody = z.strictObject({
-  decision: z.enum(['approve', 'approve_for_session', 'reject']),
+  /** an answer; `expired` is the clock's, never a person's */
+  decision: ApprovalDecision.exclude(['expired']),
   reason: z.string().optional(),
   /**
    * approve_for_session only: `exact` (default) grants the same command; `prefix` the
    * matched rule's prefix, when the approval offers it (POLICY.md §7, `grant_options`).
    */
-  scope: z.enum(['exact', 'prefix']).optional(),
+  scope: GrantScope.optional(),
 });
 
 export const ApprovalsQuery = z.strictObject({
@@ -33,7 +34,7 @@ export const ApprovalsQuery = z.strictObject({
 
 /** `?limit=` as documented; checked by `limitOf`, which answers in the API's long-standing words. */
 export const LimitQuery = (max: number, fallback: number) => z.object({
-  limit: z.string().optional().openapi({ description: `a whole number from 1 to ${max} (default ${fallback})`, example: String(fallback) }),
+  limit: z.string().optional().meta({ description: `a whole number from 1 to ${max} (default ${fallback})`, example: String(fallback) }),
 });
 
 /** A pending approval as `GET /v1/approvals` lists it. */

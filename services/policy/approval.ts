@@ -3,6 +3,7 @@
 // `approve_for_session` answer creates. The waiting itself lives in the pipeline.
 import type { Command } from '../protocol/index.ts';
 import type { ApprovalMode } from './approval-mode.ts';
+import type { GrantScope } from './grant-scope.ts';
 import { normalizeWorkspacePath } from './path.ts';
 import { bashGrantCovers, detailOf, type Evaluation, type Grant, type Part } from './policy.ts';
 import { prefixRunsAnything } from './runs-anything.ts';
@@ -51,7 +52,6 @@ function partCovered(g: Grant, p: Partial<Part>): boolean {
   return p.fileTool !== undefined && g.tool === p.fileTool && g.path === p.path && g.dest === undefined;
 }
 
-export type GrantScope = 'exact' | 'prefix';
 /** What `approve_for_session` may grant for one approval, in words for the operator (§7). */
 export type GrantOption = { scope: GrantScope; grants: Grant[]; covers: string };
 export type GrantOptions = { options: GrantOption[]; prefix_unavailable?: string };

@@ -39,7 +39,7 @@ const routes = (d: JobRoutesDeps) => ({
   }),
   list: route({
     method: 'get', path: '/', id: 'listJobs', summary: 'Jobs, newest first (a submitter sees its own); ?limit=&status=', auth: 'any',
-    request: { query: LimitQuery(LIST_MAX, 50).extend({ status: z.string().optional().openapi({ description: 'only jobs in this status' }) }) },
+    request: { query: LimitQuery(LIST_MAX, 50).extend({ status: z.string().optional().meta({ description: 'only jobs in this status' }) }) },
     ok: { 200: json(z.object({ jobs: z.array(JobViewRef) }), 'the jobs') },
   }),
   get: route({
