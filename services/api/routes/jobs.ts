@@ -78,19 +78,7 @@ export function jobRoutes(d: JobRoutesDeps): OpenAPIHono<AppEnv> {
     return c.json({ job_id: view.job_id, session_id: view.session_id, status: view.status }, 202);
   });
 
-  app.openapi(r.list, async (c) => {
-    const limit = limitOf(c, LIST_MAX, 50);
-    const status = c.req.query('status');
-    const me = c.var.principal;
-    const out = [];
-    for (const id of await jobs.store.list(me.role === 'submitter' ? 5000 : limit * 4)) {
-      const job = await jobs.store.get(id);
-      if (!job || (me.role === 'submitter' && job.owner !== me.id) || (status && job.view.status !== status)) continue;
-      out.push(job.view);
-      if (out.length === limit) break;
-    }
-    return c.json({ jobs: out }, 200);
-  });
+  app.openapi(r.list, (c) => listJobs(c, jobs));
 
   app.openapi(r.get, async (c) => c.json((await visibleJob(c, jobs)).view, 200));
 
@@ -106,17 +94,35 @@ export function jobRoutes(d: JobRoutesDeps): OpenAPIHono<AppEnv> {
     return c.json((await jobs.store.get(job.view.job_id))!.view, 202);
   });
 
-  app.openapi(r.events, async (c) => {
-    const job = await visibleJob(c, jobs);
-    const jobId = job.view.job_id;
-    return streamSessionEvents(c, d, job.view.session_id, {
-      after: resumePoint(c),
-      data: ({ seq, type: _type, ...rest }) => ({ seq, ...rest, job_id: jobId }),
-      endsWith: 'job_finished',
-      gapData: { job_id: jobId },
-      done: async () => FINAL_JOB_STATUSES.has((await jobs.store.get(jobId))?.view.status ?? 'failed'),
-    });
-  });
+  app.openapi(r.events, (c) => jobEvents(c, d));
 
   return app;
+}
+
+/** Newest first, `?limit=` of them; a submitter sees its own jobs only. */
+async function listJobs(c: Context<AppEnv>, jobs: JobsService): Promise<Response> {
+  const limit = limitOf(c, LIST_MAX, 50);
+  const status = c.req.query('status');
+  const me = c.var.principal;
+  const out = [];
+  for (const id of await jobs.store.list(me.role === 'submitter' ? 5000 : limit * 4)) {
+    const job = await jobs.store.get(id);
+    if (!job || (me.role === 'submitter' && job.owner !== me.id) || (status && job.view.status !== status)) continue;
+    out.push(job.view);
+    if (out.length === limit) break;
+  }
+  return c.json({ jobs: out }, 200);
+}
+
+/** The session's events with the job's id on each, closed after job_finished. */
+async function jobEvents(c: Context<AppEnv>, d: JobRoutesDeps): Promise<Response> {
+  const job = await visibleJob(c, d.jobs);
+  const jobId = job.view.job_id;
+  return streamSessionEvents(c, d, job.view.session_id, {
+    after: resumePoint(c),
+    data: ({ seq, type: _type, ...rest }) => ({ seq, ...rest, job_id: jobId }),
+    endsWith: 'job_finished',
+    gapData: { job_id: jobId },
+    done: async () => FINAL_JOB_STATUSES.has((await d.jobs.store.get(jobId))?.view.status ?? 'failed'),
+  });
 }

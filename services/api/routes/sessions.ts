@@ -90,46 +90,14 @@ export function sessionRoutes(d: SessionRoutesDeps): OpenAPIHono<AppEnv> {
     return c.json(shown, 200);
   });
 
-  app.openapi(r.commands, async (c) => {
-    const meta = await visibleSession(c, p);
-    requireLive(meta);
-    const type = c.req.header('content-type');
-    if (type && !/^text\/plain\b/i.test(type)) throw new AppError(415, 'unsupported_media_type', `expected text/plain with tf-* tags, got ${type}`);
-    const text = await c.req.text();
-    const signal = c.req.raw.signal;
-    await p.caps.claimLive(meta.owner, meta.session_id);
-    try {
-      const out = await runCommandsTurn(p, meta.session_id, text, { signal });
-      return c.json({ results: out.results, errors: out.errors }, 200);
-    } catch (err) {
-      // The client went away while its turn ran: the turn goes on (the ledger
-      // has it); there is nobody to answer, so do not log it as a failure.
-      if (signal.aborted) return c.body(null, 499 as never);
-      throw err;
-    }
-  });
+  app.openapi(r.commands, (c) => runTurn(c, p));
 
   app.openapi(r.ledger, async (c) => {
     const meta = await visibleSession(c, p);
     return c.json({ entries: await p.entries(meta.session_id) }, 200);
   });
 
-  const readFile = async (c: Context<AppEnv>) => {
-    const meta = await visibleSession(c, p);
-    requireLive(meta);
-    const raw = filePathOf(c);
-    const norm = normalizeWorkspacePath(raw === '' ? '.' : raw);
-    const outside = () => new AppError(403, 'path_outside_workspace', 'path is outside the workspace', { details: { path: raw } });
-    if (!norm.ok) throw outside();
-    const got = await p.executor.readPath(meta.session_id, norm.path);
-    switch (got.kind) {
-      case 'outside': throw outside();
-      case 'missing': throw new AppError(404, 'not_found', `${norm.path}: no such file or directory`);
-      case 'dir': return c.json({ entries: got.entries });
-      case 'file':
-        return c.body(new Uint8Array(got.bytes), 200, { 'content-type': 'application/octet-stream', 'content-length': String(got.bytes.length) });
-    }
-  };
+  const readFile = (c: Context<AppEnv>) => readPath(c, p);
   app.openapi(r.root, readFile);
   app.openapi(r.file, readFile);
 
@@ -150,5 +118,43 @@ async function seed(p: Pipeline, sid: string, files: Record<string, string>, sig
       throw new AppError(422, 'seed_failed', `a file could not be written: ${err.message}`, { details: { session_id: sid, ...(err.details as object) } });
     }
     throw err;
+  }
+}
+
+/** The body's tf-* tags as one turn; answered when every command is final. */
+async function runTurn(c: Context<AppEnv>, p: Pipeline): Promise<Response> {
+  const meta = await visibleSession(c, p);
+  requireLive(meta);
+  const type = c.req.header('content-type');
+  if (type && !/^text\/plain\b/i.test(type)) throw new AppError(415, 'unsupported_media_type', `expected text/plain with tf-* tags, got ${type}`);
+  const text = await c.req.text();
+  const signal = c.req.raw.signal;
+  await p.caps.claimLive(meta.owner, meta.session_id);
+  try {
+    const out = await runCommandsTurn(p, meta.session_id, text, { signal });
+    return c.json({ results: out.results, errors: out.errors }, 200);
+  } catch (err) {
+    // The client went away while its turn ran: the turn goes on (the ledger
+    // has it); there is nobody to answer, so do not log it as a failure.
+    if (signal.aborted) return c.body(null, 499 as never);
+    throw err;
+  }
+}
+
+/** A workspace file's bytes or a directory's entries, judged on the raw request path (raw-path.ts). */
+async function readPath(c: Context<AppEnv>, p: Pipeline): Promise<Response> {
+  const meta = await visibleSession(c, p);
+  requireLive(meta);
+  const raw = filePathOf(c);
+  const norm = normalizeWorkspacePath(raw === '' ? '.' : raw);
+  const outside = () => new AppError(403, 'path_outside_workspace', 'path is outside the workspace', { details: { path: raw } });
+  if (!norm.ok) throw outside();
+  const got = await p.executor.readPath(meta.session_id, norm.path);
+  switch (got.kind) {
+    case 'outside': throw outside();
+    case 'missing': throw new AppError(404, 'not_found', `${norm.path}: no such file or directory`);
+    case 'dir': return c.json({ entries: got.entries });
+    case 'file':
+      return c.body(new Uint8Array(got.bytes), 200, { 'content-type': 'application/octet-stream', 'content-length': String(got.bytes.length) });
   }
 }
