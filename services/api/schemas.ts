@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { ROLES } from '../config/index.ts';
 import { ApprovalDecision, PublicApproval, SessionMeta } from '../pipeline/index.ts';
 import { ApprovalMode, GrantScope, ProjectName } from '../policy/index.ts';
 
@@ -48,7 +49,7 @@ export type PendingApproval = z.infer<typeof PendingApproval>;
 export const SessionView = SessionMeta.omit({ owner: true, policy: true });
 
 export const SessionCreated = z.object({ session_id: z.string() });
-export const Whoami = z.object({ name: z.string(), role: z.enum(['submitter', 'operator', 'admin']) });
+export const Whoami = z.object({ name: z.string(), role: z.enum(ROLES) });
 export const Health = z.object({ status: z.literal('ok') });
 export const Readiness = z.object({ status: z.enum(['ready', 'not_ready']), redis: z.boolean(), docker: z.boolean() });
 export const Queues = z.object({
