@@ -1,59 +1,95 @@
-import { Hono } from 'hono';
-import type { Runtime } from './runtime-deps.ts';
+import { OpenAPIHono } from '@hono/zod-openapi';
+import type { Context } from 'hono';
+import type { Redis } from 'ioredis';
+import { z } from 'zod';
+import type { ApiKeys } from '../config/index.ts';
+import { dashboardRoutes } from '../dashboard/index.ts';
+import type { JobsService } from '../jobs/index.ts';
+import { withIds } from '../log/index.ts';
+import type { Firehose, Keys, Pipeline, PolicyGate } from '../pipeline/index.ts';
 import type { AppEnv } from './env.ts';
 import { AppError, toAppError } from './errors.ts';
 import { auth, requireRole } from './middleware/auth.ts';
-import { httpMetrics } from './middleware/http-metrics.ts';
+import { httpMetrics, type RequestCounter } from './middleware/http-metrics.ts';
+import { documentOf, json, route } from './openapi.ts';
+import { adminRoutes } from './routes/admin.ts';
 import { approvalRoutes } from './routes/approvals.ts';
+import { approvalEventRoutes, jobEventRoutes } from './routes/live-routes.ts';
 import { guardRawFilePaths } from './routes/raw-path.ts';
 import { sessionEventRoutes } from './routes/session-events.ts';
 import { sessionRoutes } from './routes/sessions.ts';
 import { systemRoutes } from './routes/system.ts';
 import { jobRoutes } from './routes/jobs.ts';
-import { adminRoutes } from './routes/admin.ts';
-import { openApiDocument } from './openapi.ts';
 import { StreamCaps } from './stream-caps.ts';
-import type { JobsService } from '../jobs/jobs-service.ts';
-import { dashboardRoutes } from '../dashboard/routes.ts';
-import { Firehose } from '../pipeline/firehose.ts';
-import { approvalEventRoutes, jobEventRoutes } from './routes/live-routes.ts';
+import { validationHook } from './validate.ts';
+
+/** What the API uses, and nothing more. Building the app touches none of it: that happens per request. */
+export type AppDeps = {
+  /** key → role; null is dev mode (every loopback caller is admin) */
+  apiKeys: ApiKeys | null;
+  apiKeyNames: Map<string, string>;
+  limits: { maxJsonBytes: number; maxCommandsBytes: number; maxStreamsPerKey: number };
+  pipeline: Pipeline;
+  gate: PolicyGate;
+  /** every session's events and approval answers, for the cross-session streams */
+  firehose: Firehose;
+  redis: Redis;
+  keys: Keys;
+  metrics: { httpRequests: RequestCounter; render(): Promise<string>; readonly contentType: string };
+  /** the jobs routes exist only with a jobs service */
+  jobs?: JobsService;
+};
+
+const openApiRoute = route({
+  method: 'get', path: '/openapi.json', id: 'getOpenApi', summary: 'This document', auth: 'none',
+  ok: { 200: json(z.record(z.string(), z.unknown()), 'the OpenAPI 3.1 document of every route') },
+});
 
 /**
- * The REST API of API.md over one runtime. Routes read like a table; every
- * error leaves through `onError` in the one shape.
- * @example serve({ fetch: createApp(runtime).fetch, port: 8080 })
+ * The REST API of API.md. Routes read like a table, each with its schemas
+ * and documentation; every error leaves through `onError` in the one shape.
+ * @example serve({ fetch: createApp(deps).fetch, port: 8080 })
  */
-export function createApp(rt: Runtime, extras: { jobs?: JobsService } = {}): Hono<AppEnv> {
-  const { maxJsonBytes, maxCommandsBytes, apiKeys, apiKeyNames } = rt.config;
-  const firehose = new Firehose(rt.subscriber, rt.keys);
-  const streams = new StreamCaps(rt.config.caps.maxStreamsPerKey);
-  const live = { pipeline: rt.pipeline, gate: rt.gate, firehose, streams };
-  const app = new Hono<AppEnv>();
+export function createApp(d: AppDeps): OpenAPIHono<AppEnv> {
+  const { pipeline, gate, firehose, redis, keys, jobs } = d;
+  const { maxJsonBytes, maxCommandsBytes } = d.limits;
+  const streams = new StreamCaps(d.limits.maxStreamsPerKey);
+  const ping = { redis: async () => (await redis.ping()) === 'PONG', docker: () => pipeline.executor.ping() };
+  const app = new OpenAPIHono<AppEnv>({ defaultHook: validationHook });
 
-  app.use('*', httpMetrics({ counter: rt.metrics.httpRequests }));
-  app.use('*', auth({ keys: apiKeys, names: apiKeyNames, publicPrefixes: ['/dashboard'] }));
+  app.use('*', httpMetrics({ counter: d.metrics.httpRequests }));
+  app.use('*', auth({ keys: d.apiKeys, names: d.apiKeyNames, publicPrefixes: ['/dashboard'] }));
   app.use('*', guardRawFilePaths());
 
-  app.get('/openapi.json', (c) => c.json(openApiDocument()));
   app.route('/dashboard', dashboardRoutes());
-  app.route('/', systemRoutes(rt));
-  app.route('/admin', adminRoutes(rt));
-  if (extras.jobs) app.route('/v1/jobs', jobEventRoutes({ ...live, jobs: extras.jobs }));
-  if (extras.jobs) app.route('/v1/jobs', jobRoutes({ jobs: extras.jobs, pipeline: rt.pipeline, redis: rt.redis, keys: rt.keys, streams, maxJsonBytes }));
-  app.route('/v1/sessions', sessionRoutes({ pipeline: rt.pipeline, maxJsonBytes, maxCommandsBytes }));
-  app.route('/v1/sessions', sessionEventRoutes({ ...rt, streams }));
+  app.route('/', systemRoutes({ ping, metrics: d.metrics }));
+  app.route('/admin', adminRoutes({ pipeline, redis, keys }));
+  if (jobs) app.route('/v1/jobs', jobEventRoutes({ firehose, streams, jobs }));
+  if (jobs) app.route('/v1/jobs', jobRoutes({ jobs, pipeline, redis, keys, streams, maxJsonBytes }));
+  app.route('/v1/sessions', sessionRoutes({ pipeline, maxJsonBytes, maxCommandsBytes }));
+  app.route('/v1/sessions', sessionEventRoutes({ pipeline, redis, keys, streams }));
+  // Every approvals path, routed or not, is for operators.
   app.use('/v1/approvals', requireRole('operator', 'admin'));
   app.use('/v1/approvals/*', requireRole('operator', 'admin'));
-  app.route('/v1/approvals', approvalEventRoutes(live));
-  app.route('/v1/approvals', approvalRoutes({ pipeline: rt.pipeline, maxJsonBytes }));
+  app.route('/v1/approvals', approvalEventRoutes({ pipeline, gate, firehose, streams }));
+  app.route('/v1/approvals', approvalRoutes({ pipeline, maxJsonBytes }));
+  const document = documentOf(app);
+  app.openapi(openApiRoute, (c) => c.json(document(), 200));
 
   app.notFound((c) => c.json(new AppError(404, 'not_found', 'no such route').toBody(), 404));
   app.onError((err, c) => {
     const known = toAppError(err);
     // After a 413 the unread body makes the connection unusable: tell the client not to reuse it.
     if (known) return c.json(known.toBody(), known.status, known.status === 413 ? { connection: 'close' } : {});
-    process.stderr.write(`thinkflow api: ${c.req.method} ${c.req.path}: ${(err as Error).stack ?? String(err)}\n`);
+    withIds(idsOf(c)).error({ err, method: c.req.method, path: c.req.path }, 'api: request failed');
     return c.json({ error: { code: 'internal', message: 'internal error', details: null } }, 500);
   });
   return app;
+}
+
+/** The session or job a failed request was about, for its log line. */
+function idsOf(c: Context): { session_id?: string; job_id?: string } {
+  const m = /^\/v1\/(sessions|jobs)\/([^/]+)/.exec(c.req.path);
+  if (!m || m[2] === 'events') return {};
+  return m[1] === 'sessions' ? { session_id: m[2] } : { job_id: m[2] };
 }

@@ -1,10 +1,7 @@
 import { diffLines } from 'diff';
 import { describeGrant, type BashExplanation, type Grant } from '../policy/index.ts';
-import type { Command } from '../protocol/command.ts';
-import type { ApprovalState } from '../pipeline/approvals.ts';
-import type { PolicyGate } from '../pipeline/policy-gate.ts';
-import type { Pipeline } from '../pipeline/pipeline.ts';
-import { targetOf, type LedgerRecord } from '../pipeline/ledger-record.ts';
+import type { Command } from '../protocol/index.ts';
+import { targetOf, type ApprovalState, type LedgerRecord, type Pipeline, type PolicyGate } from '../pipeline/index.ts';
 
 // An approval as a person deciding it needs to see it: what will run (the full
 // command, write content, an edit's diff, a copy's source and destination,
@@ -51,7 +48,9 @@ export function recentOf(records: LedgerRecord[]): RecentEntry[] {
   }));
 }
 
-export async function approvalCard(deps: { pipeline: Pipeline; gate: PolicyGate }, a: ApprovalState): Promise<ApprovalCard> {
+export type CardDeps = { pipeline: Pick<Pipeline, 'approvals' | 'ledger' | 'sessions'>; gate: Pick<PolicyGate, 'explainBash'> };
+
+export async function approvalCard(deps: CardDeps, a: ApprovalState): Promise<ApprovalCard> {
   const p = deps.pipeline;
   const [record, grant, session, ledger] = await Promise.all([
     p.ledger.get(a.session_id, a.index), p.approvals.grantOf(a.token), p.sessions.get(a.session_id), p.ledger.tail(a.session_id, RECENT + 1),

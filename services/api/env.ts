@@ -1,4 +1,4 @@
-import type { Role } from '../config/env.ts';
+import type { Role } from '../config/index.ts';
 
 /**
  * Who is calling: `id` is a stable, non-secret identity derived from the API

@@ -1,5 +1,5 @@
 import type { ContentfulStatusCode } from 'hono/utils/http-status';
-import { PipelineError } from '../pipeline/errors.ts';
+import { PipelineError } from '../pipeline/index.ts';
 
 // One error type that knows its HTTP answer. `app.onError` renders every
 // AppError as {"error":{"code","message","details"}}; anything else is logged

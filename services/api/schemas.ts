@@ -1,10 +1,16 @@
 import { z } from 'zod';
+import { ROLES } from '../config/index.ts';
+import { ApprovalDecision, PublicApproval, SessionMeta } from '../pipeline/index.ts';
+import { ApprovalMode, GrantScope, ProjectName } from '../policy/index.ts';
 
-// REST bodies and queries (API.md). Strict: unknown fields are a 400.
+// REST bodies, queries and the answers only the API gives (API.md). Request
+// schemas are strict: unknown fields are a 400. Concepts with a home below
+// the API (a job, a ledger record, an approval, a decision) are imported,
+// never declared again here.
 
 export const CreateSessionBody = z.strictObject({
-  project: z.string().regex(/^[A-Za-z0-9._-]{1,100}$/).optional(),
-  approval: z.enum(['never', 'on-request']).optional(),
+  project: ProjectName.optional(),
+  approval: ApprovalMode.optional(),
   /** workspace path → content, written before any command; not commands (never in the ledger): event files_seeded */
   files: z.record(z.string().min(1).max(4096), z.string()).optional(),
   /** a session policy layer, same shape as a policy file (or its YAML text) */
@@ -13,15 +19,41 @@ export const CreateSessionBody = z.strictObject({
 export type CreateSessionBody = z.infer<typeof CreateSessionBody>;
 
 export const AnswerApprovalBody = z.strictObject({
-  decision: z.enum(['approve', 'approve_for_session', 'reject']),
+  /** an answer; `expired` is the clock's, never a person's */
+  decision: ApprovalDecision.exclude(['expired']),
   reason: z.string().optional(),
   /**
    * approve_for_session only: `exact` (default) grants the same command; `prefix` the
    * matched rule's prefix, when the approval offers it (POLICY.md §7, `grant_options`).
    */
-  scope: z.enum(['exact', 'prefix']).optional(),
+  scope: GrantScope.optional(),
 });
 
 export const ApprovalsQuery = z.strictObject({
   status: z.literal('pending').default('pending'),
 });
+
+/** `?limit=` as documented; checked by `limitOf`, which answers in the API's long-standing words. */
+export const LimitQuery = (max: number, fallback: number) => z.object({
+  limit: z.string().optional().meta({ description: `a whole number from 1 to ${max} (default ${fallback})`, example: String(fallback) }),
+});
+
+/** A pending approval as `GET /v1/approvals` lists it. */
+export const PendingApproval = PublicApproval.pick({
+  token: true, session_id: true, job_id: true, command_id: true, tool: true, target: true,
+  matched_rules: true, justification: true, created_at: true, expires_at: true,
+}).extend({ grant_options: PublicApproval.shape.grant_options.unwrap() });
+export type PendingApproval = z.infer<typeof PendingApproval>;
+
+/** A session as `GET /v1/sessions/:id` shows it: its owner and policy stay inside. */
+export const SessionView = SessionMeta.omit({ owner: true, policy: true });
+
+export const SessionCreated = z.object({ session_id: z.string() });
+export const Whoami = z.object({ name: z.string(), role: z.enum(ROLES) });
+export const Health = z.object({ status: z.literal('ok') });
+export const Readiness = z.object({ status: z.enum(['ready', 'not_ready']), redis: z.boolean(), docker: z.boolean() });
+export const Queues = z.object({
+  queues: z.array(z.looseObject({ session_id: z.string(), job_id: z.string().nullable(), approval: ApprovalMode.nullable(), open_commands: z.number().int() })),
+});
+/** A directory of the workspace (a file is answered as its bytes). */
+export const DirectoryListing = z.object({ entries: z.array(z.looseObject({ name: z.string(), type: z.string() })) });

@@ -2,11 +2,14 @@
 // where the API is, how to authenticate, typed calls of the REST routes of
 // API.md, and a resumable reader of a job's Server-Sent Events, typed with the
 // server's event union. Only types are imported from the server modules, so
-// the CLI loads neither zod nor Redis.
+// the CLI loads neither zod nor Redis (only the logger, for errors it
+// deliberately ignores).
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { z } from 'zod';
-import type { JobRequest, JobView, SubmitResponse } from '../jobs/job-schemas.ts';
-import type { PublicApproval, StreamEvent } from '../pipeline/index.ts';
+import type { PendingApproval } from '../api/index.ts';
+import { log } from '../log/index.ts';
+import type { JobRequest, JobView, SubmitResponse } from '../jobs/index.ts';
+import type { AnswerDecision, PublicApproval, StreamEvent } from '../pipeline/index.ts';
 import { SseParser, type SseEvent } from './sse-parser.ts';
 
 export const DEFAULT_URL = 'http://127.0.0.1:8080';
@@ -16,11 +19,9 @@ export const CONNECTION_OPTIONS = { url: { type: 'string' }, key: { type: 'strin
 
 export type JobRequestInput = z.input<typeof JobRequest>;
 export type Submitted = z.infer<typeof SubmitResponse>;
-export type { JobView };
-export type PendingApproval = Pick<PublicApproval,
-  'token' | 'session_id' | 'job_id' | 'command_id' | 'tool' | 'target' | 'matched_rules' | 'justification' | 'created_at' | 'expires_at'>;
-export type AnsweredApproval = PublicApproval & { status?: string };
-export type Decision = 'approve' | 'approve_for_session' | 'reject';
+export type { JobView, PendingApproval };
+export type AnsweredApproval = PublicApproval;
+export type Decision = AnswerDecision;
 
 /** Bad command-line input: the command prints it with its usage line and exits 2. */
 export class UsageError extends Error {}
@@ -65,13 +66,19 @@ export function oneLine(text: string, max = 80): string {
 }
 
 async function apiErrorFrom(res: Response): Promise<ApiError> {
-  const text = await res.text().catch(() => '');
+  // An unreadable or foreign error body still leaves the status to report: noted at debug level only.
+  const text = await res.text().catch((err: unknown) => {
+    log().debug({ err, status: res.status }, 'cli: the error body could not be read');
+    return '';
+  });
   try {
     const body = JSON.parse(text) as { error?: { code?: unknown; message?: unknown; details?: unknown } };
     if (body.error && typeof body.error.code === 'string') {
       return new ApiError(res.status, body.error.code, String(body.error.message ?? ''), body.error.details ?? null);
     }
-  } catch { /* not our error shape: fall through to the bare status */ }
+  } catch (err) {
+    log().debug({ err, status: res.status }, 'cli: the error body is not JSON; reporting the bare status');
+  }
   return new ApiError(res.status, `http_${res.status}`, oneLine(text, 200) || res.statusText || 'request failed');
 }
 

@@ -59,7 +59,9 @@ export const EnvSchema = z.object({
   THINKFLOW_REPLAY_SCRIPTS: z.string().min(1).optional(),
 });
 
-export type Role = 'submitter' | 'operator' | 'admin';
+/** The roles of API keys (API.md): the one list, also the API's `whoami` schema. */
+export const ROLES = ['submitter', 'operator', 'admin'] as const;
+export type Role = (typeof ROLES)[number];
 export type ApiKeys = Map<string, Role>;
 
 export type Config = {
@@ -101,7 +103,7 @@ export type Config = {
 
 /** A key's display name: set as `key:role:name`, else its non-secret digest (`key-…`). */
 const KEY_NAME = /^[A-Za-z0-9_.@-]{1,40}$/;
-const ROLES = ['submitter', 'operator', 'admin'];
+const isRole = (s: string | undefined): s is Role => (ROLES as readonly (string | undefined)[]).includes(s);
 
 /**
  * `key:role[:name],…` → entries; throws with the offending pair (key masked)
@@ -114,13 +116,13 @@ export function parseApiKeyEntries(raw: string | undefined): { key: string; role
   for (const pair of raw.split(',').map((p) => p.trim()).filter(Boolean)) {
     const parts = pair.split(':');
     let name: string | null = null;
-    if (parts.length >= 3 && !ROLES.includes(parts.at(-1)!) && ROLES.includes(parts.at(-2)!)) name = parts.pop()!;
+    if (parts.length >= 3 && !isRole(parts.at(-1)) && isRole(parts.at(-2))) name = parts.pop()!;
     const role = parts.pop() ?? '';
     const key = parts.join(':');
-    if (!key || !ROLES.includes(role) || (name !== null && !KEY_NAME.test(name))) {
+    if (!key || !isRole(role) || (name !== null && !KEY_NAME.test(name))) {
       throw new Error(`THINKFLOW_API_KEYS: bad pair '${key ? pair.replace(key, '***') : pair}' (expected key:submitter|operator|admin, optionally :name with letters, digits, _.@-)`);
     }
-    out.push({ key, role: role as Role, name });
+    out.push({ key, role, name });
   }
   return out;
 }

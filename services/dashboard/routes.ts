@@ -1,12 +1,13 @@
 import { readFileSync, readdirSync } from 'node:fs';
-import { Hono } from 'hono';
+import { createRoute, OpenAPIHono } from '@hono/zod-openapi';
 import { html } from 'hono/html';
-import type { AppEnv } from '../api/env.ts';
+import { z } from 'zod';
 
 // The operator dashboard (API.md `GET /dashboard`): one server-rendered page
 // shell and its static assets, read once at start-up. The page holds no data:
 // it signs in with an API key in the browser and reads everything through the
-// REST API and its event streams, so the same roles apply.
+// REST API and its event streams, so the same roles apply. The API mounts
+// these routes (at /dashboard) and documents them with its own.
 
 const TYPES: Record<string, string> = { '.js': 'text/javascript; charset=utf-8', '.css': 'text/css; charset=utf-8', '.svg': 'image/svg+xml' };
 const PUBLIC = new URL('./public/', import.meta.url);
@@ -67,13 +68,34 @@ function page() {
 </html>`;
 }
 
-export function dashboardRoutes(): Hono<AppEnv> {
-  const app = new Hono<AppEnv>();
+const NO_KEY = { security: [] };
+const clientError = { '4XX': { description: 'a client error (another method, or no such asset: 404)' } };
+
+const routes = {
+  page: createRoute({
+    method: 'get', path: '/', operationId: 'getDashboard', ...NO_KEY,
+    summary: 'The operator dashboard (a web page; it signs in with an API key itself)',
+    responses: { 200: { description: 'the page shell', content: { 'text/html': { schema: z.string() } } }, ...clientError },
+  }),
+  asset: createRoute({
+    method: 'get', path: '/assets/{name}', operationId: 'getDashboardAsset', ...NO_KEY,
+    summary: "One of the dashboard page's scripts, its style sheet or an image",
+    request: { params: z.object({ name: z.string() }) },
+    responses: {
+      200: { description: 'the asset', content: Object.fromEntries(Object.values(TYPES).map((t) => [t, { schema: z.string() }])) },
+      ...clientError,
+    },
+  }),
+};
+
+export function dashboardRoutes(): OpenAPIHono {
+  const app = new OpenAPIHono();
   const assets = loadAssets();
-  app.get('/', (c) => c.html(page(), 200, SECURITY_HEADERS));
-  app.get('/assets/:name', (c) => {
-    const a = assets.get(c.req.param('name'));
-    if (!a) return c.json({ error: { code: 'not_found', message: `no dashboard asset ${c.req.param('name')}`, details: null } }, 404);
+  app.openapi(routes.page, (c) => c.html(page(), 200, SECURITY_HEADERS));
+  app.openapi(routes.asset, (c) => {
+    const { name } = c.req.valid('param');
+    const a = assets.get(name);
+    if (!a) return c.json({ error: { code: 'not_found', message: `no dashboard asset ${name}`, details: null } }, 404);
     return c.body(a.body, 200, { 'content-type': a.type, 'cache-control': 'no-cache', ...SECURITY_HEADERS });
   });
   return app;

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { ApprovalMode, ProjectName } from '../policy/index.ts';
 
 // The jobs REST contract (API.md): request body, limits, status and the job
 // view. One schema for validation, types and OpenAPI.
@@ -20,8 +21,8 @@ export type JobLimits = z.infer<typeof JobLimits>;
 export const JobRequest = z.strictObject({
   /** No cap of its own: the JSON body limit (THINKFLOW_MAX_JSON_BYTES) is the limit. */
   task: z.string().min(1, 'task must not be empty'),
-  project: z.string().regex(/^[A-Za-z0-9._-]{1,100}$/, 'project must be 1-100 of A-Z a-z 0-9 . _ -').optional(),
-  approval: z.enum(['never', 'on-request']).default('never'),
+  project: ProjectName.optional(),
+  approval: ApprovalMode.default('never'),
   flow: z.enum(['thinkflow', 'react']).default('thinkflow'),
   files: z.record(z.string().min(1).max(4096), z.string()).optional(),
   /** A session policy layer, same shape as a policy file (an object, or its YAML text). */
@@ -57,7 +58,7 @@ export const JobView = z.object({
   status: JobStatus,
   task: z.string(),
   project: z.string().nullable(),
-  approval: z.enum(['never', 'on-request']),
+  approval: ApprovalMode,
   flow: z.enum(['thinkflow', 'react']),
   limits: JobLimits,
   model: z.string(),
@@ -80,6 +81,12 @@ export const JobView = z.object({
 export type JobView = z.infer<typeof JobView>;
 
 export const SubmitResponse = z.object({ job_id: z.string(), session_id: z.string(), status: JobStatus });
+
+/** One attempt to deliver the job's final view to its webhook. */
+export const WebhookDelivery = z.object({
+  attempt: z.number().int(), at: z.string(), ok: z.boolean(), status_code: z.number().int().optional(), error: z.string().optional(),
+});
+export type WebhookDelivery = z.infer<typeof WebhookDelivery>;
 
 export function emptyCounts(): CommandCounts {
   return { total: 0, succeeded: 0, failed: 0, skipped: 0, forbidden: 0, rejected: 0 };

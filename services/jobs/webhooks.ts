@@ -7,10 +7,11 @@ import { createHmac, randomUUID } from 'node:crypto';
 import { request as httpRequest, type IncomingMessage } from 'node:http';
 import { request as httpsRequest } from 'node:https';
 import type { LookupFunction } from 'node:net';
+import type { WebhookDelivery } from './job-schemas.ts';
 import { parseWebhookAllow, resolveWebhook, type Resolved } from './webhook-destinations.ts';
 
 /** One delivery attempt, as `GET /v1/jobs/:id/webhook-deliveries` shows it. */
-export type WebhookDelivery = { attempt: number; at: string; ok: boolean; status_code?: number; error?: string };
+export type { WebhookDelivery };
 
 export interface WebhookOptions {
   /** Key of the HMAC. @default process.env.THINKFLOW_WEBHOOK_SECRET */

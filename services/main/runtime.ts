@@ -3,9 +3,9 @@ import type { Config } from '../config/index.ts';
 import { log } from '../log/index.ts';
 import {
   Approvals, createKeys, createRedis, FilePolicyGate, Pipeline, PipelineMetrics, SandboxExecutor, WorkerPool,
-  type Executor, type PolicyGate, type WorkerPoolOptions,
+  type Executor, type Keys, type PipelineRedis, type PolicyGate, type WorkerPoolOptions,
 } from '../pipeline/index.ts';
-import type { Runtime as ApiRuntime } from '../api/index.ts';
+import type { Redis } from 'ioredis';
 import { SandboxManager } from '../sandbox/index.ts';
 
 // The pipeline side of one process: two Redis connections (commands, and a
@@ -14,8 +14,16 @@ import { SandboxManager } from '../sandbox/index.ts';
 // this process runs the worker role. Plus one blocking connection per open
 // session Worker, which BullMQ requires.
 
-/** What the API uses of the runtime, plus the worker pool and the shutdown. */
-export type Runtime = ApiRuntime & {
+/** One process's parts (the API takes the narrow ones it uses: see service.ts), the worker pool and the shutdown. */
+export type Runtime = {
+  config: Config;
+  keys: Keys;
+  redis: PipelineRedis;
+  subscriber: Redis;
+  executor: Executor;
+  gate: PolicyGate;
+  metrics: PipelineMetrics;
+  pipeline: Pipeline;
   pool: WorkerPool | null;
   close(): Promise<void>;
 };

@@ -1,6 +1,7 @@
 import { serve, type ServerType } from '@hono/node-server';
 import type { AddressInfo } from 'node:net';
 import { createApp } from '../api/index.ts';
+import { Firehose } from '../pipeline/index.ts';
 import type { Config } from '../config/index.ts';
 import { log, type Logger } from '../log/index.ts';
 import { startJobs, type JobsRuntime } from './jobs.ts';
@@ -30,7 +31,12 @@ export async function startService(config: Config, overrides: RuntimeOverrides =
       if (!LOOPBACK_HOSTS.has(config.host)) logger.warn(`!!! WARNING: dev mode while listening on ${config.host}: set THINKFLOW_API_KEYS before exposing this port. !!!`);
     }
     jobsRuntime = await startJobs(runtime, logger);
-    const app = createApp(runtime, { jobs: jobsRuntime.jobs });
+    const app = createApp({
+      apiKeys: config.apiKeys, apiKeyNames: config.apiKeyNames,
+      limits: { maxJsonBytes: config.maxJsonBytes, maxCommandsBytes: config.maxCommandsBytes, maxStreamsPerKey: config.caps.maxStreamsPerKey },
+      pipeline: runtime.pipeline, gate: runtime.gate, redis: runtime.redis, keys: runtime.keys, metrics: runtime.metrics,
+      firehose: new Firehose(runtime.subscriber, runtime.keys), jobs: jobsRuntime.jobs,
+    });
     server = await new Promise<ServerType>((resolve) => {
       const s = serve({ fetch: app.fetch, port: config.port, hostname: config.host }, () => resolve(s));
     });

@@ -1,6 +1,7 @@
+import { z } from 'zod';
 import type { Command, ParseError } from '../protocol/command.ts';
-import { parseAll } from '../protocol/index.ts';
-import type { LedgerRecord } from './ledger-record.ts';
+import { parseAll, ToolName } from '../protocol/index.ts';
+import { LedgerStatus, type LedgerRecord } from './ledger-record.ts';
 import type { CommandHandle, Pipeline } from './pipeline.ts';
 
 // One REST turn (`POST /v1/sessions/:id/commands`, flow `api`): parse the whole
@@ -8,11 +9,14 @@ import type { CommandHandle, Pipeline } from './pipeline.ts';
 // command (later commands of the turn are skipped, not run), then wait until
 // every command is final.
 
-export type CommandResult = {
-  id: string; tool: string; status: string;
+/** A command's outcome as `POST /v1/sessions/:id/commands` answers it: the ledger record's result fields that are set. */
+export const CommandResult = z.object({
+  id: z.string(), tool: ToolName, status: LedgerStatus,
   /** with every failure: a code of the spec (`empty_content`, `path_outside_workspace`, `forbidden`, `skipped`, …) */
-  error?: string; code?: string; exit_code?: number; stdout?: string; stderr?: string; bytes_written?: number;
-};
+  error: z.string().optional(), code: z.string().optional(), exit_code: z.number().int().optional(),
+  stdout: z.string().optional(), stderr: z.string().optional(), bytes_written: z.number().int().optional(),
+});
+export type CommandResult = z.infer<typeof CommandResult>;
 
 export type TurnOutcome = { turn: number; results: CommandResult[]; errors: ParseError[] };
 

@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import type { Redis } from 'ioredis';
+import type { GrantScope } from '../policy/index.ts';
 import type { Command } from '../protocol/command.ts';
 import type { PublicApproval } from './events.ts';
 import type { Keys } from './keys.ts';
@@ -17,7 +18,7 @@ export type AnswerDecision = 'approve' | 'approve_for_session' | 'reject';
 export type AnswerOutcome = 'ok' | 'unknown' | 'expired' | 'answered';
 export type ApprovalState = PublicApproval & { status: 'pending' | AnswerDecision | 'expired'; index: number };
 /** `approve_for_session` grants the exact command by default; `prefix` is the wider grant an operator picks explicitly (POLICY.md §7). */
-export type GrantScope = 'exact' | 'prefix';
+export type { GrantScope };
 /** What each scope of `approve_for_session` covers, shown with the approval; `unavailable` says why a scope is not offered. */
 export type GrantOptionView = { scope: GrantScope; covers: string | null; unavailable?: string };
 

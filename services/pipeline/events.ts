@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { GrantScope } from '../policy/index.ts';
 import { Command, ParseError } from '../protocol/index.ts';
 import { LedgerRecord, MatchedRuleSchema, targetOf } from './ledger-record.ts';
 
@@ -30,9 +31,9 @@ export const PublicApproval = z.object({
   reason: z.string().nullable().optional(),
   decided_at: z.string().nullable().optional(),
   /** What each scope of approve_for_session would grant (POLICY.md §7). */
-  grant_options: z.array(z.object({ scope: z.enum(['exact', 'prefix']), covers: z.string().nullable(), unavailable: z.string().optional() })).optional(),
+  grant_options: z.array(z.object({ scope: GrantScope, covers: z.string().nullable(), unavailable: z.string().optional() })).optional(),
   /** The scope an approve_for_session answer chose. */
-  grant_scope: z.enum(['exact', 'prefix']).optional(),
+  grant_scope: GrantScope.optional(),
 });
 export type PublicApproval = z.infer<typeof PublicApproval>;
 

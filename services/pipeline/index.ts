@@ -3,10 +3,10 @@ export { Pipeline } from './pipeline.ts';
 export type { CommandHandle, PipelineDeps } from './pipeline.ts';
 export { createRedis } from './redis.ts';
 export type { PipelineRedis } from './redis.ts';
-export { runCommandsTurn, runParsedTurn, toResult } from './api-turn.ts';
-export type { CommandResult, TurnOutcome } from './api-turn.ts';
+export { runCommandsTurn, runParsedTurn, toResult, CommandResult } from './api-turn.ts';
+export type { TurnOutcome } from './api-turn.ts';
 export {
-  LedgerRecord, LedgerStatus, LedgerApproval, LEDGER_STATUSES, FINAL_STATUSES, FAILURE_STATUSES, isFinal, targetOf,
+  LedgerRecord, LedgerStatus, LedgerApproval, ApprovalDecision, LEDGER_STATUSES, FINAL_STATUSES, FAILURE_STATUSES, isFinal, targetOf,
 } from './ledger-record.ts';
 export { Ledger } from './ledger.ts';
 export { SessionEvent, StreamEvent, GapEvent, PublicApproval, CommandSummary, EVENT_TYPES, summaryOf } from './events.ts';

@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
 import { z } from 'zod';
+import { Decision as DecisionSchema, MatchedRule as MatchedRuleSchema } from '../policy/index.ts';
 import { CommandFlow, ToolName, type Command } from '../protocol/command.ts';
 
 // The ledger record of PROTOCOL.md §6, its zod schema, and the pure functions
@@ -19,13 +20,8 @@ export const FINAL_STATUSES: ReadonlySet<LedgerStatus> = new Set([
 export const FAILURE_STATUSES: ReadonlySet<LedgerStatus> = new Set(['failed', 'forbidden', 'rejected', 'interrupted']);
 export const isFinal = (s: LedgerStatus) => FINAL_STATUSES.has(s);
 
-export const DecisionSchema = z.enum(['allow', 'prompt', 'forbid']);
-export const MatchedRuleSchema = z.object({
-  id: z.string(),
-  layer: z.enum(['global', 'project', 'session', 'builtin']),
-  decision: DecisionSchema,
-  justification: z.string(),
-});
+// Decision and MatchedRule are the policy engine's schemas (one per concept).
+export { Decision as DecisionSchema, MatchedRule as MatchedRuleSchema } from '../policy/index.ts';
 export const EvaluationSchema = z.object({
   decision: DecisionSchema,
   matched_rules: z.array(MatchedRuleSchema),

@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { z } from 'zod';
+import { ApprovalMode } from '../policy/index.ts';
 import type { Keys } from './keys.ts';
 import type { PipelineRedis } from './redis.ts';
 
@@ -7,8 +8,8 @@ import type { PipelineRedis } from './redis.ts';
 // fields that decide execution (approval mode, project, policy) never change
 // after creation, so processes may cache them; `deleted_at` is always re-read.
 
-export const ApprovalMode = z.enum(['never', 'on-request']);
-export type ApprovalMode = z.infer<typeof ApprovalMode>;
+// The approval mode is the policy engine's schema (one per concept).
+export { ApprovalMode };
 
 export const SessionMeta = z.object({
   session_id: z.string(),

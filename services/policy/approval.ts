@@ -2,12 +2,13 @@
 // evaluated command under a mode and the session's grants, and which grant an
 // `approve_for_session` answer creates. The waiting itself lives in the pipeline.
 import type { Command } from '../protocol/index.ts';
+import type { ApprovalMode } from './approval-mode.ts';
+import type { GrantScope } from './grant-scope.ts';
 import { normalizeWorkspacePath } from './path.ts';
 import { bashGrantCovers, detailOf, type Evaluation, type Grant, type Part } from './policy.ts';
 import { prefixRunsAnything } from './runs-anything.ts';
 import { splitScript } from './shell-split.ts';
 
-export type ApprovalMode = 'never' | 'on-request';
 export type ApprovalAction = { action: 'run' | 'ask' | 'refuse'; reason?: string };
 
 export const NEVER_REASON = 'approval required by policy, but approval mode is never';
@@ -51,7 +52,6 @@ function partCovered(g: Grant, p: Partial<Part>): boolean {
   return p.fileTool !== undefined && g.tool === p.fileTool && g.path === p.path && g.dest === undefined;
 }
 
-export type GrantScope = 'exact' | 'prefix';
 /** What `approve_for_session` may grant for one approval, in words for the operator (§7). */
 export type GrantOption = { scope: GrantScope; grants: Grant[]; covers: string };
 export type GrantOptions = { options: GrantOption[]; prefix_unavailable?: string };

@@ -1,8 +1,12 @@
 // The three decisions and their order. Strictness is a total order so every
 // combination (parts of a script, rules of all layers, two files of one layer
 // setting the same default) is resolved by one rule: the strictest wins.
+import { z } from 'zod';
+
 export const DECISIONS = ['allow', 'prompt', 'forbid'] as const;
-export type Decision = (typeof DECISIONS)[number];
+/** The one schema of a decision: policy files, the ledger, events and the API use it. */
+export const Decision = z.enum(DECISIONS);
+export type Decision = z.infer<typeof Decision>;
 
 const RANK: Record<Decision, number> = { allow: 0, prompt: 1, forbid: 2 };
 

@@ -5,7 +5,8 @@
 import { quote } from 'shell-quote';
 import type { Command } from '../protocol/index.ts';
 import type { PolicyLayers } from './layers.ts';
-import { evaluate, type Evaluation, type Grant, type MatchedRule } from './policy.ts';
+import type { MatchedRule } from './matched-rule.ts';
+import { evaluate, type Evaluation, type Grant } from './policy.ts';
 import { splitScript } from './shell-split.ts';
 import type { Decision } from './decision.ts';
 

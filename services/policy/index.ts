@@ -1,6 +1,9 @@
 // Public surface of the policy engine. Re-exports only.
-export { DECISIONS, rank, stricter, strictest } from './decision.ts';
-export type { Decision } from './decision.ts';
+export { DECISIONS, Decision, rank, stricter, strictest } from './decision.ts';
+export { MatchedRule } from './matched-rule.ts';
+export { ApprovalMode } from './approval-mode.ts';
+export { ProjectName } from './project-name.ts';
+export { GrantScope } from './grant-scope.ts';
 export { PolicyLoadError, PolicyLoosensError, UnknownProjectError } from './errors.ts';
 export { looseningIn } from './tighten.ts';
 export { normalizeWorkspacePath, WORKSPACE_ROOT, OUTSIDE } from './path.ts';
@@ -14,9 +17,9 @@ export { PolicyLayers, BUILTIN_DEFAULTS } from './layers.ts';
 export type { ResolvedDefault } from './layers.ts';
 export { loadPolicyDir, PolicyStore } from './loader.ts';
 export { evaluate, detailOf } from './policy.ts';
-export type { Evaluation, MatchedRule, Grant, EvaluationDetail, Part } from './policy.ts';
+export type { Evaluation, Grant, EvaluationDetail, Part } from './policy.ts';
 export { decideApproval, grantFor, grantsFor, grantsCover, grantOptions, NEVER_REASON, GRANTED_REASON } from './approval.ts';
-export type { ApprovalMode, ApprovalAction, GrantScope, GrantOption, GrantOptions } from './approval.ts';
+export type { ApprovalAction, GrantOption, GrantOptions } from './approval.ts';
 export { redirectFileOps } from './redirects.ts';
 export type { FileOp } from './redirects.ts';
 export { RUNS_ANYTHING, prefixRunsAnything } from './runs-anything.ts';

@@ -4,6 +4,7 @@
 import type { Command, ToolName } from '../protocol/index.ts';
 import { rank, stricter, type Decision } from './decision.ts';
 import type { PolicyLayers } from './layers.ts';
+import type { MatchedRule } from './matched-rule.ts';
 import { normalizeWorkspacePath } from './path.ts';
 import { prefixLength, type Layer, type Rule } from './rule.ts';
 import type { DefaultKey } from './schema.ts';
@@ -12,12 +13,6 @@ import { prefixRunsAnything } from './runs-anything.ts';
 import { scriptTooLarge, splitScript, type SimpleCommand, type SplitScript } from './shell-split.ts';
 import { newWrapBudget, unwrap, type Unwrapped, type WrapBudget } from './wrappers.ts';
 
-export type MatchedRule = {
-  id: string;
-  layer: Layer | 'builtin';
-  decision: Decision;
-  justification: string;
-};
 export type Evaluation = { decision: Decision; matched_rules: MatchedRule[]; reason: string };
 
 /**

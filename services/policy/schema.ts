@@ -2,12 +2,11 @@
 // an unknown field is a typo that would otherwise silently disable a rule.
 import { z } from 'zod';
 import { TOOL_NAMES, ToolName } from '../protocol/index.ts';
-import { DECISIONS } from './decision.ts';
+import { Decision } from './decision.ts';
 
 export const DEFAULT_KEYS = [...TOOL_NAMES, 'complex_command'] as const;
 export type DefaultKey = (typeof DEFAULT_KEYS)[number];
 
-const DecisionSchema = z.enum(DECISIONS);
 // YAML reads `[chmod, 755]` as a number; a token is text, so take it as such
 // rather than fail a file over unquoted digits.
 const Word = z.union([z.string().min(1), z.number().transform(String)]);
@@ -26,7 +25,7 @@ export const RuleSchema = z.strictObject({
     .optional(),
   command: CommandPatternSchema.optional(),
   path: z.union([Glob, z.array(Glob).min(1)], { error: 'expected a glob or a non-empty list of globs' }).optional(),
-  decision: DecisionSchema,
+  decision: Decision,
   justification: z.string().optional(),
   // Command rules: argv patterns; path rules: globs.
   except: z.array(z.union([CommandPatternSchema, Glob])).min(1).optional(),
@@ -40,12 +39,12 @@ export const RuleSchema = z.strictObject({
 export type RuleInput = z.infer<typeof RuleSchema>;
 
 export const DefaultsSchema = z.strictObject(
-  Object.fromEntries(DEFAULT_KEYS.map((k) => [k, DecisionSchema.optional()])) as Record<
+  Object.fromEntries(DEFAULT_KEYS.map((k) => [k, Decision.optional()])) as Record<
     DefaultKey,
-    z.ZodOptional<typeof DecisionSchema>
+    z.ZodOptional<typeof Decision>
   >,
 );
-export type Defaults = Partial<Record<DefaultKey, z.infer<typeof DecisionSchema>>>;
+export type Defaults = Partial<Record<DefaultKey, z.infer<typeof Decision>>>;
 
 /**
  * The file envelope. Rules are validated one by one afterwards so an error

@@ -1,6 +1,6 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
 import type { Context, MiddlewareHandler, Next } from 'hono';
-import type { ApiKeys, Role } from '../../config/env.ts';
+import type { ApiKeys, Role } from '../../config/index.ts';
 import type { AppEnv, Principal } from '../env.ts';
 import { AppError } from '../errors.ts';
 

@@ -1,59 +1,82 @@
-import { Hono } from 'hono';
-import type { Pipeline } from '../../pipeline/pipeline.ts';
+import { OpenAPIHono } from '@hono/zod-openapi';
+import { z } from 'zod';
+import { PublicApproval, type Pipeline } from '../../pipeline/index.ts';
 import type { AppEnv } from '../env.ts';
 import { AppError } from '../errors.ts';
 import { maxBody } from '../middleware/limits.ts';
-import { AnswerApprovalBody, ApprovalsQuery } from '../schemas.ts';
-import { parseWith, readJson } from '../validate.ts';
+import { json, route } from '../openapi.ts';
+import { AnswerApprovalBody, ApprovalsQuery, PendingApproval } from '../schemas.ts';
+import { jsonBody } from '../validate.ts';
 
-export type ApprovalRoutesDeps = { pipeline: Pipeline; maxJsonBytes: number };
+// Operator routes of POLICY.md §5: the pending approvals, and one answer to
+// one of them (at most once: a second answer, or one after expiry, is a 409).
 
-/** Operator routes (the caller mounts them behind requireRole('operator', 'admin')). */
-export function approvalRoutes({ pipeline: p, maxJsonBytes }: ApprovalRoutesDeps): Hono<AppEnv> {
-  const app = new Hono<AppEnv>();
+export type ApprovalRoutesDeps = { pipeline: Pick<Pipeline, 'approvals'>; maxJsonBytes: number };
 
-  app.get('/', async (c) => {
-    parseWith(ApprovalsQuery, c.req.query(), 'invalid_query');
-    const pending = await p.approvals.listPending();
+const routes = (d: ApprovalRoutesDeps) => ({
+  list: route({
+    method: 'get', path: '/', id: 'listApprovals', summary: 'Pending approvals', auth: 'operator',
+    request: { query: ApprovalsQuery },
+    ok: { 200: json(z.object({ approvals: z.array(PendingApproval) }), 'the pending approvals') },
+  }),
+  answer: route({
+    method: 'post', path: '/{token}', id: 'answerApproval', summary: 'Answer an approval', auth: 'operator',
+    middleware: [maxBody(d.maxJsonBytes), jsonBody()],
+    request: { body: { required: true, content: { 'application/json': { schema: AnswerApprovalBody } } } },
+    ok: { 200: json(z.object({ approval: PublicApproval.nullable() }), 'the approval as answered') },
+  }),
+});
+
+export function approvalRoutes(d: ApprovalRoutesDeps): OpenAPIHono<AppEnv> {
+  const r = routes(d);
+  const app = new OpenAPIHono<AppEnv>();
+
+  app.openapi(r.list, async (c) => {
+    const pending = await d.pipeline.approvals.listPending();
     return c.json({
-      approvals: pending.map((a) => ({
-        token: a.token, session_id: a.session_id, job_id: a.job_id, command_id: a.command_id, tool: a.tool,
-        target: a.target, matched_rules: a.matched_rules, justification: a.justification,
-        created_at: a.created_at, expires_at: a.expires_at, grant_options: a.grant_options ?? [],
+      approvals: pending.map((x) => ({
+        token: x.token, session_id: x.session_id, job_id: x.job_id, command_id: x.command_id, tool: x.tool,
+        target: x.target, matched_rules: x.matched_rules, justification: x.justification,
+        created_at: x.created_at, expires_at: x.expires_at, grant_options: x.grant_options ?? [],
       })),
-    });
+    }, 200);
   });
 
-  app.post('/:token', maxBody(maxJsonBytes), async (c) => {
+  app.openapi(r.answer, async (c) => {
+    const a = d.pipeline.approvals;
     const token = c.req.param('token');
-    const body = await readJson(c, AnswerApprovalBody);
+    const body = c.req.valid('json');
     if (body.scope !== undefined && body.decision !== 'approve_for_session') {
       throw new AppError(400, 'invalid_body', `scope applies to approve_for_session only, not ${body.decision}`, { details: { field: 'scope' } });
     }
-    if (body.scope === 'prefix') await requirePrefixOption(p, token);
-    const outcome = await p.approvals.answer(token, body.decision, body.reason ?? null, c.var.principal.name, body.scope ?? 'exact');
+    if (body.scope === 'prefix') await requirePrefixOption(a, token);
+    const outcome = await a.answer(token, body.decision, body.reason ?? null, c.var.principal.name, body.scope ?? 'exact');
     if (outcome === 'unknown') throw new AppError(404, 'approval_not_found', 'no such approval token');
-    if (outcome !== 'ok') {
-      const state = await p.approvals.get(token);
-      const by = state?.decided_by ?? null;
-      const at = state?.decided_at ?? null;
-      const message = outcome === 'expired' || state?.status === 'expired'
-        ? `approval expired at ${state?.expires_at ?? 'its expiry time'} (no operator answered in time)`
-        : `approval already decided by ${by ?? 'someone'} at ${at ?? 'an earlier time'} (${state?.decision ?? outcome})`;
-      throw new AppError(409, 'approval_closed', message, {
-        details: { status: state?.status ?? outcome, decision: state?.decision ?? null, decided_by: by, decided_at: at },
-      });
-    }
-    const state = await p.approvals.get(token);
-    return c.json({ approval: state });
+    if (outcome !== 'ok') throw closed(await a.get(token), outcome);
+    return c.json({ approval: await a.get(token) }, 200);
   });
 
   return app;
 }
 
+type Approvals = Pipeline['approvals'];
+type State = Awaited<ReturnType<Approvals['get']>>;
+
+/** 409 `approval_closed`: who answered it and when, or when it expired. */
+function closed(state: State, outcome: string): AppError {
+  const by = state?.decided_by ?? null;
+  const at = state?.decided_at ?? null;
+  const message = outcome === 'expired' || state?.status === 'expired'
+    ? `approval expired at ${state?.expires_at ?? 'its expiry time'} (no operator answered in time)`
+    : `approval already decided by ${by ?? 'someone'} at ${at ?? 'an earlier time'} (${state?.decision ?? outcome})`;
+  return new AppError(409, 'approval_closed', message, {
+    details: { status: state?.status ?? outcome, decision: state?.decision ?? null, decided_by: by, decided_at: at },
+  });
+}
+
 /** A wider grant is given only where the approval offered it (never for shells, interpreters, wrappers). */
-async function requirePrefixOption(p: Pipeline, token: string): Promise<void> {
-  const state = await p.approvals.get(token);
+async function requirePrefixOption(a: Approvals, token: string): Promise<void> {
+  const state = await a.get(token);
   if (!state || state.status !== 'pending') return; // answer() reports unknown / closed
   const prefix = state.grant_options?.find((o) => o.scope === 'prefix');
   if (prefix && prefix.unavailable === undefined) return;

@@ -1,21 +1,21 @@
-import { Hono, type Context } from 'hono';
-import { normalizeWorkspacePath } from '../../policy/index.ts';
-import { resumePoint, streamSessionEvents } from '../sse.ts';
-import type { StreamCaps } from '../stream-caps.ts';
-import type { Pipeline } from '../../pipeline/pipeline.ts';
-import type { Keys } from '../../pipeline/keys.ts';
+import { OpenAPIHono } from '@hono/zod-openapi';
+import type { Context } from 'hono';
 import type { Redis } from 'ioredis';
-import { WebhookRefusedError, type JobsService } from '../../jobs/jobs-service.ts';
-import { FINAL_JOB_STATUSES, JobRequest } from '../../jobs/job-schemas.ts';
-import type { StoredJob } from '../../jobs/job-store.ts';
+import { z } from 'zod';
+import { FINAL_JOB_STATUSES, JobRequest, SubmitResponse, WebhookDelivery, WebhookRefusedError, type JobsService, type StoredJob } from '../../jobs/index.ts';
+import type { Keys, Pipeline } from '../../pipeline/index.ts';
 import type { AppEnv } from '../env.ts';
 import { AppError } from '../errors.ts';
-import { requireRole } from '../middleware/auth.ts';
 import { maxBody } from '../middleware/limits.ts';
-import { readJson } from '../validate.ts';
+import { json, JobViewRef, route, sse } from '../openapi.ts';
+import { LimitQuery } from '../schemas.ts';
+import { resumePoint, streamSessionEvents } from '../sse.ts';
+import type { StreamCaps } from '../stream-caps.ts';
+import { checkFilePaths, jsonBody, limitOf } from '../validate.ts';
 
-// Jobs (API.md): submit, read, cancel, and the job's events as Server-Sent
-// Events, resumable with Last-Event-ID and closed after job_finished.
+// Jobs (API.md): submit, list, read, cancel, webhook deliveries, and the
+// job's events as Server-Sent Events, resumable with Last-Event-ID and
+// closed after job_finished.
 
 export type JobRoutesDeps = { jobs: JobsService; pipeline: Pipeline; redis: Redis; keys: Keys; streams: StreamCaps; maxJsonBytes: number };
 
@@ -28,17 +28,46 @@ async function visibleJob(c: Context<AppEnv>, jobs: JobsService): Promise<Stored
   return job;
 }
 
-export function jobRoutes({ jobs, pipeline, redis, keys, streams, maxJsonBytes }: JobRoutesDeps): Hono<AppEnv> {
-  const app = new Hono<AppEnv>();
+const LIST_MAX = 500;
 
-  app.post('/', requireRole('submitter', 'admin'), maxBody(maxJsonBytes), async (c) => {
-    const body = await readJson(c, JobRequest);
-    const bad = Object.keys(body.files ?? {}).map((path) => ({ path, n: normalizeWorkspacePath(path) })).filter((f) => !f.n.ok);
-    if (bad.length) {
-      throw new AppError(400, 'invalid_files', 'file paths must stay inside the workspace', {
-        details: bad.map((b) => ({ path: b.path, reason: b.n.ok ? '' : b.n.reason })),
-      });
-    }
+const routes = (d: JobRoutesDeps) => ({
+  submit: route({
+    method: 'post', path: '/', id: 'submitJob', summary: 'Submit an unattended job', auth: 'writer', capped: true,
+    middleware: [maxBody(d.maxJsonBytes), jsonBody()],
+    request: { body: { required: true, content: { 'application/json': { schema: JobRequest } } } },
+    ok: { 202: json(SubmitResponse, 'accepted: the job is queued') },
+  }),
+  list: route({
+    method: 'get', path: '/', id: 'listJobs', summary: 'Jobs, newest first (a submitter sees its own); ?limit=&status=', auth: 'any',
+    request: { query: LimitQuery(LIST_MAX, 50).extend({ status: z.string().optional().meta({ description: 'only jobs in this status' }) }) },
+    ok: { 200: json(z.object({ jobs: z.array(JobViewRef) }), 'the jobs') },
+  }),
+  get: route({
+    method: 'get', path: '/{job_id}', id: 'getJob', summary: 'A job: status and figures', auth: 'any',
+    ok: { 200: json(JobViewRef, 'the job') },
+  }),
+  events: route({
+    method: 'get', path: '/{job_id}/events', id: 'streamJobEvents', summary: 'Server-Sent Events, resumable with Last-Event-ID', auth: 'any', capped: true,
+    ok: { 200: sse("the job's events (API.md §Events), `id:` = seq, ending after job_finished; `gap {first_seq}` before trimmed events") },
+  }),
+  cancel: route({
+    method: 'post', path: '/{job_id}/cancel', id: 'cancelJob', summary: 'Stop the model, skip the queue', auth: 'writer',
+    ok: { 202: json(JobViewRef, 'the job, cancelling (or already final)') },
+  }),
+  deliveries: route({
+    method: 'get', path: '/{job_id}/webhook-deliveries', id: 'listWebhookDeliveries', summary: 'Every webhook delivery attempt of the job', auth: 'any',
+    ok: { 200: json(z.object({ deliveries: z.array(WebhookDelivery) }), 'the attempts, oldest first') },
+  }),
+});
+
+export function jobRoutes(d: JobRoutesDeps): OpenAPIHono<AppEnv> {
+  const { jobs } = d;
+  const r = routes(d);
+  const app = new OpenAPIHono<AppEnv>();
+
+  app.openapi(r.submit, async (c) => {
+    const body = c.req.valid('json');
+    checkFilePaths(body.files);
     let view;
     try {
       view = await jobs.submit(body, c.var.principal.id, { tightenOnly: c.var.principal.role === 'submitter' });
@@ -49,50 +78,51 @@ export function jobRoutes({ jobs, pipeline, redis, keys, streams, maxJsonBytes }
     return c.json({ job_id: view.job_id, session_id: view.session_id, status: view.status }, 202);
   });
 
-  // Newest first; a submitter sees its own jobs only.
-  app.get('/', async (c) => {
-    const raw = c.req.query('limit') ?? '50';
-    const limit = Number(raw);
-    if (!Number.isInteger(limit) || limit < 1 || limit > 500) throw new AppError(400, 'invalid_query', `limit must be a whole number from 1 to 500, got '${raw}'`);
-    const status = c.req.query('status');
-    const me = c.var.principal;
-    const out = [];
-    for (const id of await jobs.store.list(me.role === 'submitter' ? 5000 : limit * 4)) {
-      const job = await jobs.store.get(id);
-      if (!job || (me.role === 'submitter' && job.owner !== me.id) || (status && job.view.status !== status)) continue;
-      out.push(job.view);
-      if (out.length === limit) break;
-    }
-    return c.json({ jobs: out });
+  app.openapi(r.list, (c) => listJobs(c, jobs));
+
+  app.openapi(r.get, async (c) => c.json((await visibleJob(c, jobs)).view, 200));
+
+  app.openapi(r.deliveries, async (c) => {
+    const job = await visibleJob(c, jobs);
+    return c.json({ deliveries: await jobs.store.deliveries(job.view.job_id) }, 200);
   });
 
-  app.get('/:job_id', async (c) => c.json((await visibleJob(c, jobs)).view));
-
-  app.get('/:job_id/webhook-deliveries', async (c) => {
+  app.openapi(r.cancel, async (c) => {
     const job = await visibleJob(c, jobs);
-    return c.json({ deliveries: await jobs.store.deliveries(job.view.job_id) });
-  });
-
-  app.post('/:job_id/cancel', requireRole('submitter', 'admin'), async (c) => {
-    const job = await visibleJob(c, jobs);
-    if (job.view.status === 'succeeded' || job.view.status === 'failed' || job.view.status === 'cancelled') {
-      return c.json(job.view, 202);
-    }
+    if (FINAL_JOB_STATUSES.has(job.view.status)) return c.json(job.view, 202);
     await jobs.cancel(job.view.job_id);
     return c.json((await jobs.store.get(job.view.job_id))!.view, 202);
   });
 
-  app.get('/:job_id/events', async (c) => {
-    const job = await visibleJob(c, jobs);
-    const jobId = job.view.job_id;
-    return streamSessionEvents(c, { pipeline, redis, keys, streams }, job.view.session_id, {
-      after: resumePoint(c),
-      data: ({ seq, type: _type, ...rest }) => ({ seq, ...rest, job_id: jobId }),
-      endsWith: 'job_finished',
-      gapData: { job_id: jobId },
-      done: async () => FINAL_JOB_STATUSES.has((await jobs.store.get(jobId))?.view.status ?? 'failed'),
-    });
-  });
+  app.openapi(r.events, (c) => jobEvents(c, d));
 
   return app;
+}
+
+/** Newest first, `?limit=` of them; a submitter sees its own jobs only. */
+async function listJobs(c: Context<AppEnv>, jobs: JobsService): Promise<Response> {
+  const limit = limitOf(c, LIST_MAX, 50);
+  const status = c.req.query('status');
+  const me = c.var.principal;
+  const out = [];
+  for (const id of await jobs.store.list(me.role === 'submitter' ? 5000 : limit * 4)) {
+    const job = await jobs.store.get(id);
+    if (!job || (me.role === 'submitter' && job.owner !== me.id) || (status && job.view.status !== status)) continue;
+    out.push(job.view);
+    if (out.length === limit) break;
+  }
+  return c.json({ jobs: out }, 200);
+}
+
+/** The session's events with the job's id on each, closed after job_finished. */
+async function jobEvents(c: Context<AppEnv>, d: JobRoutesDeps): Promise<Response> {
+  const job = await visibleJob(c, d.jobs);
+  const jobId = job.view.job_id;
+  return streamSessionEvents(c, d, job.view.session_id, {
+    after: resumePoint(c),
+    data: ({ seq, type: _type, ...rest }) => ({ seq, ...rest, job_id: jobId }),
+    endsWith: 'job_finished',
+    gapData: { job_id: jobId },
+    done: async () => FINAL_JOB_STATUSES.has((await d.jobs.store.get(jobId))?.view.status ?? 'failed'),
+  });
 }

@@ -1,12 +1,11 @@
-import { Hono } from 'hono';
-import type { JobsService } from '../../jobs/jobs-service.ts';
-import type { Pipeline } from '../../pipeline/pipeline.ts';
-import type { PolicyGate } from '../../pipeline/policy-gate.ts';
+import { OpenAPIHono } from '@hono/zod-openapi';
+import type { JobsService } from '../../jobs/index.ts';
+import { withIds } from '../../log/index.ts';
+import type { Firehose, Pipeline, PolicyGate } from '../../pipeline/index.ts';
 import { approvalCard } from '../approval-view.ts';
 import type { AppEnv } from '../env.ts';
-import type { Firehose } from '../../pipeline/firehose.ts';
 import { streamFeed, throttleByKey } from '../live-feed.ts';
-import { requireRole } from '../middleware/auth.ts';
+import { route, sse } from '../openapi.ts';
 import type { StreamCaps } from '../stream-caps.ts';
 
 // Live streams across sessions, for the dashboard and any operator tool:
@@ -14,39 +13,53 @@ import type { StreamCaps } from '../stream-caps.ts';
 // answer or expiry as it happens) and `GET /v1/jobs/events` (the jobs the
 // caller may see, each time one changes).
 
-export type LiveDeps = { pipeline: Pipeline; gate: PolicyGate; firehose: Firehose; streams: StreamCaps; jobs?: JobsService };
+export type LiveDeps = { pipeline: Pick<Pipeline, 'approvals' | 'ledger' | 'sessions'>; gate: Pick<PolicyGate, 'explainBash'>; firehose: Firehose; streams: StreamCaps };
 
 const LIST_LIMIT = 100;
 
-export function approvalEventRoutes(d: LiveDeps): Hono<AppEnv> {
-  const app = new Hono<AppEnv>();
-  const a = d.pipeline.approvals;
-  app.get('/events', requireRole('operator', 'admin'), (c) => streamFeed(c, {
-    label: 'approvals stream',
-    streams: d.streams,
-    listen: (push) => d.firehose.listen({
-      event: (e) => {
-        if (e.type !== 'approval_requested' || !e.approval) return;
-        void a.get(e.approval.token)
-          .then(async (s) => { if (s?.status === 'pending') push('approval_requested', await approvalCard(d, s)); })
-          .catch((err) => process.stderr.write(`thinkflow api: approvals stream: card ${e.session_id}: ${(err as Error).message}\n`));
-      },
-      answered: (token) => {
-        void a.get(token).then((s) => {
-          if (!s || s.status === 'pending') return;
-          const { token: t, session_id, job_id, command_id, status, decision, decided_by, decided_at, reason } = s;
-          push('approval_resolved', { token: t, session_id, job_id, command_id, status, decision, decided_by, decided_at, reason });
-        }).catch((err) => process.stderr.write(`thinkflow api: approvals stream: answer: ${(err as Error).message}\n`));
-      },
-    }),
-    snapshot: async () => ({ approvals: await Promise.all((await a.listPending()).map((s) => approvalCard(d, s))) }),
-  }));
+const approvalsRoute = route({
+  method: 'get', path: '/events', id: 'streamApprovals', summary: 'Pending approvals and their answers, live (SSE)', auth: 'operator', capped: true,
+  ok: {
+    200: sse('SSE across all sessions: `snapshot` {approvals: cards} on every (re)connect, then `approval_requested` (a card: the approval with its command, edit diff, bash segments, grant scope in words, recent ledger) and `approval_resolved` {token, status, decision, decided_by, decided_at, reason}'),
+  },
+});
+
+const jobsRoute = route({
+  method: 'get', path: '/events', id: 'streamJobs', summary: 'The jobs the key may see, live (SSE)', auth: 'any', capped: true,
+  ok: { 200: sse('SSE of the jobs the key may see: `snapshot` {jobs} on every (re)connect, then `job` (the job view) whenever one changes') },
+});
+
+export function approvalEventRoutes(d: LiveDeps): OpenAPIHono<AppEnv> {
+  const app = new OpenAPIHono<AppEnv>();
+  app.openapi(approvalsRoute, (c) => {
+    const a = d.pipeline.approvals;
+    return streamFeed(c, {
+      label: 'approvals stream',
+      streams: d.streams,
+      listen: (push) => d.firehose.listen({
+        event: (e) => {
+          if (e.type !== 'approval_requested' || !e.approval) return;
+          void a.get(e.approval.token)
+            .then(async (s) => { if (s?.status === 'pending') push('approval_requested', await approvalCard(d, s)); })
+            .catch((err: unknown) => withIds({ session_id: e.session_id, job_id: e.job_id }).error({ err }, 'approvals stream: the card could not be built'));
+        },
+        answered: (token) => {
+          void a.get(token).then((s) => {
+            if (!s || s.status === 'pending') return;
+            const { token: t, session_id, job_id, command_id, status, decision, decided_by, decided_at, reason } = s;
+            push('approval_resolved', { token: t, session_id, job_id, command_id, status, decision, decided_by, decided_at, reason });
+          }).catch((err: unknown) => withIds({}).error({ err }, 'approvals stream: the answer could not be read'));
+        },
+      }),
+      snapshot: async () => ({ approvals: await Promise.all((await a.listPending()).map((s) => approvalCard(d, s))) }),
+    });
+  });
   return app;
 }
 
-export function jobEventRoutes(d: LiveDeps & { jobs: JobsService }): Hono<AppEnv> {
-  const app = new Hono<AppEnv>();
-  app.get('/events', (c) => {
+export function jobEventRoutes(d: Omit<LiveDeps, 'pipeline' | 'gate'> & { jobs: JobsService }): OpenAPIHono<AppEnv> {
+  const app = new OpenAPIHono<AppEnv>();
+  app.openapi(jobsRoute, (c) => {
     const me = c.var.principal;
     const visible = async (id: string) => {
       const job = await d.jobs.store.get(id);
@@ -59,7 +72,7 @@ export function jobEventRoutes(d: LiveDeps & { jobs: JobsService }): Hono<AppEnv
         // A busy job's view is written often: send it at most 4 times a second.
         const send = throttleByKey(250, (id) => {
           void visible(id).then((v) => v && push('job', v))
-            .catch((err) => process.stderr.write(`thinkflow api: jobs stream: ${id}: ${(err as Error).message}\n`));
+            .catch((err: unknown) => withIds({ job_id: id }).error({ err }, 'jobs stream: the job could not be read'));
         });
         // Every write of a job's view is announced: the list follows the view, nothing else.
         const stop = await d.firehose.onChannel(d.jobs.store.changesChannel(), (id) => send.call(id));

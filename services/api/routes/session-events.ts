@@ -1,23 +1,24 @@
-import { Hono } from 'hono';
-import type { Runtime } from '../runtime-deps.ts';
+import { OpenAPIHono } from '@hono/zod-openapi';
 import type { AppEnv } from '../env.ts';
-import { AppError } from '../errors.ts';
-import { resumePoint, streamSessionEvents } from '../sse.ts';
-import type { StreamCaps } from '../stream-caps.ts';
+import { route, sse } from '../openapi.ts';
+import { resumePoint, streamSessionEvents, type EventStreamDeps } from '../sse.ts';
+import { visibleSession } from './sessions.ts';
+
+const eventsRoute = route({
+  method: 'get', path: '/{id}/events', id: 'streamSessionEvents', summary: "The session's events as SSE, resumable with Last-Event-ID", auth: 'any', capped: true,
+  ok: { 200: sse("the session's events (API.md §Events), `id:` = seq; `gap {first_seq}` before trimmed events") },
+});
 
 /**
  * `GET /v1/sessions/:id/events`: the session's events as SSE, `id:` = seq,
  * resumable with `Last-Event-ID` (or `?after=`), replayed from Redis so any
  * API process can serve them.
  */
-export function sessionEventRoutes(rt: Pick<Runtime, 'pipeline' | 'redis' | 'keys'> & { streams: StreamCaps }): Hono<AppEnv> {
-  const app = new Hono<AppEnv>();
-  app.get('/:id/events', async (c) => {
-    const sid = c.req.param('id');
-    const meta = await rt.pipeline.sessions.get(sid, true);
-    const me = c.var.principal;
-    if (!meta || (me.role === 'submitter' && meta.owner !== me.id)) throw new AppError(404, 'session_not_found', `session ${sid} not found`);
-    return streamSessionEvents(c, rt, sid, { after: resumePoint(c) });
+export function sessionEventRoutes(d: EventStreamDeps): OpenAPIHono<AppEnv> {
+  const app = new OpenAPIHono<AppEnv>();
+  app.openapi(eventsRoute, async (c) => {
+    const meta = await visibleSession(c, d.pipeline);
+    return streamSessionEvents(c, d, meta.session_id, { after: resumePoint(c) });
   });
   return app;
 }

@@ -1,21 +1,24 @@
-import { Hono, type Context } from 'hono';
+import { OpenAPIHono } from '@hono/zod-openapi';
+import type { Context } from 'hono';
+import { z } from 'zod';
 import { normalizeWorkspacePath } from '../../policy/index.ts';
-import { runCommandsTurn } from '../../pipeline/api-turn.ts';
-import { PipelineError } from '../../pipeline/errors.ts';
-import type { Pipeline } from '../../pipeline/pipeline.ts';
-import type { SessionMeta } from '../../pipeline/sessions.ts';
+import { CommandResult, PipelineError, runCommandsTurn, type Pipeline, type SessionMeta } from '../../pipeline/index.ts';
+import { ParseError } from '../../protocol/index.ts';
 import type { AppEnv } from '../env.ts';
 import { AppError } from '../errors.ts';
-import { requireRole } from '../middleware/auth.ts';
 import { maxBody } from '../middleware/limits.ts';
-import { CreateSessionBody } from '../schemas.ts';
-import { readJson } from '../validate.ts';
+import { json, LedgerRecordRef, route } from '../openapi.ts';
+import { CreateSessionBody, DirectoryListing, SessionCreated, SessionView } from '../schemas.ts';
+import { checkFilePaths, jsonBody } from '../validate.ts';
 import { filePathOf } from './raw-path.ts';
+
+// Sessions without a model (API.md): create, read, run tf-* tags as a turn,
+// the ledger, the workspace's files, delete.
 
 export type SessionRoutesDeps = { pipeline: Pipeline; maxJsonBytes: number; maxCommandsBytes: number };
 
 /** Loads a session the caller may see: a submitter sees only its own (404 for others', never 403). */
-async function visibleSession(c: Context<AppEnv>, p: Pipeline): Promise<SessionMeta> {
+export async function visibleSession(c: Context<AppEnv>, p: Pick<Pipeline, 'sessions'>): Promise<SessionMeta> {
   const sid = c.req.param('id') ?? '';
   const meta = await p.sessions.get(sid, true);
   const me = c.var.principal;
@@ -25,92 +28,133 @@ async function visibleSession(c: Context<AppEnv>, p: Pipeline): Promise<SessionM
   return meta;
 }
 
-const writers = requireRole('submitter', 'admin');
+/** Its sandbox is gone: running or reading would silently create an empty new one. */
+function requireLive(meta: SessionMeta): void {
+  if (meta.deleted_at) throw new AppError(410, 'session_deleted', `session ${meta.session_id} was deleted`);
+}
 
-export function sessionRoutes({ pipeline: p, maxJsonBytes, maxCommandsBytes }: SessionRoutesDeps): Hono<AppEnv> {
-  const app = new Hono<AppEnv>();
+const routes = (d: SessionRoutesDeps) => ({
+  create: route({
+    method: 'post', path: '/', id: 'createSession', summary: 'A session without a model', auth: 'writer', capped: true,
+    middleware: [maxBody(d.maxJsonBytes), jsonBody({ emptyOk: true })],
+    request: { body: { required: false, content: { 'application/json': { schema: CreateSessionBody } } } },
+    ok: { 201: json(SessionCreated, 'the new session') },
+  }),
+  get: route({
+    method: 'get', path: '/{id}', id: 'getSession', summary: 'A session: project, approval mode, job, timestamps', auth: 'any',
+    ok: { 200: json(SessionView, 'the session') },
+  }),
+  commands: route({
+    method: 'post', path: '/{id}/commands', id: 'runCommands', summary: 'Run tf-* tags as one turn', auth: 'writer', capped: true,
+    middleware: [maxBody(d.maxCommandsBytes)],
+    request: { body: { required: true, content: { 'text/plain': { schema: z.string() } } } },
+    ok: { 200: json(z.object({ results: z.array(CommandResult), errors: z.array(ParseError) }), 'every command final, in completion order') },
+  }),
+  ledger: route({
+    method: 'get', path: '/{id}/ledger', id: 'getLedger', summary: 'The session ledger, in execution order', auth: 'any',
+    ok: { 200: json(z.object({ entries: z.array(LedgerRecordRef) }), 'the ledger') },
+  }),
+  root: route({
+    method: 'get', path: '/{id}/files', id: 'listWorkspace', summary: 'The workspace root, listed', auth: 'any',
+    ok: { 200: json(DirectoryListing, 'the workspace root') },
+  }),
+  file: route({
+    method: 'get', path: '/{id}/files/{path{.*}}', id: 'getFile', summary: "A workspace file's bytes, or a directory listing", auth: 'any',
+    ok: { 200: { description: "a file's bytes, or a directory's entries", content: { 'application/octet-stream': { schema: z.string() }, 'application/json': { schema: DirectoryListing } } } },
+  }),
+  remove: route({
+    method: 'delete', path: '/{id}', id: 'deleteSession', summary: 'Remove the sandbox; the ledger stays', auth: 'writer',
+    ok: { 204: { description: 'removed' } },
+  }),
+});
 
-  app.post('/', writers, maxBody(maxJsonBytes), async (c) => {
-    const body = await readJson(c, CreateSessionBody, { emptyOk: true });
-    const files = Object.entries(body.files ?? {});
-    const bad = files.map(([path]) => ({ path, n: normalizeWorkspacePath(path) })).filter((f) => !f.n.ok);
-    if (bad.length) {
-      throw new AppError(400, 'invalid_files', 'file paths must stay inside the workspace', {
-        details: bad.map((b) => ({ path: b.path, reason: b.n.ok ? '' : b.n.reason })),
-      });
-    }
+export function sessionRoutes(d: SessionRoutesDeps): OpenAPIHono<AppEnv> {
+  const p = d.pipeline;
+  const r = routes(d);
+  const app = new OpenAPIHono<AppEnv>();
+
+  app.openapi(r.create, async (c) => {
+    const body = c.req.valid('json');
+    checkFilePaths(body.files);
     const meta = await p.createSession({
       owner: c.var.principal.id, project: body.project ?? null, approval: body.approval ?? 'never', policy: body.policy ?? null,
       tightenOnly: c.var.principal.role === 'submitter',
       ...(body.files ? { files: body.files } : {}),
     });
-    if (files.length) {
-      try {
-        await p.seedFiles(meta.session_id, body.files!, c.req.raw.signal);
-      } catch (err) {
-        if (err instanceof PipelineError && err.code === 'seed_failed') {
-          throw new AppError(422, 'seed_failed', `a file could not be written: ${err.message}`, { details: { session_id: meta.session_id, ...(err.details as object) } });
-        }
-        throw err;
-      }
-    }
+    if (body.files && Object.keys(body.files).length) await seed(p, meta.session_id, body.files, c.req.raw.signal);
     return c.json({ session_id: meta.session_id }, 201);
   });
 
-  app.get('/:id', async (c) => {
-    const meta = await visibleSession(c, p);
-    const { policy: _policy, owner: _owner, ...shown } = meta;
-    return c.json(shown);
+  app.openapi(r.get, async (c) => {
+    const { policy: _policy, owner: _owner, ...shown } = await visibleSession(c, p);
+    return c.json(shown, 200);
   });
 
-  app.post('/:id/commands', writers, maxBody(maxCommandsBytes), async (c) => {
+  app.openapi(r.commands, (c) => runTurn(c, p));
+
+  app.openapi(r.ledger, async (c) => {
     const meta = await visibleSession(c, p);
-    if (meta.deleted_at) throw new AppError(410, 'session_deleted', `session ${meta.session_id} was deleted`);
-    const type = c.req.header('content-type');
-    if (type && !/^text\/plain\b/i.test(type)) throw new AppError(415, 'unsupported_media_type', `expected text/plain with tf-* tags, got ${type}`);
-    const text = await c.req.text();
-    const signal = c.req.raw.signal;
-    await p.caps.claimLive(meta.owner, meta.session_id);
-    try {
-      const out = await runCommandsTurn(p, meta.session_id, text, { signal });
-      return c.json({ results: out.results, errors: out.errors });
-    } catch (err) {
-      // The client went away while its turn ran: the turn goes on (the ledger
-      // has it); there is nobody to answer, so do not log it as a failure.
-      if (signal.aborted) return c.body(null, 499 as never);
-      throw err;
-    }
+    return c.json({ entries: await p.entries(meta.session_id) }, 200);
   });
 
-  app.get('/:id/ledger', async (c) => {
-    const meta = await visibleSession(c, p);
-    return c.json({ entries: await p.entries(meta.session_id) });
-  });
+  const readFile = (c: Context<AppEnv>) => readPath(c, p);
+  app.openapi(r.root, readFile);
+  app.openapi(r.file, readFile);
 
-  const readFile = async (c: Context<AppEnv>) => {
-    const meta = await visibleSession(c, p);
-    // Its sandbox is gone; reading would silently create an empty new one.
-    if (meta.deleted_at) throw new AppError(410, 'session_deleted', `session ${meta.session_id} was deleted`);
-    const raw = filePathOf(c);
-    const norm = normalizeWorkspacePath(raw === '' ? '.' : raw);
-    if (!norm.ok) throw new AppError(403, 'path_outside_workspace', 'path is outside the workspace', { details: { path: raw } });
-    const got = await p.executor.readPath(meta.session_id, norm.path);
-    switch (got.kind) {
-      case 'outside': throw new AppError(403, 'path_outside_workspace', 'path is outside the workspace', { details: { path: raw } });
-      case 'missing': throw new AppError(404, 'not_found', `${norm.path}: no such file or directory`);
-      case 'dir': return c.json({ entries: got.entries });
-      case 'file':
-        return c.body(new Uint8Array(got.bytes), 200, { 'content-type': 'application/octet-stream', 'content-length': String(got.bytes.length) });
-    }
-  };
-  app.get('/:id/files', readFile);
-  app.get('/:id/files/*', readFile);
-
-  app.delete('/:id', writers, async (c) => {
+  app.openapi(r.remove, async (c) => {
     const meta = await visibleSession(c, p);
     await p.deleteSession(meta.session_id);
     return c.body(null, 204);
   });
 
   return app;
+}
+
+async function seed(p: Pipeline, sid: string, files: Record<string, string>, signal: AbortSignal): Promise<void> {
+  try {
+    await p.seedFiles(sid, files, signal);
+  } catch (err) {
+    if (err instanceof PipelineError && err.code === 'seed_failed') {
+      throw new AppError(422, 'seed_failed', `a file could not be written: ${err.message}`, { details: { session_id: sid, ...(err.details as object) } });
+    }
+    throw err;
+  }
+}
+
+/** The body's tf-* tags as one turn; answered when every command is final. */
+async function runTurn(c: Context<AppEnv>, p: Pipeline): Promise<Response> {
+  const meta = await visibleSession(c, p);
+  requireLive(meta);
+  const type = c.req.header('content-type');
+  if (type && !/^text\/plain\b/i.test(type)) throw new AppError(415, 'unsupported_media_type', `expected text/plain with tf-* tags, got ${type}`);
+  const text = await c.req.text();
+  const signal = c.req.raw.signal;
+  await p.caps.claimLive(meta.owner, meta.session_id);
+  try {
+    const out = await runCommandsTurn(p, meta.session_id, text, { signal });
+    return c.json({ results: out.results, errors: out.errors }, 200);
+  } catch (err) {
+    // The client went away while its turn ran: the turn goes on (the ledger
+    // has it); there is nobody to answer, so do not log it as a failure.
+    if (signal.aborted) return c.body(null, 499 as never);
+    throw err;
+  }
+}
+
+/** A workspace file's bytes or a directory's entries, judged on the raw request path (raw-path.ts). */
+async function readPath(c: Context<AppEnv>, p: Pipeline): Promise<Response> {
+  const meta = await visibleSession(c, p);
+  requireLive(meta);
+  const raw = filePathOf(c);
+  const norm = normalizeWorkspacePath(raw === '' ? '.' : raw);
+  const outside = () => new AppError(403, 'path_outside_workspace', 'path is outside the workspace', { details: { path: raw } });
+  if (!norm.ok) throw outside();
+  const got = await p.executor.readPath(meta.session_id, norm.path);
+  switch (got.kind) {
+    case 'outside': throw outside();
+    case 'missing': throw new AppError(404, 'not_found', `${norm.path}: no such file or directory`);
+    case 'dir': return c.json({ entries: got.entries });
+    case 'file':
+      return c.body(new Uint8Array(got.bytes), 200, { 'content-type': 'application/octet-stream', 'content-length': String(got.bytes.length) });
+  }
 }

@@ -2,8 +2,7 @@
 // offline, printing the JSON lines of API.md (CLI).
 import { readFile } from 'node:fs/promises';
 import { parseArgs } from 'node:util';
-import type { Command } from '../../protocol/command.ts';
-import { TurnParser, type ParserOutput, type StreamName } from '../../protocol/turn-parser.ts';
+import { TurnParser, type Command, type ParserOutput, type StreamName } from '../../protocol/index.ts';
 
 interface Delta {
   stream: StreamName;

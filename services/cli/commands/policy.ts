@@ -3,7 +3,7 @@
 // single JSON line of API.md. Exit 0 for every decision, 2 for a bad policy
 // file or bad arguments.
 import { readFile } from 'node:fs/promises';
-import { TOOL_NAMES, type Command, type ToolName } from '../../protocol/command.ts';
+import { TOOL_NAMES, type Command, type ToolName } from '../../protocol/index.ts';
 import { evaluate, loadPolicyDir, parsePolicyDocument, PolicyLoadError, type PolicyFile } from '../../policy/index.ts';
 
 const USAGE = `usage: thinkflow policy check [--policy-dir D] [--project P] [--session-rules F]

@@ -3,20 +3,50 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { openApiDocument } from '../../../services/api/openapi.ts';
+import { docApp, servedDocument } from './doc-app.ts';
 
-// /openapi.json as generators and linters take it: Redocly's recommended
-// rules pass with no error, and openapi-typescript's types fit a small client.
+// /openapi.json as the app serves it and generators and linters take it:
+// Redocly's recommended rules pass with no error, openapi-typescript's types
+// fit a small client, and every route the app has is in it.
 
 const ROOT = new URL('../../../', import.meta.url).pathname;
 const dir = mkdtempSync(join(tmpdir(), 'tf-openapi-'));
 const specFile = join(dir, 'openapi.json');
-writeFileSync(specFile, JSON.stringify(openApiDocument(), null, 2));
+const served = await servedDocument();
+writeFileSync(specFile, JSON.stringify(served, null, 2));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
 const bin = (name: string) => join(ROOT, 'node_modules', '.bin', name);
 
 describe('OpenAPI document', () => {
+  it('describes every route the app serves, with its path parameters (walks the app\'s routes)', () => {
+    const routed = new Set<string>();
+    for (const r of docApp().routes) {
+      if (r.method === 'ALL') continue; // middleware
+      // hono's `:name` and `:name{pattern}` are OpenAPI's `{name}`
+      routed.add(`${r.method.toLowerCase()} ${r.path.replace(/:(\w+)(\{[^}]*\})?/g, '{$1}')}`);
+    }
+    expect(routed.size).toBeGreaterThan(20);
+    const missing = [...routed].filter((key) => {
+      const [method, path] = key.split(' ') as [string, string];
+      return !served.paths[path]?.[method];
+    });
+    expect(missing).toEqual([]);
+    for (const key of routed) {
+      const [method, path] = key.split(' ') as [string, string];
+      const names = [...path.matchAll(/\{(\w+)\}/g)].map((m) => m[1]);
+      const declared = (served.paths[path]![method]!.parameters ?? []).filter((p) => p.in === 'path').map((p) => p.name);
+      expect([key, declared.sort()]).toEqual([key, names.sort()]);
+    }
+  });
+
+  it('documents no route the app does not serve', () => {
+    const app = docApp();
+    const routed = new Set(app.routes.filter((r) => r.method !== 'ALL').map((r) => `${r.method.toLowerCase()} ${r.path.replace(/:(\w+)(\{[^}]*\})?/g, '{$1}')}`));
+    const documented = Object.entries(served.paths).flatMap(([path, ops]) => Object.keys(ops).map((m) => `${m} ${path}`));
+    expect(documented.filter((k) => !routed.has(k))).toEqual([]);
+  });
+
   it('passes `redocly lint` with the recommended rules: no error, and none of servers / operationId / 4xx / unused-component problems', () => {
     const r = spawnSync(bin('redocly'), ['lint', specFile, '--extends', 'recommended', '--format', 'json'], { encoding: 'utf8', timeout: 60_000 });
     const report = JSON.parse(r.stdout.slice(r.stdout.indexOf('{'))) as { totals: { errors: number; warnings: number }; problems: { ruleId: string; severity: string; message: string }[] };
