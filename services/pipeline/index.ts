@@ -24,6 +24,7 @@ export type { PolicyGate, ApprovalAction } from './policy-gate.ts';
 export { Sessions, SessionMeta, ApprovalMode, newSessionId } from './sessions.ts';
 export { WorkerPool } from './worker-pool.ts';
 export type { WorkerPoolOptions } from './worker-pool.ts';
+export { Processor } from './processor.ts';
 export { PipelineError } from './errors.ts';
 export type { PipelineErrorCode } from './errors.ts';
 export { PipelineMetrics } from './metrics.ts';

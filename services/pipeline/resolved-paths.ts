@@ -44,11 +44,6 @@ export async function resolveForPolicy(executor: Executor, sid: string, command:
   return differs ? { expect, resolved } : { expect };
 }
 
-/** Executor failures that are refusals of the hard invariant (or of a check that no longer holds), not ordinary failures. */
-export function isRefusal(errorCode: string | undefined): boolean {
-  return errorCode === OUTSIDE || errorCode === 'path_changed' || errorCode === 'forbidden';
-}
-
 export type PathVerdict = { ok: true; expect?: ExpectedResolution } | { ok: false; code: string; reason: string };
 
 /**
