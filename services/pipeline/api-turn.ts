@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import type { Command, ParseError } from '../protocol/command.ts';
+import type { Command, ParseError } from '../protocol/index.ts';
 import { parseAll, ToolName } from '../protocol/index.ts';
 import { LedgerStatus, type LedgerRecord } from './ledger-record.ts';
 import type { CommandHandle, Pipeline } from './pipeline.ts';

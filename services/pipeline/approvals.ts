@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import type { Redis } from 'ioredis';
 import type { GrantScope } from '../policy/index.ts';
-import type { Command } from '../protocol/command.ts';
+import type { Command } from '../protocol/index.ts';
 import type { PublicApproval } from './events.ts';
 import type { Keys } from './keys.ts';
 import { targetOf, type LedgerApproval, type LedgerRecord } from './ledger-record.ts';

@@ -1,4 +1,4 @@
-import type { Command, CommandFlow } from '../protocol/command.ts';
+import type { Command, CommandFlow } from '../protocol/index.ts';
 import { ledgerEventArgs } from './event-writer.ts';
 import type { LedgerEventType, PublicApproval } from './events.ts';
 import type { Keys } from './keys.ts';

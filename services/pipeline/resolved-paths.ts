@@ -1,4 +1,4 @@
-import type { Command } from '../protocol/command.ts';
+import type { Command } from '../protocol/index.ts';
 import { normalizeWorkspacePath, OUTSIDE, redirectFileOps } from '../policy/index.ts';
 import type { Executor, ExpectedResolution } from './executor.ts';
 import { targetOf } from './ledger-record.ts';
