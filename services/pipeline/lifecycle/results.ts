@@ -9,10 +9,6 @@ export type EndedCode =
   | 'forbidden' | 'path_outside_workspace' | 'skipped' | 'rejected' | 'interrupted'
   | 'internal' | 'lost_before_queue' | 'queue_error';
 
-export function emptyResult(): LedgerResult {
-  return { ...EMPTY_RESULT };
-}
-
 export function endedResult(error: string, code: EndedCode): LedgerResult {
   return { ...EMPTY_RESULT, error, error_code: code, output_summary: error };
 }

@@ -3,7 +3,7 @@ import type { ExecutionResult } from '../../../services/pipeline/executor.ts';
 import { EMPTY_RESULT } from '../../../services/pipeline/ledger-record.ts';
 import { DEFAULT_OUTPUT_CAP, failedRun, isRefusal, outcomeOf, statusOf } from '../../../services/pipeline/lifecycle/outcome.ts';
 import {
-  INTERRUPTED, LOST, emptyResult, endedResult, enqueueErrorResult, internalResult, interruptedResult, lostResult,
+  INTERRUPTED, LOST, endedResult, enqueueErrorResult, internalResult, interruptedResult, lostResult,
   queueErrorResult, rejectedResult, skipReason, skippedResult,
 } from '../../../services/pipeline/lifecycle/results.ts';
 
@@ -24,10 +24,10 @@ describe('ended results (no output of their own)', () => {
     expect(internalResult('gone')).toEqual(ended('gone', 'internal'));
   });
 
-  it('emptyResult is a fresh copy each time', () => {
-    const a = emptyResult();
-    a.error = 'changed';
-    expect(emptyResult()).toEqual(EMPTY_RESULT);
+  it('never shares or changes the empty result', () => {
+    const a = skippedResult('a');
+    a.stdout = 'changed';
+    expect(skippedResult('a').stdout).toBeNull();
     expect(EMPTY_RESULT.error).toBeNull();
   });
 
