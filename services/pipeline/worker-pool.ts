@@ -129,6 +129,7 @@ export class WorkerPool {
         } catch (err) {
           if (!(err instanceof ApprovalWaitAborted) || !token) throw err;
           // Back to the head of the session's queue (RPUSH side): another worker resumes the wait.
+          withIds({ session_id: sid }).debug({ index: job.data.index }, 'shutting down: the approval wait goes back to the queue');
           await job.moveToWait(token);
           throw new WaitingError();
         }
@@ -148,9 +149,8 @@ export class WorkerPool {
     worker.on('failed', (job, err) => {
       entry.busy = false;
       entry.lastActive = Date.now();
-      const ids = withIds({ session_id: sid });
-      ids.warn({ err, index: job?.data.index, job: job?.id }, 'command job failed in the queue');
-      if (job) void this.#recoverFailedJob(job).catch((e: unknown) => ids.error({ err: e, index: job.data.index }, 'could not close a failed job\'s record'));
+      if (job) void this.#recoverFailedJob(job, err);
+      else withIds({ session_id: sid }).error({ err }, 'a command job failed in the queue');
     });
     // Connection errors: BullMQ reconnects and the ledger stays authoritative; logged, not fatal.
     worker.on('error', (err) => withIds({ session_id: sid }).warn({ err }, 'session worker error'));
@@ -159,13 +159,22 @@ export class WorkerPool {
   }
 
   /** A job BullMQ failed (processor threw, or stalled too often): never leave its record hanging. */
-  async #recoverFailedJob(job: Job<CommandJobData>): Promise<void> {
+  async #recoverFailedJob(job: Job<CommandJobData>, err: Error): Promise<void> {
     const lifecycle = this.#d.processor.lifecycle;
-    const rec = await lifecycle.ledger.get(job.data.sid, job.data.index);
-    if (!rec) return;
-    if (rec.status === 'running') return lifecycle.interrupt(rec);
-    if (rec.status !== 'queued' && rec.status !== 'awaiting_approval') return;
-    await lifecycle.apply(rec, 'fail', { result: queueErrorResult(job.failedReason ?? 'unknown') });
+    const { sid, index } = job.data;
+    const read = await lifecycle.ledger.get(sid, index).then((rec) => ({ rec }), (e: unknown) => ({ rec: null, e }));
+    const ids = withIds({ session_id: sid, command_id: read.rec?.id });
+    ids.error({ err, index, status: read.rec?.status ?? null }, 'a command job failed in the queue');
+    try {
+      if ('e' in read) throw read.e;
+      const { rec } = read;
+      if (rec?.status === 'running') await lifecycle.interrupt(rec);
+      else if (rec?.status === 'queued' || rec?.status === 'awaiting_approval') {
+        await lifecycle.apply(rec, 'fail', { result: queueErrorResult(job.failedReason ?? 'unknown') });
+      }
+    } catch (e) {
+      ids.error({ err: e, index }, 'could not close the record of a failed job');
+    }
   }
 
   #sweep(): void {

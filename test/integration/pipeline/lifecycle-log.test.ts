@@ -45,4 +45,16 @@ describe('lifecycle logging', () => {
       level: 30, job_id: 'job_log_1', session_id: sid, command_id: 'boom', status: 'failed', error_code: 'not_found', msg: 'command failed',
     })]);
   });
+
+  it('a job the worker cannot process is logged by the pool, with its session, not dropped', async () => {
+    const sid = (await rt.pipeline.createSession({ owner: null })).session_id;
+    // A record hash without its base: reading it throws, so the job fails inside BullMQ.
+    await rt.redis.hset(rt.keys.record(sid, 1), 'status', 'queued');
+    await rt.pipeline.queues.add(sid, 1, 1);
+    await rt.pool!.ensure(sid);
+    await expect.poll(() => lines.filter((l) => l.session_id === sid).map((l) => l.msg), { timeout: 15_000 })
+      .toEqual(['a command job failed in the queue', 'could not close the record of a failed job']);
+    const [failed] = lines.filter((l) => l.session_id === sid);
+    expect(failed).toMatchObject({ level: 50, index: 1, err: { message: 'ledger record 1 is incomplete' } });
+  });
 });
