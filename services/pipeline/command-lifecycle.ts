@@ -68,7 +68,10 @@ export class CommandLifecycle {
     if (out.kind === 'duplicate') return { kind: 'duplicate' };
     if (out.kind !== 'created') throw new Error('unreachable: the ledger refused a skipped record');
     this.#d.metrics.commandsEnqueued.inc({ status: out.record.status });
-    if (out.record.status === 'forbidden') await this.skipRestOfTurn(input.session, input.turn, input.jobId);
+    if (out.record.status === 'forbidden') {
+      logEnded(out.record, input.jobId);
+      await this.skipRestOfTurn(input.session, input.turn, input.jobId);
+    }
     return { kind: 'created', record: out.record, wasIdle: out.wasIdle };
   }
 
@@ -96,11 +99,7 @@ export class CommandLifecycle {
     if (to === 'running' && input.started) m.queueWait.observe((input.started.at.getTime() - Date.parse(rec.enqueued_at)) / 1000);
     if (to === 'running' || to === 'awaiting_approval') return;
     m.commandsFinished.inc({ status: to, tool: rec.tool });
-    if (to === 'succeeded' || to === 'skipped') return;
-    withIds({ job_id: input.jobId ?? input.eventJobId, session_id: rec.session, command_id: rec.id }).info(
-      { index: rec.index, turn: rec.turn, status: to, error_code: input.result?.error_code ?? null, reason: input.result?.error ?? null },
-      `command ${to}`,
-    );
+    if (to !== 'succeeded' && to !== 'skipped') logEnded({ ...rec, ...input.result, status: to }, input.jobId ?? input.eventJobId);
   }
 
   /** Time spent in the sandbox, observed whether or not the finish wins its race. */
@@ -144,6 +143,14 @@ export class CommandLifecycle {
     log().debug({ session_id: sid, turn, label }, 'turn failed without a record');
     await this.skipRestOfTurn(sid, turn);
   }
+}
+
+/** One line per command that ended badly (failed, forbidden, rejected, interrupted), findable by its ids. */
+function logEnded(rec: LedgerRecord, jobId: string | null | undefined): void {
+  withIds({ job_id: jobId, session_id: rec.session, command_id: rec.id }).info(
+    { index: rec.index, turn: rec.turn, status: rec.status, error_code: rec.error_code, reason: rec.error },
+    `command ${rec.status}`,
+  );
 }
 
 function fieldsOf(to: LedgerStatus, input: ApplyInput): NonNullable<TransitionSpec['fields']> {

@@ -46,6 +46,15 @@ describe('lifecycle logging', () => {
     })]);
   });
 
+  it('a command refused at enqueue logs its ids too', async () => {
+    const sid = (await rt.pipeline.createSession({ owner: null, jobId: 'job_log_2' })).session_id;
+    const h = await rt.pipeline.enqueue(sid, await rt.pipeline.nextTurn(sid), { id: 'net', tool: 'bash', cmd: 'curl http://x', need_result: false }, 'text');
+    expect(h.status).toBe('forbidden');
+    expect(lines.filter((l) => l.session_id === sid)).toEqual([expect.objectContaining({
+      job_id: 'job_log_2', command_id: 'net', status: 'forbidden', error_code: 'forbidden', msg: 'command forbidden',
+    })]);
+  });
+
   it('a job the worker cannot process is logged by the pool, with its session, not dropped', async () => {
     const sid = (await rt.pipeline.createSession({ owner: null })).session_id;
     // A record hash without its base: reading it throws, so the job fails inside BullMQ.
