@@ -32,6 +32,7 @@ export { transition, IllegalTransition, LIFECYCLE_EVENTS, TRANSITIONS } from './
 export type { LifecycleEvent, Transition } from './lifecycle/table.ts';
 export { admit } from './lifecycle/admit.ts';
 export type { Admission } from './lifecycle/admit.ts';
+export { parseErrorLabel } from './lifecycle/results.ts';
 export { PipelineError } from './errors.ts';
 export type { PipelineErrorCode } from './errors.ts';
 export { PipelineMetrics } from './metrics.ts';

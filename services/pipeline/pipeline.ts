@@ -205,10 +205,6 @@ export class Pipeline {
     return this.lifecycle.failTurn(sid, turn, label);
   }
 
-  skipRestOfTurn(sid: string, turn: number): Promise<number> {
-    return this.lifecycle.skipRestOfTurn(sid, turn);
-  }
-
   async awaitResult(handle: CommandHandle, signal?: AbortSignal): Promise<LedgerRecord> {
     const [rec] = await this.awaitAll(handle.sessionId, [handle.index], signal);
     return rec!;

@@ -1,3 +1,4 @@
+import type { ParseError } from '../../protocol/index.ts';
 import { EMPTY_RESULT, type LedgerResult } from '../ledger-record.ts';
 
 // The results of commands that ended without an output of their own
@@ -16,6 +17,11 @@ export function endedResult(error: string, code: EndedCode): LedgerResult {
 export const INTERRUPTED = 'the worker executing this command died mid-way; it was not run again';
 export const LOST = 'the command never reached the queue (its enqueuing process stopped); it was not run';
 export const SESSION_DELETED = 'skipped: the session was deleted';
+
+/** The turn-failure label of a parse error; skipReason recognises it by its prefix. */
+export function parseErrorLabel(error: Pick<ParseError, 'code' | 'id'>): string {
+  return `parse error (${error.code}${error.id ? ` in tag ${error.id}` : ''})`;
+}
 
 /** Why a later command of a failed turn was skipped (PROTOCOL.md §5.3). */
 export function skipReason(failure: { id: string }): string {

@@ -4,7 +4,7 @@ import { EMPTY_RESULT } from '../../../services/pipeline/ledger-record.ts';
 import { DEFAULT_OUTPUT_CAP, failedRun, isRefusal, outcomeOf, statusOf } from '../../../services/pipeline/lifecycle/outcome.ts';
 import {
   INTERRUPTED, LOST, endedResult, enqueueErrorResult, internalResult, interruptedResult, lostResult,
-  queueErrorResult, rejectedResult, skipReason, skippedResult,
+  parseErrorLabel, queueErrorResult, rejectedResult, skipReason, skippedResult,
 } from '../../../services/pipeline/lifecycle/results.ts';
 
 const ended = (error: string, error_code: string) => ({
@@ -34,6 +34,10 @@ describe('ended results (no output of their own)', () => {
   it('says why a later command of a failed turn was skipped', () => {
     expect(skipReason({ id: '4' })).toBe('skipped: command 4 failed earlier in this turn');
     expect(skipReason({ id: 'parse error (bad_id)' })).toBe('skipped: parse error (bad_id) earlier in this turn');
+    const label = parseErrorLabel({ code: 'unclosed_tag', id: '7' });
+    expect(label).toBe('parse error (unclosed_tag in tag 7)');
+    expect(skipReason({ id: label })).toBe('skipped: parse error (unclosed_tag in tag 7) earlier in this turn');
+    expect(parseErrorLabel({ code: 'bad_id', id: undefined })).toBe('parse error (bad_id)');
   });
 });
 
