@@ -2,7 +2,7 @@ import { hostname } from 'node:os';
 import type { Config } from '../config/index.ts';
 import { log } from '../log/index.ts';
 import {
-  Approvals, createKeys, createRedis, FilePolicyGate, Pipeline, PipelineMetrics, SandboxExecutor, WorkerPool,
+  Approvals, createKeys, createRedis, FilePolicyGate, Pipeline, PipelineMetrics, Processor, SandboxExecutor, WorkerPool,
   type Executor, type Keys, type PipelineRedis, type PolicyGate, type WorkerPoolOptions,
 } from '../pipeline/index.ts';
 import type { Redis } from 'ioredis';
@@ -61,13 +61,12 @@ export async function createRuntime(config: Config, overrides: RuntimeOverrides 
   if (runWorker) {
     const approvals = new Approvals(redis, keys);
     approvals.attachSubscriber(subscriber);
+    const processor = new Processor(
+      { lifecycle: pipeline.lifecycle, sessions: pipeline.sessions, approvals, gate, executor, caps: pipeline.caps },
+      { approvalTtlS: config.approvalTtlS, workerId: `${hostname()}:${process.pid}` },
+    );
     pool = new WorkerPool(
-      {
-        redis, keys, ledger: pipeline.ledger, sessions: pipeline.sessions, approvals, gate, executor, metrics,
-        approvalTtlS: config.approvalTtlS, workerId: `${hostname()}:${process.pid}`, caps: pipeline.caps,
-      },
-      subscriber,
-      pipeline.queues,
+      { redis, keys, subscriber, queues: pipeline.queues, processor, openWorkers: metrics.openWorkers },
       { lockMs: config.lockMs, stalledIntervalMs: config.stalledIntervalMs, idleMs: config.workerIdleMs, ...overrides.poolOptions },
     );
     await pool.start();

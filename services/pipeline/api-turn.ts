@@ -1,7 +1,8 @@
 import { z } from 'zod';
-import type { Command, ParseError } from '../protocol/command.ts';
+import type { Command, ParseError } from '../protocol/index.ts';
 import { parseAll, ToolName } from '../protocol/index.ts';
 import { LedgerStatus, type LedgerRecord } from './ledger-record.ts';
+import { parseErrorLabel } from './lifecycle/results.ts';
 import type { CommandHandle, Pipeline } from './pipeline.ts';
 
 // One REST turn (`POST /v1/sessions/:id/commands`, flow `api`): parse the whole
@@ -46,7 +47,7 @@ export async function runParsedTurn(
   for (const item of items) {
     if ('error' in item) {
       errors.push(item.error);
-      await p.failTurn(sid, turn, `parse error (${item.error.code}${item.error.id ? ` in tag ${item.error.id}` : ''})`);
+      await p.failTurn(sid, turn, parseErrorLabel(item.error));
     } else {
       handles.push(await p.enqueue(sid, turn, item.command, 'api'));
     }

@@ -1,10 +1,10 @@
 import { randomBytes } from 'node:crypto';
 import type { Redis } from 'ioredis';
 import type { GrantScope } from '../policy/index.ts';
-import type { Command } from '../protocol/command.ts';
+import type { Command } from '../protocol/index.ts';
 import type { PublicApproval } from './events.ts';
 import type { Keys } from './keys.ts';
-import { targetOf, type LedgerRecord } from './ledger-record.ts';
+import { targetOf, type LedgerApproval, type LedgerRecord } from './ledger-record.ts';
 import type { Evaluation, Grant, GrantOptions } from './policy-gate.ts';
 import type { PipelineRedis } from './redis.ts';
 
@@ -177,4 +177,20 @@ function optionViews(g: GrantOptions): GrantOptionView[] {
   const views: GrantOptionView[] = g.options.map((o) => ({ scope: o.scope, covers: o.covers }));
   if (g.prefix_unavailable !== undefined) views.push({ scope: 'prefix', covers: null, unavailable: g.prefix_unavailable });
   return views;
+}
+
+/** The approval as the ledger record keeps it. */
+export function ledgerApproval(s: ApprovalState): LedgerApproval {
+  return {
+    token: s.token, requested_at: s.created_at, expires_at: s.expires_at,
+    decided_by: s.decided_by ?? null,
+    decision: s.status === 'pending' ? null : s.status,
+    reason: s.reason ?? null, decided_at: s.decided_at ?? null,
+  };
+}
+
+/** The approval as events and the API show it. */
+export function publicOf(s: ApprovalState): PublicApproval {
+  const { index: _index, ...rest } = s;
+  return rest;
 }

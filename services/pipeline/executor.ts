@@ -1,4 +1,4 @@
-import type { Command } from '../protocol/command.ts';
+import type { Command } from '../protocol/index.ts';
 import type { ExecutionResult, ExpectedResolution, ReadPathResult, SandboxManager } from '../sandbox/index.ts';
 
 // The pipeline's only view of the sandbox: three verbs and a health probe.

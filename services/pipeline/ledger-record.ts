@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import { z } from 'zod';
 import { Decision as DecisionSchema, MatchedRule as MatchedRuleSchema } from '../policy/index.ts';
-import { CommandFlow, ToolName, type Command } from '../protocol/command.ts';
+import { CommandFlow, ToolName, type Command } from '../protocol/index.ts';
 
 // The ledger record of PROTOCOL.md §6, its zod schema, and the pure functions
 // that build it from a command and render it from the Redis hash. No I/O here.

@@ -1,17 +1,21 @@
-import type { Command, CommandFlow } from '../protocol/command.ts';
+import type { Command, CommandFlow } from '../protocol/index.ts';
 import { ledgerEventArgs } from './event-writer.ts';
 import type { LedgerEventType, PublicApproval } from './events.ts';
 import type { Keys } from './keys.ts';
+import type { CreatedStatus } from './lifecycle/table.ts';
 import {
-  FAILURE_STATUSES, FINAL_STATUSES, buildBase, recordFromHash,
+  EMPTY_RESULT, FAILURE_STATUSES, FINAL_STATUSES, buildBase, recordFromHash,
   type EvaluationData, type LedgerApproval, type LedgerRecord, type LedgerResult, type LedgerStatus,
 } from './ledger-record.ts';
+import type { Grant } from './policy-gate.ts';
 import type { PipelineRedis } from './redis.ts';
 
 // The Redis ledger of PROTOCOL.md §6. One hash per record (`status`, `base`,
 // `cmd`, `result`, `approval`, times, `injected`), ordered by a per-session
 // counter. Every status change goes through the `transition` script: a
-// compare-and-set on `status` plus the event, in one atomic step.
+// compare-and-set on `status` plus the event, in one atomic step. This is the
+// storage step only: which change is legal, and what follows it (metrics,
+// skipping the turn), is CommandLifecycle's (command-lifecycle.ts).
 
 export type CreateOutcome =
   | { kind: 'created'; index: number; record: LedgerRecord; wasIdle: boolean }
@@ -48,16 +52,14 @@ export class Ledger {
 
   async create(args: {
     session: string; turn: number; command: Command; flow: CommandFlow; evaluation: EvaluationData;
-    status: 'queued' | 'skipped' | 'forbidden'; error?: string; errorCode?: string; jobId?: string | null;
+    status: CreatedStatus; /** the result of a record created final */ result?: LedgerResult; jobId?: string | null;
   }): Promise<CreateOutcome> {
     const k = this.#keys;
     const sid = args.session;
     const now = new Date();
     const base = buildBase({ ...args, now, inlineBytes: this.#inlineBytes });
     const final = FINAL_STATUSES.has(args.status);
-    const result: LedgerResult | null = final
-      ? { ...emptyResult(), error: args.error ?? null, error_code: args.errorCode ?? null, output_summary: args.error ?? null }
-      : null;
+    const result = final ? args.result ?? EMPTY_RESULT : null;
     const finishedAt = final ? now.toISOString() : null;
     // The record as it will read right after this script; the script fills in the index.
     const rendered = recordFromHash(1, {
@@ -144,8 +146,13 @@ export class Ledger {
       command: h.cmd ? (JSON.parse(h.cmd) as Command) : null,
       failure: failed === null || failed === undefined ? null : { index: Number(failed), id: failedId ?? '' },
       deleted: out[2]![1] === 1,
-      grantsJson: out[3]![1] as string[],
+      grants: parseGrants(out[3]![1] as string[]),
     };
+  }
+
+  /** The session's grants (from `approve_for_session` answers), as of now. */
+  async grants(sid: string): Promise<Grant[]> {
+    return parseGrants(await this.#redis.lrange(this.#keys.grants(sid), 0, -1));
   }
 
   /** The full command, for execution (absent once final and dropped). */
@@ -236,9 +243,6 @@ export class Ledger {
   }
 }
 
-export function emptyResult(): LedgerResult {
-  return {
-    error: null, error_code: null, bytes_written: null, stdout: null, stderr: null,
-    stdout_truncated: false, stderr_truncated: false, exit_code: null, duration_ms: null, output_summary: null,
-  };
+function parseGrants(raw: string[]): Grant[] {
+  return raw.map((g) => JSON.parse(g) as Grant);
 }

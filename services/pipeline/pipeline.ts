@@ -1,22 +1,23 @@
 import type { Redis } from 'ioredis';
-import type { Command, CommandFlow } from '../protocol/command.ts';
-import { OUTSIDE } from '../policy/index.ts';
-import type { ParserOptions } from '../protocol/index.ts';
+import type { Command, CommandFlow, ParserOptions } from '../protocol/index.ts';
+import { log, reasonOf, withIds } from '../log/index.ts';
 import { Approvals } from './approvals.ts';
+import { CommandLifecycle } from './command-lifecycle.ts';
 import { PipelineError } from './errors.ts';
 import { EventHub } from './event-reader.ts';
 import { EventWriter } from './event-writer.ts';
 import type { Executor } from './executor.ts';
 import type { Keys } from './keys.ts';
 import { OwnerCaps, type OwnerCapLimits } from './owner-caps.ts';
-import { emptyResult, Ledger } from './ledger.ts';
+import { Ledger } from './ledger.ts';
 import { FINAL_STATUSES, type LedgerRecord, type LedgerStatus } from './ledger-record.ts';
+import { admit } from './lifecycle/admit.ts';
+import { enqueueErrorResult, SESSION_DELETED } from './lifecycle/results.ts';
 import type { PipelineMetrics } from './metrics.ts';
-import { PolicyLoosensError, type Grant, type PolicyGate } from './policy-gate.ts';
+import { PolicyLoosensError, type PolicyGate } from './policy-gate.ts';
 import { SessionQueues } from './queues.ts';
 import type { PipelineRedis } from './redis.ts';
 import { newSessionId, Sessions, type ApprovalMode, type SessionMeta } from './sessions.ts';
-import { skipOne, skipReason, skipRestOfTurn } from './turns.ts';
 
 // The pipeline as callers see it (REST routes now, the model-driven job runner
 // later): sessions, enqueue in stream order, await one command or a whole
@@ -53,6 +54,7 @@ function seedCommand(path: string, content: string): Command {
 
 export class Pipeline {
   readonly ledger: Ledger;
+  readonly lifecycle: CommandLifecycle;
   readonly sessions: Sessions;
   readonly approvals: Approvals;
   readonly queues: SessionQueues;
@@ -68,6 +70,7 @@ export class Pipeline {
   constructor(deps: PipelineDeps) {
     this.#d = deps;
     this.ledger = new Ledger(deps.redis, deps.keys, { inlineBytes: deps.inlineBytes, eventsKeep: deps.eventsKeep ?? 0 });
+    this.lifecycle = new CommandLifecycle({ ledger: this.ledger, metrics: deps.metrics, executor: deps.executor });
     this.sessions = new Sessions(deps.redis, deps.keys);
     this.approvals = new Approvals(deps.redis, deps.keys);
     this.queues = new SessionQueues(deps.redis, deps.keys);
@@ -161,73 +164,45 @@ export class Pipeline {
    */
   enqueue(sid: string, turn: number, command: Command, flow: CommandFlow): Promise<CommandHandle> {
     const prev = this.#chains.get(sid) ?? Promise.resolve();
-    const next = prev.catch(() => {}).then(() => this.#enqueue(sid, turn, command, flow));
+    // The previous call's failure is its caller's (it got the rejection); here it only must not break the chain.
+    const next = prev.then(() => undefined, () => undefined).then(() => this.#enqueue(sid, turn, command, flow));
     this.#chains.set(sid, next);
-    void next.finally(() => { if (this.#chains.get(sid) === next) this.#chains.delete(sid); }).catch(() => {});
+    const forget = () => { if (this.#chains.get(sid) === next) this.#chains.delete(sid); };
+    next.then(forget, forget);
     return next;
   }
 
   async #enqueue(sid: string, turn: number, command: Command, flow: CommandFlow): Promise<CommandHandle> {
     const session = await this.sessions.get(sid);
     if (!session) throw new PipelineError('session_not_found', `session ${sid} not found`);
-    const reads = ((await this.#d.redis.pipeline()
-      .hexists(this.#d.keys.sessionMeta(sid), 'deleted_at').lrange(this.#d.keys.grants(sid), 0, -1).exec()) ?? []) as [Error | null, unknown][];
-    for (const [err] of reads) if (err) throw err;
-    const deleted = reads[0]?.[1];
-    const rawGrants = reads[1]?.[1] ?? [];
-    if (deleted === 1) throw new PipelineError('session_deleted', `session ${sid} was deleted`);
-    const grants = (rawGrants as string[]).map((g) => JSON.parse(g) as Grant);
-    const evaluation = this.#d.gate.evaluate(session, command, grants);
-    let status: 'queued' | 'forbidden' = 'queued';
-    let error: string | undefined;
-    if (evaluation.decision === 'forbid') {
-      status = 'forbidden';
-      error = evaluation.reason || 'forbidden by policy';
-    } else {
-      const action = this.#d.gate.decide(evaluation, session, command, grants);
-      if (action.action === 'refuse') { status = 'forbidden'; error = action.reason ?? 'refused by policy'; }
-    }
-    const common = { session: sid, turn, command, flow, evaluation, jobId: session.job_id };
-    // The hard invariant keeps its own code, the same whether caught here or at execution.
-    const errorCode = error?.startsWith(OUTSIDE) ? OUTSIDE : 'forbidden';
-    let out = await this.ledger.create({ ...common, status, ...(error ? { error, errorCode } : {}) });
-    if (out.kind === 'turn_failed') {
-      const failure = await this.ledger.turnFailure(sid, turn);
-      out = await this.ledger.create({ ...common, status: 'skipped', error: skipReason(failure ?? { id: '?' }), errorCode: 'skipped' });
-    }
+    const [deleted, grants] = await Promise.all([this.sessions.isDeleted(sid), this.ledger.grants(sid)]);
+    if (deleted) throw new PipelineError('session_deleted', `session ${sid} was deleted`);
+    const admission = admit(this.#d.gate, session, command, grants);
+    const out = await this.lifecycle.create({ session: sid, turn, command, flow, admission, jobId: session.job_id });
     if (out.kind === 'duplicate') throw new PipelineError('duplicate_id', `command id ${command.id} already used in turn ${turn}`);
-    if (out.kind !== 'created') throw new Error('unreachable: ledger refused a skipped record');
     const rec = out.record;
-    this.#d.metrics.commandsEnqueued.inc({ status: rec.status });
-    if (rec.status === 'queued') {
-      try {
-        await this.queues.add(sid, rec.index, turn);
-      } catch (err) {
-        // Never leave a `queued` record without a job: it would hold its turn open forever.
-        await this.ledger.transition(rec, {
-          from: ['queued'], to: 'failed', events: ['command_finished'],
-          fields: { result: { ...emptyResult(), error: `enqueue failed: ${(err as Error).message}`, error_code: 'queue_error' }, finished_at: new Date().toISOString() },
-        });
-        throw err;
-      }
-      // Wake worker processes only when the session goes from idle to busy: while
-      // an earlier command is still open, a Worker holds the queue (and the
-      // pool's reconcile covers any gap within seconds).
-      if (out.wasIdle) await this.#d.redis.publish(this.#d.keys.wakeChannel(), sid);
-    } else if (rec.status === 'forbidden') {
-      await skipRestOfTurn(this.ledger, sid, turn, session.job_id);
-    }
+    if (rec.status === 'queued') await this.#queue(rec, session.job_id, out.wasIdle);
     return { sessionId: sid, turn, id: command.id, index: rec.index, status: rec.status };
   }
 
-  /** A parse error (or any failure without a record) fails the turn from here on. */
-  async failTurn(sid: string, turn: number, label: string): Promise<void> {
-    await this.ledger.failTurn(sid, turn, label);
-    await skipRestOfTurn(this.ledger, sid, turn);
+  async #queue(rec: LedgerRecord, jobId: string | null, wasIdle: boolean): Promise<void> {
+    try {
+      await this.queues.add(rec.session, rec.index, rec.turn);
+    } catch (err) {
+      // Never leave a `queued` record without a job: it would hold its turn open forever.
+      withIds({ job_id: jobId, session_id: rec.session, command_id: rec.id }).error({ err }, 'enqueue failed');
+      await this.lifecycle.apply(rec, 'fail', { result: enqueueErrorResult(reasonOf(err)), jobId });
+      throw err;
+    }
+    // Wake worker processes only when the session goes from idle to busy: while
+    // an earlier command is still open, a Worker holds the queue (and the
+    // pool's reconcile covers any gap within seconds).
+    if (wasIdle) await this.#d.redis.publish(this.#d.keys.wakeChannel(), rec.session);
   }
 
-  skipRestOfTurn(sid: string, turn: number): Promise<number> {
-    return skipRestOfTurn(this.ledger, sid, turn);
+  /** A parse error (or any failure without a record) fails the turn from here on. */
+  failTurn(sid: string, turn: number, label: string): Promise<void> {
+    return this.lifecycle.failTurn(sid, turn, label);
   }
 
   async awaitResult(handle: CommandHandle, signal?: AbortSignal): Promise<LedgerRecord> {
@@ -278,14 +253,18 @@ export class Pipeline {
     await this.caps.releaseSession(meta.owner, sid);
     await this.caps.releaseLive(meta.owner, sid);
     const records = await this.ledger.list(sid);
-    for (const r of records) if (r.status === 'queued') await skipOne(this.ledger, r, 'skipped: the session was deleted');
+    for (const r of records) if (r.status === 'queued') await this.lifecycle.skip(r, SESSION_DELETED);
     await this.#d.executor.remove(sid);
   }
 
   close(): Promise<void> {
     this.#closing ??= (async () => {
       await Promise.allSettled([...this.#chains.values()]);
-      try { await this.queues.close(); } catch { /* keep closing */ }
+      try {
+        await this.queues.close();
+      } catch (err) {
+        log().warn({ err }, 'closing the session queues failed; closing the rest anyway');
+      }
       this.hub.close();
     })();
     return this.#closing;

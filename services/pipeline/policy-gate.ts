@@ -1,4 +1,4 @@
-import type { Command } from '../protocol/command.ts';
+import type { Command } from '../protocol/index.ts';
 import {
   decideApproval, evaluate, explainBash, grantOptions, loadPolicyDir, looseningIn, parsePolicyDocument,
   type BashExplanation, type Evaluation, type Grant, type GrantOptions, type PolicyFile,

@@ -1,4 +1,5 @@
 import { Queue } from 'bullmq';
+import { log, withIds } from '../log/index.ts';
 import type { Keys } from './keys.ts';
 import type { PipelineRedis } from './redis.ts';
 
@@ -30,7 +31,8 @@ export class SessionQueues {
       q = new Queue<CommandJobData>(this.#keys.queueName(sid), {
         connection: this.#redis, prefix: this.#keys.bullPrefix, defaultJobOptions: JOB_OPTIONS,
       });
-      q.on('error', () => {}); // connection errors surface on the calls that need them
+      // Connection errors also surface on the calls that need them; here they are only logged.
+      q.on('error', (err) => withIds({ session_id: sid }).warn({ err }, 'session queue connection error'));
       this.#queues.set(sid, q);
       this.#evict();
     }
@@ -64,7 +66,7 @@ export class SessionQueues {
     const q = this.#queues.get(sid);
     this.#queues.delete(sid);
     this.#configured.delete(sid);
-    await q?.close().catch(() => {});
+    await q?.close().catch((err: unknown) => withIds({ session_id: sid }).warn({ err }, 'closing a session queue failed; dropped anyway'));
   }
 
   #evict(): void {
@@ -76,7 +78,7 @@ export class SessionQueues {
 
   close(): Promise<void> {
     this.#closing ??= (async () => {
-      for (const q of this.#queues.values()) await q.close().catch(() => {});
+      for (const q of this.#queues.values()) await q.close().catch((err: unknown) => log().warn({ err }, 'closing a session queue failed'));
       this.#queues.clear();
     })();
     return this.#closing;

@@ -1,20 +1,25 @@
 import { readFileSync } from 'node:fs';
 import { Redis, type RedisOptions } from 'ioredis';
+import { log } from '../log/index.ts';
 
-// Connection factory and the Lua scripts, registered as ioredis custom commands
-// (EVALSHA with automatic script loading). Scripts live in ./scripts as
-// `<name>-<numKeys>.lua`, each with a KEYS/ARGV header.
+// Connection factory and the registry of the Lua scripts (the atomic storage
+// steps), registered as ioredis custom commands (EVALSHA with automatic script
+// loading). Scripts live in ./scripts as `<name>-<numKeys>.lua`, each with a
+// KEYS/ARGV header; their keys are built by keys.ts and passed in. A script
+// that writes events gets the shared emitEvent function prepended.
 
-const SCRIPTS = ['createRecord-8', 'transition-5', 'answerApproval-3', 'failTurn-1', 'appendEvent-3'] as const;
+/** name → number of KEYS */
+const SCRIPTS = { createRecord: 8, transition: 5, answerApproval: 3, failTurn: 1, appendEvent: 3 } as const;
 
 type ScriptFn = (...args: (string | number)[]) => Promise<unknown>;
-export type PipelineRedis = Redis & {
-  createRecord: ScriptFn;
-  transition: ScriptFn;
-  answerApproval: ScriptFn;
-  failTurn: ScriptFn;
-  appendEvent: ScriptFn;
-};
+export type PipelineRedis = Redis & Record<keyof typeof SCRIPTS, ScriptFn>;
+
+const scriptText = (file: string) => readFileSync(new URL(`./scripts/${file}.lua`, import.meta.url), 'utf8');
+const EMIT_EVENT = scriptText('lib/emitEvent');
+const LUA = Object.entries(SCRIPTS).map(([name, keys]) => {
+  const body = scriptText(`${name}-${keys}`);
+  return { name, keys, lua: body.includes('emitEvent(') ? `${EMIT_EVENT}\n${body}` : body };
+});
 
 /**
  * A connection usable by BullMQ (which requires `maxRetriesPerRequest: null` for
@@ -32,13 +37,10 @@ export function createRedis(url: string, name: string, extra: RedisOptions = {})
     enableAutoPipelining: true,
     ...extra,
   });
-  for (const file of SCRIPTS) {
-    const [name, keys] = file.split('-') as [string, string];
-    const lua = readFileSync(new URL(`./scripts/${file}.lua`, import.meta.url), 'utf8');
-    redis.defineCommand(name, { numberOfKeys: Number(keys), lua });
-  }
-  // ioredis emits 'error' on every failed reconnect; without a listener Node would crash.
-  redis.on('error', () => {});
+  for (const s of LUA) redis.defineCommand(s.name, { numberOfKeys: s.keys, lua: s.lua });
+  // ioredis emits 'error' on every failed reconnect; without a listener Node
+  // would crash. It keeps reconnecting, so a warning is enough.
+  redis.on('error', (err: Error) => log().warn({ err, connection: name }, 'redis connection error'));
   return redis as PipelineRedis;
 }
 

@@ -1,4 +1,4 @@
-import type { Command } from '../protocol/command.ts';
+import type { Command } from '../protocol/index.ts';
 import { normalizeWorkspacePath, OUTSIDE, redirectFileOps } from '../policy/index.ts';
 import type { Executor, ExpectedResolution } from './executor.ts';
 import { targetOf } from './ledger-record.ts';
@@ -42,11 +42,6 @@ export async function resolveForPolicy(executor: Executor, sid: string, command:
     if (!asWritten.ok || asWritten.path !== r) differs = true;
   }
   return differs ? { expect, resolved } : { expect };
-}
-
-/** Executor failures that are refusals of the hard invariant (or of a check that no longer holds), not ordinary failures. */
-export function isRefusal(errorCode: string | undefined): boolean {
-  return errorCode === OUTSIDE || errorCode === 'path_changed' || errorCode === 'forbidden';
 }
 
 export type PathVerdict = { ok: true; expect?: ExpectedResolution } | { ok: false; code: string; reason: string };

@@ -1,11 +1,14 @@
 import { WaitingError, Worker, type Job } from 'bullmq';
-import { ApprovalWaitAborted } from './approvals.ts';
 import type { Redis } from 'ioredis';
-import { interrupt, processCommand, type ProcessorDeps } from './processor.ts';
+import { log, withIds } from '../log/index.ts';
+import { ApprovalWaitAborted } from './approvals.ts';
+import type { Keys } from './keys.ts';
+import { queueErrorResult } from './lifecycle/results.ts';
+import type { PipelineMetrics } from './metrics.ts';
+import type { Processor } from './processor.ts';
 import type { CommandJobData, SessionQueues } from './queues.ts';
-import { skipRestOfTurn } from './turns.ts';
 import { recoverOrphans } from './recovery.ts';
-import { emptyResult } from './ledger.ts';
+import type { PipelineRedis } from './redis.ts';
 
 // The worker service: one BullMQ Worker per *busy* session in this process.
 // A Worker holds its own blocking connection, so Workers of idle sessions are
@@ -25,14 +28,22 @@ export type WorkerPoolOptions = {
   lostAfterMs?: number;
 };
 
+export type WorkerPoolDeps = {
+  redis: PipelineRedis;
+  keys: Keys;
+  /** the process's subscriber connection (wake messages), shared, not owned */
+  subscriber: Redis;
+  queues: SessionQueues;
+  processor: Processor;
+  openWorkers: PipelineMetrics['openWorkers'];
+};
+
 type Entry = { worker: Worker<CommandJobData>; busy: boolean; lastActive: number; closing?: Promise<void> };
 export type PoolStatus = 'idle' | 'running' | 'closing' | 'closed';
 
 export class WorkerPool {
-  readonly #d: ProcessorDeps;
+  readonly #d: WorkerPoolDeps;
   readonly #opts: Required<WorkerPoolOptions>;
-  readonly #sub: Redis;
-  readonly #queues: SessionQueues;
   readonly #entries = new Map<string, Entry>();
   readonly #opening = new Map<string, Promise<void>>();
   #timers: NodeJS.Timeout[] = [];
@@ -41,12 +52,10 @@ export class WorkerPool {
   #status: PoolStatus = 'idle';
   #closing: Promise<void> | null = null;
 
-  constructor(deps: ProcessorDeps, subscriber: Redis, queues: SessionQueues, opts: WorkerPoolOptions) {
+  constructor(deps: WorkerPoolDeps, opts: WorkerPoolOptions) {
     this.#d = deps;
-    this.#sub = subscriber;
-    this.#queues = queues;
     this.#opts = { reconcileMs: 2000, lostAfterMs: 30_000, ...opts };
-    deps.metrics.openWorkers.set(0);
+    deps.openWorkers.set(0);
   }
 
   get status(): PoolStatus { return this.#status; }
@@ -56,12 +65,12 @@ export class WorkerPool {
     if (this.#status !== 'idle') throw new Error(`worker pool is ${this.#status}`);
     this.#status = 'running';
     const channel = this.#d.keys.wakeChannel();
-    this.#sub.on('message', (ch: string, sid: string) => {
-      if (ch === channel) void this.ensure(sid).catch(() => {});
+    this.#d.subscriber.on('message', (ch: string, sid: string) => {
+      if (ch === channel) void this.ensure(sid).catch((err: unknown) => withIds({ session_id: sid }).error({ err }, 'could not open a session worker'));
     });
-    await this.#sub.subscribe(channel);
+    await this.#d.subscriber.subscribe(channel);
     await this.reconcile();
-    this.#timers.push(setInterval(() => void this.reconcile().catch(() => {}), this.#opts.reconcileMs));
+    this.#timers.push(setInterval(() => void this.reconcile().catch((err: unknown) => log().error({ err }, 'worker pool reconcile failed')), this.#opts.reconcileMs));
     this.#timers.push(setInterval(() => this.#sweep(), Math.max(100, Math.min(1000, this.#opts.idleMs / 2))));
     for (const t of this.#timers) t.unref();
   }
@@ -84,7 +93,8 @@ export class WorkerPool {
         const e = this.#entries.get(sid);
         // Only when this process's Worker has nothing to do: then an empty queue with open records means orphans.
         if (e && !e.busy && !e.closing && now - e.lastActive > this.#opts.reconcileMs) {
-          await recoverOrphans(this.#d, this.#d.ledger, this.#queues.queue(sid), sid, this.#opts.lostAfterMs).catch(() => 0);
+          await recoverOrphans(this.#d.processor.lifecycle, this.#d.queues.queue(sid), sid, this.#opts.lostAfterMs)
+            .catch((err: unknown) => withIds({ session_id: sid }).error({ err }, 'orphan recovery failed'));
         }
         return this.ensure(sid);
       }
@@ -115,10 +125,11 @@ export class WorkerPool {
       keys.queueName(sid),
       async (job: Job<CommandJobData>, token?: string) => {
         try {
-          await processCommand(this.#d, job.data.sid, job.data.index, this.#shutdown.signal, job.data.turn);
+          await this.#d.processor.process(job.data.sid, job.data.index, this.#shutdown.signal, job.data.turn);
         } catch (err) {
           if (!(err instanceof ApprovalWaitAborted) || !token) throw err;
           // Back to the head of the session's queue (RPUSH side): another worker resumes the wait.
+          withIds({ session_id: sid }).debug({ index: job.data.index }, 'shutting down: the approval wait goes back to the queue');
           await job.moveToWait(token);
           throw new WaitingError();
         }
@@ -135,28 +146,35 @@ export class WorkerPool {
     const entry: Entry = { worker, busy: false, lastActive: Date.now() };
     worker.on('active', () => { entry.busy = true; entry.lastActive = Date.now(); });
     worker.on('completed', () => { entry.busy = false; entry.lastActive = Date.now(); });
-    worker.on('failed', (job) => {
+    worker.on('failed', (job, err) => {
       entry.busy = false;
       entry.lastActive = Date.now();
-      if (job) void this.#recoverFailedJob(job).catch(() => {});
+      if (job) void this.#recoverFailedJob(job, err);
+      else withIds({ session_id: sid }).error({ err }, 'a command job failed in the queue');
     });
-    worker.on('error', () => {}); // connection errors: BullMQ reconnects; the ledger stays authoritative
+    // Connection errors: BullMQ reconnects and the ledger stays authoritative; logged, not fatal.
+    worker.on('error', (err) => withIds({ session_id: sid }).warn({ err }, 'session worker error'));
     this.#entries.set(sid, entry);
-    this.#d.metrics.openWorkers.set(this.#entries.size);
+    this.#d.openWorkers.set(this.#entries.size);
   }
 
   /** A job BullMQ failed (processor threw, or stalled too often): never leave its record hanging. */
-  async #recoverFailedJob(job: Job<CommandJobData>): Promise<void> {
-    const rec = await this.#d.ledger.get(job.data.sid, job.data.index);
-    if (!rec) return;
-    if (rec.status === 'running') return interrupt(this.#d, rec);
-    if (rec.status !== 'queued' && rec.status !== 'awaiting_approval') return;
-    const reason = `queue error: ${job.failedReason ?? 'unknown'}`;
-    const out = await this.#d.ledger.transition(rec, {
-      from: [rec.status], to: 'failed', events: ['command_finished'], dropCommand: true,
-      fields: { result: { ...emptyResult(), error: reason, error_code: 'queue_error', output_summary: reason }, finished_at: new Date().toISOString() },
-    });
-    if (out.ok) await skipRestOfTurn(this.#d.ledger, rec.session, rec.turn);
+  async #recoverFailedJob(job: Job<CommandJobData>, err: Error): Promise<void> {
+    const lifecycle = this.#d.processor.lifecycle;
+    const { sid, index } = job.data;
+    const read = await lifecycle.ledger.get(sid, index).then((rec) => ({ rec }), (e: unknown) => ({ rec: null, e }));
+    const ids = withIds({ session_id: sid, command_id: read.rec?.id });
+    ids.error({ err, index, status: read.rec?.status ?? null }, 'a command job failed in the queue');
+    try {
+      if ('e' in read) throw read.e;
+      const { rec } = read;
+      if (rec?.status === 'running') await lifecycle.interrupt(rec);
+      else if (rec?.status === 'queued' || rec?.status === 'awaiting_approval') {
+        await lifecycle.apply(rec, 'fail', { result: queueErrorResult(job.failedReason ?? 'unknown') });
+      }
+    } catch (e) {
+      ids.error({ err: e, index }, 'could not close the record of a failed job');
+    }
   }
 
   #sweep(): void {
@@ -168,9 +186,13 @@ export class WorkerPool {
   }
 
   async #closeEntry(sid: string, e: Entry): Promise<void> {
-    try { await e.worker.close(); } catch { /* closing anyway */ }
+    try {
+      await e.worker.close();
+    } catch (err) {
+      withIds({ session_id: sid }).warn({ err }, 'closing a session worker failed; dropped anyway');
+    }
     if (this.#entries.get(sid) === e) this.#entries.delete(sid);
-    this.#d.metrics.openWorkers.set(this.#entries.size);
+    this.#d.openWorkers.set(this.#entries.size);
   }
 
   /** Stops taking jobs, lets running commands finish, closes every Worker. Memoized. */
@@ -181,7 +203,8 @@ export class WorkerPool {
       this.#shutdown.abort();
       await Promise.allSettled([...this.#opening.values()]);
       await Promise.allSettled([...this.#entries].map(([sid, e]) => (e.closing ??= this.#closeEntry(sid, e))));
-      await this.#sub.unsubscribe(this.#d.keys.wakeChannel()).catch(() => {});
+      await this.#d.subscriber.unsubscribe(this.#d.keys.wakeChannel())
+        .catch((err: unknown) => log().warn({ err }, 'unsubscribing from wake messages failed while closing'));
       this.#status = 'closed';
     })();
     return this.#closing;

@@ -15,6 +15,7 @@
   ARGV[13] session id   ARGV[14] now (ms)  ARGV[15] event type  ARGV[16] event JSON without seq/index
   Returns {1, index, seq, open} | {0, existing index} (duplicate id) | {2, failure marker}
   (open = the session's non-final count after this record: 1 means it was idle)
+  Uses emitEvent (lib/emitEvent.lua).
 ]]
 local existing = redis.call('HGET', KEYS[2], ARGV[2])
 if existing then return {0, tonumber(existing)} end
@@ -39,18 +40,11 @@ if ARGV[5] == '1' then
   local f = tonumber(redis.call('HGET', KEYS[4], 'failed'))
   if not f or n < f then redis.call('HSET', KEYS[4], 'failed', n, 'failed_id', id) end
 end
-local seq = redis.call('INCR', KEYS[6])
 -- The record inside the event was rendered before its index existed: it carries
 -- the placeholder "index":-1 as its first key (a quote inside a JSON string is
 -- escaped, so the placeholder cannot occur in user text).
 local data = ARGV[16]
 local s, e = string.find(data, '"index":-1', 1, true)
 if s then data = string.sub(data, 1, s - 1) .. '"index":' .. n .. string.sub(data, e + 1) end
-local payload = '{"seq":' .. seq .. ',"index":' .. n .. ',' .. string.sub(data, 2)
-if ARGV[12] == '0' then
-  redis.call('XADD', KEYS[7], seq .. '-0', 't', ARGV[15], 'd', payload)
-else
-  redis.call('XADD', KEYS[7], 'MAXLEN', '~', ARGV[12], seq .. '-0', 't', ARGV[15], 'd', payload)
-end
-redis.call('PUBLISH', ARGV[11], payload)
+local seq = emitEvent(KEYS[6], KEYS[7], ARGV[11], ARGV[12], n, ARGV[15], data)
 return {1, n, seq, open}

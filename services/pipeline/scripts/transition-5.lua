@@ -11,6 +11,7 @@
   ARGV[7] event channel   ARGV[8] events kept per session (0 = all)
   ARGV[9] number of events E, then E pairs (type, JSON without seq), then field/value pairs to HSET
   Returns {1, last seq} | {0, current status} | {2, failure marker}
+  Uses emitEvent (lib/emitEvent.lua).
 ]]
 local cur = redis.call('HGET', KEYS[1], 'status')
 if not cur then return {0, ''} end
@@ -37,13 +38,6 @@ if ARGV[6] == '1' then
 end
 local seq = 0
 for k = 0, e - 1 do
-  seq = redis.call('INCR', KEYS[4])
-  local payload = '{"seq":' .. seq .. ',"index":' .. ARGV[4] .. ',' .. string.sub(ARGV[11 + 2 * k], 2)
-  if ARGV[8] == '0' then
-    redis.call('XADD', KEYS[5], seq .. '-0', 't', ARGV[10 + 2 * k], 'd', payload)
-  else
-    redis.call('XADD', KEYS[5], 'MAXLEN', '~', ARGV[8], seq .. '-0', 't', ARGV[10 + 2 * k], 'd', payload)
-  end
-  redis.call('PUBLISH', ARGV[7], payload)
+  seq = emitEvent(KEYS[4], KEYS[5], ARGV[7], ARGV[8], ARGV[4], ARGV[10 + 2 * k], ARGV[11 + 2 * k])
 end
 return {1, seq}

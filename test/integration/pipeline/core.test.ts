@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createRuntime, type Runtime } from '../../../services/main/index.ts';
 import { runCommandsTurn } from '../../../services/pipeline/api-turn.ts';
 import { readEvents } from '../../../services/pipeline/event-reader.ts';
-import { processCommand } from '../../../services/pipeline/processor.ts';
+import { Processor } from '../../../services/pipeline/processor.ts';
 import { FakeExecutor } from './fake-executor.ts';
 import { cleanupPrefix, testConfig, testPrefix } from './helpers.ts';
 
@@ -107,10 +107,10 @@ describe('pipeline core (fake executor)', () => {
     if (created.kind !== 'created') throw new Error('not created');
     expect((await ledger.transition(created.record, { from: ['queued'], to: 'running', events: ['command_started'] })).ok).toBe(true);
     const before = fake.log.length;
-    await processCommand({
-      redis: rt.redis, keys: rt.keys, ledger, sessions: rt.pipeline.sessions, approvals: rt.pipeline.approvals,
-      gate: rt.gate, executor: fake, metrics: rt.metrics, approvalTtlS: 60,
-    }, sid, created.index);
+    await new Processor(
+      { lifecycle: rt.pipeline.lifecycle, sessions: rt.pipeline.sessions, approvals: rt.pipeline.approvals, gate: rt.gate, executor: fake },
+      { approvalTtlS: 60 },
+    ).process(sid, created.index);
     expect(fake.log.length).toBe(before);
     const rec = await ledger.get(sid, created.index);
     expect(rec).toMatchObject({ status: 'interrupted', error_code: 'interrupted' });

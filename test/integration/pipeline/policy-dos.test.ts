@@ -11,7 +11,10 @@ const boxes = sandboxPrefix('dos');
 let svc: ServiceHandle;
 
 beforeAll(async () => {
-  svc = await startService(testConfig(prefix, { PORT: '0', THINKFLOW_API_KEYS: 'k-sub:submitter', THINKFLOW_SANDBOX_PREFIX: boxes }), {});
+  // Up to ten bursts of 20 sessions (glob, then control) besides the warm-up: above the default per-key cap of 100.
+  svc = await startService(testConfig(prefix, {
+    PORT: '0', THINKFLOW_API_KEYS: 'k-sub:submitter', THINKFLOW_SANDBOX_PREFIX: boxes, THINKFLOW_MAX_SESSIONS_PER_KEY: '500',
+  }), {});
 });
 afterAll(async () => {
   await svc?.close();

@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { loadConfig, parseApiKeyNames, parseApiKeys } from '../../../services/config/env.ts';
 import { createKeys } from '../../../services/pipeline/keys.ts';
 import { PipelineMetrics } from '../../../services/pipeline/metrics.ts';
-import { skipReason } from '../../../services/pipeline/turns.ts';
+import { skipReason } from '../../../services/pipeline/lifecycle/results.ts';
 import { resolveSandboxOptions } from '../../../services/sandbox/index.ts';
 
 describe('config', () => {

@@ -1,0 +1,30 @@
+import { OUTSIDE } from '../../policy/index.ts';
+import type { Command } from '../../protocol/index.ts';
+import type { Evaluation, Grant, PolicyGate } from '../policy-gate.ts';
+import type { SessionMeta } from '../sessions.ts';
+
+// Admission: whether a command may run now, must wait for an operator, or is
+// refused — the policy (with the session's grants) evaluated, then the
+// session's approval mode applied. The same function decides at enqueue (a
+// refusal is recorded `forbidden` at once) and at execution (with the grants
+// of that moment). Pure, given the gate.
+
+export type Admission =
+  | { action: 'run'; evaluation: Evaluation }
+  | { action: 'ask'; evaluation: Evaluation }
+  | { action: 'refuse'; evaluation: Evaluation; reason: string; code: 'forbidden' | typeof OUTSIDE };
+
+export function admit(
+  gate: Pick<PolicyGate, 'evaluate' | 'decide'>, session: SessionMeta, command: Command, grants: Grant[],
+): Admission {
+  const evaluation = gate.evaluate(session, command, grants);
+  if (evaluation.decision === 'forbid') return refusal(evaluation, evaluation.reason || 'forbidden by policy');
+  const decided = gate.decide(evaluation, session, command, grants);
+  if (decided.action === 'refuse') return refusal(evaluation, decided.reason ?? 'refused by policy');
+  return { action: decided.action, evaluation };
+}
+
+// The hard invariant keeps its own code, the same whether caught at enqueue or at execution.
+function refusal(evaluation: Evaluation, reason: string): Admission {
+  return { action: 'refuse', evaluation, reason, code: reason.startsWith(OUTSIDE) ? OUTSIDE : 'forbidden' };
+}

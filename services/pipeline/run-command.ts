@@ -1,0 +1,87 @@
+import { OUTSIDE } from '../policy/index.ts';
+import type { Command } from '../protocol/index.ts';
+import { reasonOf, withIds } from '../log/index.ts';
+import type { ApprovalState } from './approvals.ts';
+import type { CommandLifecycle } from './command-lifecycle.ts';
+import type { Executor, ExecutionResult, ExpectedResolution } from './executor.ts';
+import type { LedgerRecord } from './ledger-record.ts';
+import { failedRun, outcomeOf } from './lifecycle/outcome.ts';
+import { eventFor } from './lifecycle/table.ts';
+import type { OwnerCaps } from './owner-caps.ts';
+import type { Grant, PolicyGate } from './policy-gate.ts';
+import { expectAsWritten, judgeResolved, verifyResolvedPaths, type PathVerdict } from './resolved-paths.ts';
+import type { SessionMeta } from './sessions.ts';
+
+// The side effect of one admitted command: `running` first, then the paths
+// checked as they resolve right now (POLICY.md §7), the executor, and the
+// final status from the outcome. The operator's answer is recorded at once
+// (with `running`) even when the path check has to wait for the sandbox.
+
+export type RunPorts = {
+  lifecycle: CommandLifecycle;
+  executor: Executor;
+  gate: PolicyGate;
+  /** per-key accounting: a command keeps its session's container counted live */
+  caps?: Pick<OwnerCaps, 'touchLive'>;
+};
+export type RunOptions = { workerId?: string; outputCapChars?: number };
+export type RunContext = { rec: LedgerRecord; session: SessionMeta; grants: Grant[]; command: Command };
+
+type Judge = (resolved: Command) => PathVerdict;
+
+export async function runCommand(p: RunPorts, ctx: RunContext, approval: ApprovalState | null, opts: RunOptions): Promise<void> {
+  const { rec, session } = ctx;
+  const at = new Date();
+  const started = await p.lifecycle.apply(rec, 'start', {
+    started: { at, ...(opts.workerId ? { by: opts.workerId } : {}) }, ...(approval ? { approval } : {}),
+  });
+  if (!started.ok) return;
+  const running: LedgerRecord = { ...rec, status: 'running', started_at: at.toISOString(), executed_by: opts.workerId ?? null };
+  const result = await execute(p, ctx, approval, at);
+  p.lifecycle.observeExecution(rec.tool, result.duration_ms);
+  const outcome = outcomeOf(rec.tool, result, opts.outputCapChars);
+  await p.lifecycle.apply(running, eventFor(outcome.status), { result: outcome.result, jobId: session.job_id });
+}
+
+async function execute(p: RunPorts, ctx: RunContext, approval: ApprovalState | null, startedAt: Date): Promise<ExecutionResult> {
+  const { rec, session, grants, command } = ctx;
+  let expect: ExpectedResolution | undefined;
+  let judge: Judge | undefined;
+  if (command.tool === 'bash') {
+    const verdict = await verifyResolvedPaths(p, session, grants, command, approval?.target);
+    if (!verdict.ok) return failedRun(command.tool, verdict.code, verdict.reason, 0);
+    expect = verdict.expect;
+  } else {
+    // The executor checks that the paths resolve as written in the same round
+    // trip as the side effect; when they do not, they are judged as they resolve.
+    expect = expectAsWritten(command);
+    judge = (resolved) => judgeResolved(p.gate, session, grants, command, resolved, approval?.target);
+  }
+  await p.caps?.touchLive(session.owner, rec.session);
+  try {
+    // No signal here on purpose: a graceful shutdown lets a running command finish.
+    return await executeJudged(p.executor, rec.session, command, expect, judge);
+  } catch (err) {
+    withIds({ job_id: session.job_id, session_id: rec.session, command_id: rec.id }).error({ err }, 'executor error');
+    return failedRun(command.tool, 'executor_error', `executor error: ${reasonOf(err)}`, Date.now() - startedAt.getTime());
+  }
+}
+
+/**
+ * Executes with `expect`; when the executor answers `path_changed` (a
+ * symlink made the paths resolve elsewhere) the resolved paths are judged and,
+ * if the policy allows them, executed once more against them.
+ */
+async function executeJudged(
+  executor: Executor, sid: string, command: Command, expect: ExpectedResolution | undefined, judge?: Judge,
+): Promise<ExecutionResult> {
+  const first = await executor.execute(sid, command, expect ? { expect } : {});
+  if (first.error_code !== 'path_changed' || !first.resolved || !judge) return first;
+  const { path, dest } = first.resolved;
+  if (path === null || dest === null) {
+    return { ...first, error_code: OUTSIDE, error: `${OUTSIDE}: ${first.error ?? 'a path leads outside /workspace through a symlink'}` };
+  }
+  const verdict = judge({ ...command, ...(path !== undefined ? { path } : {}), ...(dest !== undefined ? { dest } : {}) });
+  if (!verdict.ok) return { ...first, error_code: verdict.code, error: verdict.reason };
+  return executor.execute(sid, command, { expect: verdict.expect });
+}
