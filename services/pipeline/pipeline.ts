@@ -138,7 +138,7 @@ export class Pipeline {
     const seeded: SeededFile[] = [];
     for (const [path, content] of Object.entries(files)) {
       const r = await this.#d.executor.execute(sid, seedCommand(path, content), { signal });
-      if (!r.ok) throw new PipelineError('seed_failed', `${path}: ${r.error ?? r.status}`, { path, error: r.error ?? null, error_code: r.error_code ?? null });
+      if (!r.ok) throw new PipelineError('seed_failed', `${path}: ${r.error ?? 'failed'}`, { path, error: r.error ?? null, error_code: r.error_code ?? null });
       seeded.push({ path, bytes: Buffer.byteLength(content, 'utf8') });
     }
     await this.events.append(sid, meta.job_id, { type: 'files_seeded', paths: seeded });

@@ -4,7 +4,7 @@ import { logSandboxError } from './log.ts';
 import type { ResolvedSandboxOptions } from './sandbox-options.ts';
 import type { DirEntry, ExecutionResult, ExpectedResolution, ReadPathResult, Sandbox } from './types.ts';
 
-type ExecutorResult = Omit<ExecutionResult, 'status' | 'duration_ms'>;
+type ExecutorResult = Omit<ExecutionResult, 'duration_ms'>;
 type WireReadPath = { kind: 'file'; base64: string } | { kind: 'dir'; entries: DirEntry[] } | { kind: 'missing' } | { kind: 'outside' };
 
 /** What a sandbox needs from its manager. */
@@ -38,7 +38,6 @@ export class DockerSandbox implements Sandbox {
       ...r,
       tool: command.tool,
       ...(command.path !== undefined ? { path: command.path } : {}),
-      status: r.ok ? 'succeeded' : 'failed',
       duration_ms: Math.round((performance.now() - started) * 1000) / 1000,
     });
     const fail = (error_code: string, error: string) => done({ ok: false, tool: command.tool, error_code, error });

@@ -1,6 +1,9 @@
 import type { Command, ToolName } from '../protocol/index.ts';
 
-/** The outcome of one command in the sandbox (ledger fields of PROTOCOL.md §6). */
+/**
+ * The outcome of one command in the sandbox (ledger fields of PROTOCOL.md §6).
+ * `ok` is the fact; the ledger status is decided once, by the pipeline's lifecycle.
+ */
 export type ExecutionResult = {
   ok: boolean;
   tool: ToolName;
@@ -17,7 +20,6 @@ export type ExecutionResult = {
   error_code?: string;
   /** With `path_changed`: the workspace-relative paths as they resolve now (`null` = outside). */
   resolved?: { path?: string | null; dest?: string | null };
-  status: 'succeeded' | 'failed';
   duration_ms: number;
 };
 

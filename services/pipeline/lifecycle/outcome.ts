@@ -37,5 +37,5 @@ export function outcomeOf(tool: ToolName, r: ExecutionResult, capChars = DEFAULT
 
 /** What the executor would have answered for a run that failed before or around it (a refused path, a crashed executor). */
 export function failedRun(tool: ToolName, code: string, error: string, durationMs: number): ExecutionResult {
-  return { ok: false, tool, status: 'failed', duration_ms: durationMs, error, error_code: code };
+  return { ok: false, tool, duration_ms: durationMs, error, error_code: code };
 }

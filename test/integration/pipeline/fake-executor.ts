@@ -23,9 +23,9 @@ export class FakeExecutor implements Executor {
     this.log.push({ sid, id: c.id, tool: c.tool, at: t0 });
     const fs = this.#fs(sid);
     const ok = (extra: Partial<ExecutionResult> = {}): ExecutionResult =>
-      ({ ok: true, status: 'succeeded', tool: c.tool, duration_ms: Date.now() - t0, ...extra });
+      ({ ok: true, tool: c.tool, duration_ms: Date.now() - t0, ...extra });
     const fail = (error: string, code: string, extra: Partial<ExecutionResult> = {}): ExecutionResult =>
-      ({ ok: false, status: 'failed', tool: c.tool, duration_ms: Date.now() - t0, error, error_code: code, ...extra });
+      ({ ok: false, tool: c.tool, duration_ms: Date.now() - t0, error, error_code: code, ...extra });
     const p = c.path ?? '';
     switch (c.tool) {
       case 'write':

@@ -19,7 +19,7 @@ const cat = async (p: string) => (await bash(sb, `cat ${p}`)).stdout;
 describe('write', () => {
   it('creates missing parents and reports bytes written', async () => {
     const r = await sb.execute(cmd({ tool: 'write', path: 'src/deep/app.py', content: 'print("héllo")\n' }));
-    expect(r).toMatchObject({ ok: true, status: 'succeeded', tool: 'write', path: 'src/deep/app.py', bytes_written: 16 });
+    expect(r).toMatchObject({ ok: true, tool: 'write', path: 'src/deep/app.py', bytes_written: 16 });
     expect(r.duration_ms).toBeGreaterThan(0);
     expect(await cat('src/deep/app.py')).toBe('print("héllo")\n');
   });
@@ -40,7 +40,7 @@ describe('write', () => {
 
   it('refuses empty content unless allow_empty', async () => {
     const r = await sb.execute(cmd({ tool: 'write', path: 'empty.txt', content: '' }));
-    expect(r).toMatchObject({ ok: false, status: 'failed', error_code: 'empty_content' });
+    expect(r).toMatchObject({ ok: false, error_code: 'empty_content' });
     expect((await bash(sb, 'test -e empty.txt')).exit_code).toBe(1);
     const ok = await sb.execute(cmd({ tool: 'write', path: 'empty.txt', content: '', allow_empty: true }));
     expect(ok).toMatchObject({ ok: true, bytes_written: 0 });
@@ -174,8 +174,8 @@ describe('read', () => {
 describe('bash', () => {
   it('runs bash (no login shell, no start-up files) in /workspace with stdout, stderr and exit code', async () => {
     const r = await bash(sb, 'pwd; shopt -q login_shell && echo login; echo err >&2; exit 3');
-    expect(r).toMatchObject({ ok: false, status: 'failed', exit_code: 3, stdout: '/workspace\n', stderr: 'err\n', error_code: 'nonzero_exit' });
-    expect(await bash(sb, 'echo ok')).toMatchObject({ ok: true, status: 'succeeded', exit_code: 0, stdout: 'ok\n' });
+    expect(r).toMatchObject({ ok: false, exit_code: 3, stdout: '/workspace\n', stderr: 'err\n', error_code: 'nonzero_exit' });
+    expect(await bash(sb, 'echo ok')).toMatchObject({ ok: true, exit_code: 0, stdout: 'ok\n' });
   });
 
   it('has the tools of the image', async () => {

@@ -41,7 +41,7 @@ describe('ended results (no output of their own)', () => {
   });
 });
 
-const run = (r: Partial<ExecutionResult>): ExecutionResult => ({ ok: true, tool: 'bash', status: 'succeeded', duration_ms: 12, ...r });
+const run = (r: Partial<ExecutionResult>): ExecutionResult => ({ ok: true, tool: 'bash', duration_ms: 12, ...r });
 
 describe('run outcome (executor answer → status and ledger result, once)', () => {
   it('a success keeps the output, with a summary', () => {
@@ -54,8 +54,8 @@ describe('run outcome (executor answer → status and ledger result, once)', () 
     });
   });
 
-  it('a failure without an error says its exit code; the status ignores the executor\'s own', () => {
-    const o = outcomeOf('bash', run({ ok: false, status: 'succeeded', exit_code: 3, stderr: 'bad' }));
+  it('a failure without an error says its exit code', () => {
+    const o = outcomeOf('bash', run({ ok: false, exit_code: 3, stderr: 'bad' }));
     expect(o.status).toBe('failed');
     expect(o.result).toMatchObject({ error: 'exit code 3', error_code: null, stderr: 'bad', output_summary: 'exit code 3' });
   });
