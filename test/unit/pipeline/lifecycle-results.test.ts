@@ -83,7 +83,7 @@ describe('run outcome (executor answer → status and ledger result, once)', () 
 
   it('a run refused before the executor reads like the executor\'s own failure', () => {
     const r = failedRun('write', 'path_outside_workspace', 'path_outside_workspace: "g" leads outside', 0);
-    expect(r).toEqual({ ok: false, tool: 'write', status: 'failed', duration_ms: 0, error: 'path_outside_workspace: "g" leads outside', error_code: 'path_outside_workspace' });
+    expect(r).toEqual({ ok: false, tool: 'write', duration_ms: 0, error: 'path_outside_workspace: "g" leads outside', error_code: 'path_outside_workspace' });
     expect(outcomeOf('write', r)).toEqual({
       status: 'forbidden',
       result: { ...ended('path_outside_workspace: "g" leads outside', 'path_outside_workspace'), duration_ms: 0 },
