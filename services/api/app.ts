@@ -63,7 +63,7 @@ export function createApp(d: AppDeps): OpenAPIHono<AppEnv> {
 
   app.route('/dashboard', dashboardRoutes());
   app.route('/', systemRoutes({ ping, metrics: d.metrics }));
-  app.route('/admin', adminRoutes({ pipeline, redis, keys }));
+  app.route('/admin', adminRoutes({ pipeline }));
   if (jobs) app.route('/v1/jobs', jobEventRoutes({ firehose, streams, jobs }));
   if (jobs) app.route('/v1/jobs', jobRoutes({ jobs, pipeline, redis, keys, streams, maxJsonBytes }));
   app.route('/v1/sessions', sessionRoutes({ pipeline, maxJsonBytes, maxCommandsBytes }));

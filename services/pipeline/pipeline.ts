@@ -1,6 +1,7 @@
 import type { Redis } from 'ioredis';
 import type { Command, CommandFlow, ParserOptions } from '../protocol/index.ts';
 import { log, reasonOf, withIds } from '../log/index.ts';
+import { queueOverview, type QueueRow } from './queue-overview.ts';
 import { Approvals } from './approvals.ts';
 import { CommandLifecycle } from './command-lifecycle.ts';
 import { PipelineError } from './errors.ts';
@@ -247,6 +248,11 @@ export class Pipeline {
   markInjected(sid: string, indexes: number[]): Promise<void> { return this.ledger.markInjected(sid, indexes); }
 
   /** Removes the sandbox; queued commands become skipped; the ledger stays. */
+  /** The sessions with work, busiest first (operators' `/admin/queues`). */
+  queueOverview(limit: number): Promise<QueueRow[]> {
+    return queueOverview({ redis: this.#d.redis, keys: this.#d.keys, queues: this.queues, sessions: this.sessions }, limit);
+  }
+
   async deleteSession(sid: string): Promise<void> {
     const meta = await this.session(sid);
     await this.sessions.markDeleted(sid);

@@ -1,6 +1,5 @@
 import { OpenAPIHono } from '@hono/zod-openapi';
-import type { Redis } from 'ioredis';
-import type { Keys, Pipeline } from '../../pipeline/index.ts';
+import type { Pipeline } from '../../pipeline/index.ts';
 import type { AppEnv } from '../env.ts';
 import { requireRole } from '../middleware/auth.ts';
 import { json, route } from '../openapi.ts';
@@ -10,7 +9,7 @@ import { limitOf } from '../validate.ts';
 // `/admin/queues` (operators): the sessions that have, or recently had, work,
 // with their BullMQ queue counts and open ledger commands, busiest first.
 
-export type AdminRoutesDeps = { pipeline: Pick<Pipeline, 'queues' | 'sessions'>; redis: Redis; keys: Keys };
+export type AdminRoutesDeps = { pipeline: Pick<Pipeline, 'queueOverview'> };
 
 const MAX_LIMIT = 500;
 
@@ -20,23 +19,14 @@ const queuesRoute = route({
   ok: { 200: json(Queues, 'the busiest sessions first') },
 });
 
-export function adminRoutes({ pipeline, redis, keys }: AdminRoutesDeps): OpenAPIHono<AppEnv> {
+export function adminRoutes({ pipeline }: AdminRoutesDeps): OpenAPIHono<AppEnv> {
   const app = new OpenAPIHono<AppEnv>();
   // Every /admin path, routed or not, is for operators.
   app.use('*', requireRole('operator', 'admin'));
 
   app.openapi(queuesRoute, async (c) => {
     const limit = limitOf(c, MAX_LIMIT, 100);
-    const sids = await redis.zrevrange(keys.busy(), 0, limit - 1);
-    const queues = await Promise.all(sids.map(async (sid) => {
-      const [counts, open, meta] = await Promise.all([
-        pipeline.queues.queue(sid).getJobCounts('waiting', 'active', 'delayed', 'prioritized'),
-        redis.get(keys.open(sid)),
-        pipeline.sessions.get(sid),
-      ]);
-      return { session_id: sid, job_id: meta?.job_id ?? null, approval: meta?.approval ?? null, open_commands: Number(open ?? 0), ...counts };
-    }));
-    queues.sort((a, b) => b.open_commands - a.open_commands);
+    const queues = await pipeline.queueOverview(limit);
     return c.json({ queues }, 200);
   });
 

@@ -1,0 +1,31 @@
+import type { Keys } from './keys.ts';
+import type { SessionQueues } from './queues.ts';
+import type { PipelineRedis } from './redis.ts';
+import type { Sessions } from './sessions.ts';
+
+// What operators see of the queues (`/admin/queues`): the sessions that have,
+// or recently had, work, with their BullMQ counts and open ledger commands,
+// busiest first. Read here so no caller builds the pipeline's keys itself.
+
+export type QueueRow = {
+  session_id: string; job_id: string | null; approval: string | null; open_commands: number;
+  waiting: number; active: number; delayed: number; prioritized: number;
+};
+
+export async function queueOverview(
+  d: { redis: PipelineRedis; keys: Keys; queues: SessionQueues; sessions: Sessions }, limit: number,
+): Promise<QueueRow[]> {
+  const sids = await d.redis.zrevrange(d.keys.busy(), 0, limit - 1);
+  const rows = await Promise.all(sids.map(async (sid): Promise<QueueRow> => {
+    const [counts, open, meta] = await Promise.all([
+      d.queues.queue(sid).getJobCounts('waiting', 'active', 'delayed', 'prioritized'),
+      d.redis.get(d.keys.open(sid)),
+      d.sessions.get(sid),
+    ]);
+    return {
+      session_id: sid, job_id: meta?.job_id ?? null, approval: meta?.approval ?? null, open_commands: Number(open ?? 0),
+      waiting: counts.waiting ?? 0, active: counts.active ?? 0, delayed: counts.delayed ?? 0, prioritized: counts.prioritized ?? 0,
+    };
+  }));
+  return rows.sort((a, b) => b.open_commands - a.open_commands);
+}
