@@ -38,19 +38,31 @@ export class PolicyStore {
   }
 }
 
+// Only "it is not there" reads as absent (no projects folder, a dangling
+// link); any other failure (EACCES, EIO) is thrown, not taken for absence.
+const ABSENT = new Set(['ENOENT', 'ENOTDIR']);
+function absentAs<T>(value: T): (err: NodeJS.ErrnoException) => T {
+  return (err) => {
+    if (ABSENT.has(err.code ?? '')) return value;
+    throw err;
+  };
+}
+const statIfExists = (path: string) => stat(path).catch(absentAs(undefined));
+
+
 /**
  * Loads `DIR/global/*.yaml` and `DIR/projects/<name>/*.yaml`; every other
  * `.yaml`/`.yml` under DIR is validated too and then ignored.
  * @throws PolicyLoadError naming each bad file (one per line)
  */
 export async function loadPolicyDir(dir: string): Promise<PolicyStore> {
-  const info = await stat(dir).catch(() => undefined);
+  const info = await statIfExists(dir);
   if (!info?.isDirectory()) throw new PolicyLoadError(`${dir}: policy directory not found`, dir);
   const global: PolicyFile[] = [];
   const projects = new Map<string, PolicyFile[]>();
   const projectsDir = join(dir, 'projects');
-  for (const entry of await readdir(projectsDir, { withFileTypes: true }).catch(() => [])) {
-    const kind = entry.isSymbolicLink() ? await stat(join(projectsDir, entry.name)).catch(() => undefined) : entry;
+  for (const entry of await readdir(projectsDir, { withFileTypes: true }).catch(absentAs([]))) {
+    const kind = entry.isSymbolicLink() ? await statIfExists(join(projectsDir, entry.name)) : entry;
     if (kind?.isDirectory()) projects.set(entry.name, []);
   }
   const errors: PolicyLoadError[] = [];
@@ -87,7 +99,7 @@ async function walk(dir: string, seen = new Set<string>()): Promise<string[]> {
   entries.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
   for (const e of entries) {
     const full = join(dir, e.name);
-    const kind = e.isSymbolicLink() ? await stat(full).catch(() => undefined) : e;
+    const kind = e.isSymbolicLink() ? await statIfExists(full) : e;
     if (kind?.isDirectory()) out.push(...(await walk(full, seen)));
     else if (kind?.isFile() && POLICY_FILE.test(e.name)) out.push(full);
     else if (!kind && POLICY_FILE.test(e.name)) out.push(full); // dangling link: let the read fail loudly
