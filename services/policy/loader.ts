@@ -49,7 +49,6 @@ function absentAs<T>(value: T): (err: NodeJS.ErrnoException) => T {
 }
 const statIfExists = (path: string) => stat(path).catch(absentAs(undefined));
 
-
 /**
  * Loads `DIR/global/*.yaml` and `DIR/projects/<name>/*.yaml`; every other
  * `.yaml`/`.yml` under DIR is validated too and then ignored.
