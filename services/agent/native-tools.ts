@@ -2,20 +2,20 @@
 // names, plus list_files and grep, which run as read-only bash. Every call
 // becomes a Command and goes through the same policy, queue and ledger.
 import { quote } from 'shell-quote';
-import type { ChatCompletionTool } from 'openai/resources/chat/completions';
-import type { Command } from '../protocol/command.ts';
+import type { Command } from '../protocol/index.ts';
 import { normalizeWorkspacePath } from '../policy/index.ts';
+import type { ToolSpec } from './messages.ts';
 
-type Params = Record<string, { type: string; description: string }>;
+type Params = ToolSpec['parameters']['properties'];
 
-function tool(name: string, description: string, properties: Params, required: string[]): ChatCompletionTool {
-  return { type: 'function', function: { name, description, parameters: { type: 'object', properties, required, additionalProperties: false } } };
+function tool(name: string, description: string, properties: Params, required: string[]): ToolSpec {
+  return { name, description, parameters: { type: 'object', properties, required, additionalProperties: false } };
 }
 
-const path = { type: 'string', description: 'path relative to the workspace' };
-const content = { type: 'string', description: 'full text' };
+const path = { type: 'string', description: 'path relative to the workspace' } as const;
+const content = { type: 'string', description: 'full text' } as const;
 
-export const NATIVE_TOOLS: Record<string, ChatCompletionTool> = {
+export const NATIVE_TOOLS: Record<string, ToolSpec> = {
   write: tool('write', 'Replace a file with content (parents are created).', { path, content }, ['path', 'content']),
   append: tool('append', 'Append text to a file.', { path, content }, ['path', 'content']),
   mkdir: tool('mkdir', 'Create a directory and its parents.', { path }, ['path']),
@@ -34,7 +34,7 @@ export const NATIVE_TOOLS: Record<string, ChatCompletionTool> = {
   }, ['pattern']),
 };
 
-export function nativeTools(names: readonly string[]): ChatCompletionTool[] {
+export function nativeTools(names: readonly string[]): ToolSpec[] {
   return names.map((n) => NATIVE_TOOLS[n]!);
 }
 

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { FLOWS } from '../../../services/agent/flows.ts';
-import { toLlmMessages } from '../../../services/agent/messages.ts';
+import { toLlmMessages, toLlmTools } from '../../../services/agent/model-client.ts';
 import { commandFromToolCall, nativeTools } from '../../../services/agent/native-tools.ts';
 
 const all = FLOWS.react.nativeTools;
@@ -42,7 +42,7 @@ describe('native tool calls → commands', () => {
   });
 
   it('thinkflow offers only information tools natively', () => {
-    expect(nativeTools(FLOWS.thinkflow.nativeTools).map((t) => (t as { function: { name: string } }).function.name)).toEqual(['read', 'bash', 'list_files', 'grep']);
+    expect(nativeTools(FLOWS.thinkflow.nativeTools).map((t) => t.name)).toEqual(['read', 'bash', 'list_files', 'grep']);
     expect(commandFromToolCall('c', 'write', '{"path":"a","content":"x"}', FLOWS.thinkflow.nativeTools).ok).toBe(false);
   });
 });
