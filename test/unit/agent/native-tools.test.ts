@@ -63,4 +63,14 @@ describe('messages at the provider boundary', () => {
       { role: 'tool', tool_call_id: 'c1', content: 'content' },
     ]);
   });
+
+  it('offers native tools as OpenAI functions', () => {
+    expect(toLlmTools(nativeTools(['read']))).toEqual([{
+      type: 'function',
+      function: {
+        name: 'read', description: 'Read a file.',
+        parameters: { type: 'object', properties: { path: { type: 'string', description: 'path relative to the workspace' } }, required: ['path'], additionalProperties: false },
+      },
+    }]);
+  });
 });
