@@ -41,8 +41,9 @@ export async function runJob<V extends JobState>(deps: JobRunnerDeps<V>, view: V
   view.status = 'running';
   view.started_at = new Date().toISOString();
   await deps.save(view);
-  const unwatch = await watchSession(deps, view, logger);
+  let unwatch = () => {};
   try {
+    unwatch = await watchSession(deps, view, logger);
     await seedFiles(deps, view, task, signal);
     await runTurns(deps, view, task, signal);
     view.status = 'succeeded';

@@ -18,23 +18,16 @@ export const JobLimits = z.strictObject({
 });
 export type JobLimits = z.infer<typeof JobLimits>;
 
+const count = z.number().int();
+
 export const JobUsage = z.object({
-  prompt_tokens: z.number().int(),
-  completion_tokens: z.number().int(),
-  total_tokens: z.number().int(),
+  prompt_tokens: count, completion_tokens: count, total_tokens: count,
   /** Set when the provider sent no usage and the figures were counted with a tokenizer. */
   estimated: z.boolean().optional(),
 });
 export type JobUsage = z.infer<typeof JobUsage>;
 
-export const CommandCounts = z.object({
-  total: z.number().int(),
-  succeeded: z.number().int(),
-  failed: z.number().int(),
-  skipped: z.number().int(),
-  forbidden: z.number().int(),
-  rejected: z.number().int(),
-});
+export const CommandCounts = z.object({ total: count, succeeded: count, failed: count, skipped: count, forbidden: count, rejected: count });
 export type CommandCounts = z.infer<typeof CommandCounts>;
 
 export function emptyCounts(): CommandCounts {

@@ -123,6 +123,10 @@ class TurnRun {
     return this.#report;
   }
 
+  #log(commandId?: string) {
+    return withIds({ job_id: this.input.jobId, session_id: this.input.sessionId, command_id: commandId });
+  }
+
   #decide(input: DispatchInput): Decision {
     const { state, decision } = dispatch(this.#state, input);
     this.#state = state;
@@ -177,9 +181,10 @@ class TurnRun {
           next = await it.next();
         } catch (err) {
           open = false;
-          // Our own stop (failure, need_result, cancel) ends the stream; anything else is the model's.
-          if (this.#stop.signal.aborted) return false;
-          throw new ModelError(err);
+          if (!this.#stop.signal.aborted) throw new ModelError(err);
+          // Our own stop (failure, need_result, cancel) ends the stream with the SDK's abort error: expected.
+          this.#log().debug({ reason: reasonOf(err), stop: this.#state.stopped?.kind }, 'model stream stopped');
+          return false;
         }
         if (next.done) {
           open = false;
@@ -254,14 +259,17 @@ class TurnRun {
     const { pipeline } = this.deps;
     const { sessionId: sid, turn, signal, flow } = this.input;
     const parsed = commandFromToolCall(call.id, call.name, call.arguments, flow.nativeTools);
-    if (!parsed.ok) return { call, record: null, error: parsed.error };
+    if (!parsed.ok) {
+      this.#log(call.id).debug({ reason: parsed.error, tool: call.name }, 'native tool call refused; the model is told why');
+      return { call, record: null, error: parsed.error };
+    }
     await this.#out.event({ type: 'command_parsed', turn, stream: 'native', command: parsed.command });
     try {
       const handle = await pipeline.enqueue(sid, turn, parsed.command, 'native');
       return { call, record: await pipeline.awaitResult(handle, signal), error: null };
     } catch (err) {
       // The model hears why in the tool result and decides; the job goes on.
-      withIds({ job_id: this.input.jobId, session_id: sid, command_id: call.id }).warn({ err }, 'native tool call could not run');
+      this.#log(call.id).warn({ err }, 'native tool call could not run');
       return { call, record: null, error: reasonOf(err) };
     }
   }
