@@ -70,6 +70,7 @@ export interface TurnReport {
   /** Records of tag commands, final, in ledger order. */
   records: LedgerRecord[];
   nativeResults: NativeResult[];
+  /** Why the stream ended, as it stood when the parsers were closed. */
   stop: TurnStop;
   commandsIssued: number;
 }
@@ -103,13 +104,13 @@ class TurnRun {
   async run(): Promise<TurnReport> {
     const { pipeline } = this.deps;
     const { signal, sessionId } = this.input;
-    const onAbort = () => this.#halt({ type: 'aborted', reason: signal.reason });
-    signal.addEventListener('abort', onAbort, { once: true });
-    if (signal.aborted) onAbort();
     // A failure of this turn's command stops the stream as soon as the worker reports it.
     const unsubscribe = await pipeline.hub.subscribe(sessionId, (e) => {
       if (e.type === 'command_finished' && e.record) this.#halt({ type: 'command_finished', turn: e.record.turn, commandId: e.record.id, status: e.record.status });
     });
+    const onAbort = () => this.#halt({ type: 'aborted', reason: signal.reason });
+    signal.addEventListener('abort', onAbort, { once: true });
+    if (signal.aborted) onAbort();
     try {
       const completed = await this.#stream();
       this.#report.usage = this.#usage();
@@ -118,7 +119,6 @@ class TurnRun {
       signal.removeEventListener('abort', onAbort);
       unsubscribe();
     }
-    this.#report.stop = this.#state.stopped ?? { kind: 'completed' };
     this.#report.commandsIssued = this.#state.issued;
     return this.#report;
   }
@@ -240,6 +240,8 @@ class TurnRun {
     const report = this.#report;
     // Only a stream that ended by itself can leave tags open (unclosed_tag).
     if (completed && flow.parsesTags) await this.#feed(this.#parser.end());
+    // How the stream ended; a failure reported after this point is read from the records.
+    report.stop = this.#state.stopped ?? { kind: 'completed' };
     await this.#out.flush();
     report.visibleText = flow.parsesTags ? this.#parser.visibleText() : report.outputText;
     // A command the pipeline refused to take (session deleted, Redis down) must not pass for done.
