@@ -1,19 +1,11 @@
-import type { Command, CommandFlow, ParseError, StreamName } from '../protocol/index.ts';
+import type { EventBody, JobEvent } from '../pipeline/index.ts';
 
-// The events the job loop produces (API.md, events), as one union. The loop
-// emits them through one injected sink; jobs/ decides where they go (the
-// session's event stream, next to the pipeline's command events).
+// The events the job loop produces (API.md, events) are the event log's runner
+// events (pipeline/events.ts), minus what the log adds (seq, ids, time) and
+// minus job_finished, which jobs/ writes with the final view. The loop emits
+// them through one injected sink; where they are stored is the caller's choice.
 
-/** How a turn ended: the end of the job, native results to send, or the interruption fed back. */
-export type TurnEndOutcome = 'done' | 'tools' | 'failure' | 'parse_error' | 'result';
-
-export type AgentEvent =
-  | { type: 'turn_started'; turn: number; api_call: number }
-  | { type: 'reasoning_delta'; turn: number; text: string }
-  | { type: 'text_delta'; turn: number; text: string }
-  | { type: 'command_parsed'; turn: number; stream: Exclude<CommandFlow, 'api'>; command: Command }
-  | { type: 'parse_error'; turn: number; stream: StreamName; error: ParseError }
-  | { type: 'turn_ended'; turn: number; api_call: number; outcome: TurnEndOutcome };
+export type AgentEvent = EventBody<Exclude<JobEvent, { type: 'job_finished' }>>;
 
 /** Where the loop's events go. A rejection (the store is down) fails the job as an infrastructure error. */
-export type EmitFn = (event: AgentEvent) => Promise<void>;
+export type EmitFn = (event: AgentEvent) => Promise<unknown>;

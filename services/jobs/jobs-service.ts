@@ -2,7 +2,7 @@
 // process), read, cancel from any process, and recovery of jobs whose runner
 // process died. The runner itself is agent/job-runner.ts.
 import { randomBytes } from 'node:crypto';
-import { runJob, type EmitFn, type ModelEndpoint } from '../agent/index.ts';
+import { runJob, type ModelEndpoint } from '../agent/index.ts';
 import { newSessionId, type Keys, type Pipeline, type PipelineRedis, type SessionMeta } from '../pipeline/index.ts';
 import { log, reasonOf, withIds, type Logger } from '../log/index.ts';
 import { JobEvents } from './job-events.ts';
@@ -140,9 +140,7 @@ export class JobsService {
   async #run(view: JobView, request: JobRequest, signal: AbortSignal): Promise<void> {
     const logger = withIds({ job_id: view.job_id, session_id: view.session_id });
     const save = (v: JobView) => this.store.save(v).catch((err: unknown) => logger.error({ err }, 'saving the job view failed'));
-    const emit: EmitFn = async ({ type, ...data }) => {
-      await this.events.append(view.session_id, view.job_id, type, data);
-    };
+    const emit = this.events.emitter(view.session_id, view.job_id);
     const final = await runJob({ pipeline: this.#d.pipeline, stream: this.#d.endpoint.stream, emit, save }, view, request, signal);
     // The final state must land even across a Redis restart, or the job would
     // stay `running` with a live runner that no recovery would ever fail.
