@@ -1,6 +1,8 @@
 // runTurn driven with scripted model streams and an in-memory pipeline: the
 // dispatcher's decisions as a job sees them (PROTOCOL.md §5), without Redis or HTTP.
+import { PassThrough } from 'node:stream';
 import { describe, expect, it } from 'vitest';
+import { createLogger, log, setLogger } from '../../../services/log/index.ts';
 import { FLOWS, type Flow } from '../../../services/agent/flows.ts';
 import { ModelError, runTurn, type TurnInput } from '../../../services/agent/turn-runner.ts';
 import { decideTurnOutcome } from '../../../services/agent/turn-outcome.ts';
@@ -186,5 +188,23 @@ describe('runTurn: cancel and errors', () => {
     expect(r.stop).toEqual({ kind: 'budget_exceeded', budget: 2 });
     expect(t.pipeline.records.map((x) => x.id)).toEqual(['1', '2']);
     expect(r.commandsIssued).toBe(2);
+  });
+
+  it('a native call the pipeline cannot take is told to the model, and logged with its three ids', async () => {
+    const out = new PassThrough();
+    const lines: Record<string, unknown>[] = [];
+    out.on('data', (d: Buffer) => { for (const l of d.toString().split('\n')) if (l) lines.push(JSON.parse(l)); });
+    const before = log();
+    setLogger(createLogger({ level: 'warn', destination: out, pretty: false }));
+    try {
+      const t = setup([[{ type: 'tool_call', index: 0, id: 'call_x', name: 'read', arguments: '{"path":"a"}' }]], { flow: FLOWS.react });
+      t.pipeline.enqueue = async () => { throw new Error('Redis is down'); };
+      const r = await t.run();
+      expect(r.nativeResults).toMatchObject([{ call: { id: 'call_x' }, record: null, error: 'Redis is down' }]);
+      await new Promise((resolve) => setImmediate(resolve));
+      expect(lines).toContainEqual(expect.objectContaining({ job_id: 'job_test', session_id: SID, command_id: 'call_x', err: expect.objectContaining({ message: 'Redis is down' }) }));
+    } finally {
+      setLogger(before);
+    }
   });
 });
