@@ -1,5 +1,5 @@
 import type { Command, ParseError, ParserOutput, StreamName } from '../protocol/index.ts';
-import { FAILURE_STATUSES, type LedgerStatus } from '../pipeline/index.ts';
+import { FAILURE_STATUSES, parseErrorLabel, type LedgerStatus } from '../pipeline/index.ts';
 
 // The turn's dispatcher (PROTOCOL.md §5), pure: what the parser produced and
 // what the pipeline reported, in arrival order, become one decision each. The
@@ -61,8 +61,7 @@ export function dispatch(state: DispatchState, input: DispatchInput): { state: D
 function parsed(state: DispatchState, o: ParserOutput): { state: DispatchState; decision: Decision } {
   if (o.type === 'error') {
     const reason = { kind: 'parse_error', stream: o.stream, error: o.error, commandsBefore: state.issued } as const;
-    const label = `parse error (${o.error.code}${o.error.id ? ` in tag ${o.error.id}` : ''})`;
-    return { state: { ...state, stopped: reason }, decision: { kind: 'fail_turn', label, reason } };
+    return { state: { ...state, stopped: reason }, decision: { kind: 'fail_turn', label: parseErrorLabel(o.error), reason } };
   }
   if (state.issued >= state.budget) {
     const reason = { kind: 'budget_exceeded', budget: state.budget } as const;
