@@ -1,7 +1,7 @@
 // The feedback builder (PROTOCOL.md §5): turns ledger records and parse errors
 // into the [THINKFLOW …] blocks the model reads on its next call. Pure.
-import type { ParseError, ToolName } from '../protocol/command.ts';
-import { targetOf } from '../pipeline/ledger-record.ts';
+import type { ParseError, ToolName } from '../protocol/index.ts';
+import { targetOf, type LedgerStatus } from '../pipeline/index.ts';
 
 export { targetOf };
 
@@ -12,7 +12,7 @@ export interface FeedbackRecord {
   path: string | null;
   dest: string | null;
   cmd: string | null;
-  status: string;
+  status: LedgerStatus;
   bytes_written: number | null;
   exit_code: number | null;
   error: string | null;

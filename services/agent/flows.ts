@@ -1,10 +1,14 @@
 // Flows as a small registry (API.md): `thinkflow` streams tf-* tags and keeps
 // native tools for information only; `react` uses native tool calls only, the
 // baseline the benchmark compares against.
+import { z } from 'zod';
 import { REACT_SYSTEM_PROMPT, THINKFLOW_SYSTEM_PROMPT } from './system-prompt.ts';
 
+export const FlowName = z.enum(['thinkflow', 'react']);
+export type FlowName = z.infer<typeof FlowName>;
+
 export interface Flow {
-  name: 'thinkflow' | 'react';
+  name: FlowName;
   systemPrompt: string;
   /** Native tools offered to the model. */
   nativeTools: readonly string[];
@@ -12,7 +16,7 @@ export interface Flow {
   parsesTags: boolean;
 }
 
-export const FLOWS: Record<Flow['name'], Flow> = {
+export const FLOWS: Record<FlowName, Flow> = {
   thinkflow: {
     name: 'thinkflow',
     systemPrompt: THINKFLOW_SYSTEM_PROMPT,

@@ -1,23 +1,29 @@
-// A job from start to end: seed files (not commands), then model calls until a turn ends
-// normally, a limit is hit, or the job is cancelled. Keeps the job's figures
-// and emits the job-level events (API.md, jobs).
-import type { LedgerRecord } from '../pipeline/ledger-record.ts';
-import type { Pipeline } from '../pipeline/pipeline.ts';
-import type { JobEvents } from '../jobs/job-events.ts';
-import type { JobRequest, JobView } from '../jobs/job-schemas.ts';
-import { feedbackMessage, targetOf } from './feedback.ts';
+// A job from start to end: seed files (not commands), then model calls until a
+// turn ends normally, a limit is hit, or the job is cancelled. Keeps the job's
+// figures and emits the job-level events (API.md, jobs).
+import { targetOf, type LedgerRecord, type Pipeline } from '../pipeline/index.ts';
+import { withIds, type Logger } from '../log/index.ts';
+import type { EmitFn } from './events.ts';
+import { feedbackMessage } from './feedback.ts';
 import { FLOWS } from './flows.ts';
-import { toLlmMessages, type AgentMessage } from './messages.ts';
-import type { ModelEndpoint } from './model-client.ts';
-import { decideTurnOutcome } from './turn-outcome.ts';
-import { ModelError, runTurn, type NativeResult, type TurnReport } from './turn-runner.ts';
+import { emptyCounts, type JobState, type JobTask } from './job-state.ts';
+import type { AgentMessage, StreamFn } from './messages.ts';
+import { decideTurnOutcome, type TurnOutcome } from './turn-outcome.ts';
+import { ModelError, runTurn, type NativeResult, type TurnPipeline, type TurnReport } from './turn-runner.ts';
 
-export interface JobRunnerDeps {
-  pipeline: Pipeline;
-  events: JobEvents;
-  endpoint: ModelEndpoint;
+/** The part of the pipeline a job uses. */
+export type JobPipeline = TurnPipeline & Pick<Pipeline, 'seedFiles' | 'nextTurn' | 'entries' | 'uninjected' | 'markInjected'> & {
+  approvals: Pick<Pipeline['approvals'], 'listPending' | 'answer'>;
+};
+
+export interface JobRunnerDeps<V extends JobState> {
+  pipeline: JobPipeline;
+  /** One model call (the endpoint's `stream`). */
+  stream: StreamFn;
+  /** This job's events. */
+  emit: EmitFn;
   /** Persists the view; called after every change. Must not throw. */
-  save(view: JobView): Promise<void>;
+  save(view: V): Promise<void>;
 }
 
 /** Statuses whose ids the model may not reuse in later turns (PROTOCOL.md §5.3). */
@@ -29,10 +35,135 @@ export class JobStopped extends Error {
   }
 }
 
-function taskMessage(request: JobRequest): string {
-  const files = Object.keys(request.files ?? {});
-  if (files.length === 0) return request.task;
-  return `${request.task}\n\nFiles already in the workspace: ${files.join(', ')}`;
+/** Runs the job to its end; the returned view is final. `signal` aborts with reason 'cancelled', 'timeout' or 'shutdown'. */
+export async function runJob<V extends JobState>(deps: JobRunnerDeps<V>, view: V, task: JobTask, signal: AbortSignal): Promise<V> {
+  const logger = withIds({ job_id: view.job_id, session_id: view.session_id });
+  view.status = 'running';
+  view.started_at = new Date().toISOString();
+  await deps.save(view);
+  let unwatch = () => {};
+  try {
+    unwatch = await watchSession(deps, view, logger);
+    await seedFiles(deps, view, task, signal);
+    await runTurns(deps, view, task, signal);
+    view.status = 'succeeded';
+  } catch (err) {
+    if (!(err instanceof JobStopped)) logger.error({ err }, 'job failed on an infrastructure error');
+    const stopped = err instanceof JobStopped ? err : new JobStopped('failed', `infrastructure error: ${(err as Error).message}`);
+    view.status = stopped.status;
+    view.error = stopped.message;
+    // Cancel and failures drain nothing further: queued commands of the open turn are skipped.
+    await skipOpenTurn(deps.pipeline, view.session_id, `the job stopped: ${stopped.message}`)
+      .catch((e: unknown) => logger.error({ err: e }, 'skipping the open turn of the stopped job failed'));
+  } finally {
+    unwatch();
+    view.finished_at = new Date().toISOString();
+    await refreshCounts(deps.pipeline, view).catch((err: unknown) => logger.warn({ err }, 'final command counts not refreshed'));
+  }
+  return view;
+}
+
+/** Follows the session: approvals move the job's status; command counts follow each finished command. */
+async function watchSession<V extends JobState>(deps: JobRunnerDeps<V>, view: V, logger: Logger): Promise<() => void> {
+  // Counts follow each finished command (not only turn ends), so job lists
+  // stay live during a long turn; bursts cost one ledger read per 250 ms.
+  let timer: NodeJS.Timeout | null = null;
+  const countsSoon = () => {
+    timer ??= setTimeout(() => {
+      timer = null;
+      refreshCounts(deps.pipeline, view).then(() => deps.save(view))
+        .catch((err: unknown) => logger.warn({ err }, 'updating command counts failed'));
+    }, 250);
+  };
+  const unsubscribe = await deps.pipeline.hub.subscribe(view.session_id, (e) => {
+    if (e.type === 'command_finished') return countsSoon();
+    if (e.type === 'approval_requested' && view.status === 'running') view.status = 'awaiting_approval';
+    else if (e.type === 'approval_resolved' && view.status === 'awaiting_approval') view.status = 'running';
+    else return;
+    void deps.save(view);
+  });
+  return () => {
+    unsubscribe();
+    if (timer) clearTimeout(timer);
+  };
+}
+
+async function seedFiles<V extends JobState>(deps: JobRunnerDeps<V>, view: V, task: JobTask, signal: AbortSignal): Promise<void> {
+  if (!task.files || Object.keys(task.files).length === 0) return;
+  try {
+    view.files_seeded = await deps.pipeline.seedFiles(view.session_id, task.files, signal);
+  } catch (err) {
+    if (signal.aborted) throw stoppedBy(signal, view);
+    throw new JobStopped('failed', `seeding files failed: ${(err as Error).message}`);
+  }
+  await deps.save(view);
+}
+
+/** Model calls until one ends the job; throws JobStopped when a limit or an abort ends it first. */
+async function runTurns<V extends JobState>(deps: JobRunnerDeps<V>, view: V, task: JobTask, signal: AbortSignal): Promise<void> {
+  const flow = FLOWS[view.flow];
+  const history: AgentMessage[] = [{ role: 'system', text: flow.systemPrompt }, { role: 'user', kind: 'task', text: taskMessage(task) }];
+  let issued = 0;
+  for (let call = 1; call <= view.limits.max_turns; call++) {
+    if (signal.aborted) throw stoppedBy(signal, view);
+    const { report, outcome } = await oneTurn(deps, view, { call, history: [...history], issued, signal });
+    issued += report.commandsIssued;
+    if (outcome.kind === 'done') return;
+    await feedBack(deps.pipeline, view.session_id, history, report, outcome);
+  }
+  throw new JobStopped('failed', `max_turns (${view.limits.max_turns}) reached before the model finished`);
+}
+
+type TurnContext = { call: number; history: AgentMessage[]; issued: number; signal: AbortSignal };
+
+async function oneTurn<V extends JobState>(deps: JobRunnerDeps<V>, view: V, c: TurnContext): Promise<{ report: TurnReport; outcome: TurnOutcome }> {
+  const { pipeline } = deps;
+  const sid = view.session_id;
+  const turn = await pipeline.nextTurn(sid);
+  await deps.emit({ type: 'turn_started', turn, api_call: c.call });
+  const burntIds = (await pipeline.entries(sid)).filter((r) => r.turn > 0 && r.flow !== 'native' && BURNT.has(r.status)).map((r) => r.id);
+  let report: TurnReport;
+  try {
+    report = await runTurn(deps, {
+      flow: FLOWS[view.flow], sessionId: sid, jobId: view.job_id, turn, messages: c.history, commandBudget: view.limits.max_commands - c.issued, burntIds, signal: c.signal,
+    });
+  } catch (err) {
+    if (c.signal.aborted) throw stoppedBy(c.signal, view);
+    if (err instanceof ModelError) throw new JobStopped('failed', `model error: ${err.message}`);
+    throw err;
+  }
+  view.turns += 1;
+  view.api_calls += 1;
+  addUsage(view, report);
+  view.final_text = report.visibleText;
+  if (c.signal.aborted) throw stoppedBy(c.signal, view);
+  if (report.stop.kind === 'budget_exceeded') {
+    await pipeline.failTurn(sid, turn, 'max_commands reached');
+    throw new JobStopped('failed', `max_commands (${view.limits.max_commands}) exceeded`);
+  }
+  const outcome = decideTurnOutcome({ records: report.records, stop: report.stop, nativeCalls: report.toolCalls.length });
+  await refreshCounts(pipeline, view);
+  await deps.emit({ type: 'turn_ended', turn, api_call: c.call, outcome: outcome.kind === 'interrupt' ? outcome.interruption.kind : outcome.kind });
+  await deps.save(view);
+  return { report, outcome };
+}
+
+/** The turn goes into the history, with what the model must hear before its next call (§5.6). */
+async function feedBack(pipeline: JobPipeline, sid: string, history: AgentMessage[], report: TurnReport, outcome: TurnOutcome): Promise<void> {
+  history.push({ role: 'assistant', visibleText: report.visibleText, toolCalls: report.toolCalls, interrupted: outcome.kind === 'interrupt' });
+  for (const r of report.nativeResults) history.push({ role: 'tool', toolCallId: r.call.id, text: nativeResultText(r) });
+  // Native results reached the model as tool messages; everything else un-injected goes in one user message.
+  const uninjected = await pipeline.uninjected(sid);
+  const nativeIds = new Set(report.nativeResults.map((r) => r.call.id));
+  const feedback = feedbackMessage(uninjected.filter((r) => !(r.flow === 'native' && nativeIds.has(r.id))), outcome.kind === 'interrupt' ? outcome.interruption : null);
+  if (feedback) history.push({ role: 'user', kind: 'feedback', text: feedback });
+  await pipeline.markInjected(sid, uninjected.map((r) => r.index));
+}
+
+function taskMessage(task: JobTask): string {
+  const files = Object.keys(task.files ?? {});
+  if (files.length === 0) return task.task;
+  return `${task.task}\n\nFiles already in the workspace: ${files.join(', ')}`;
 }
 
 function nativeResultText(r: NativeResult): string {
@@ -42,108 +173,14 @@ function nativeResultText(r: NativeResult): string {
   return [head, rec.stdout ?? '', rec.stderr ? `stderr:\n${rec.stderr}` : ''].filter(Boolean).join('\n');
 }
 
-/** Runs the job to its end; the returned view is final. `signal` aborts with reason 'cancelled' or 'timeout'. */
-export async function runJob(deps: JobRunnerDeps, view: JobView, request: JobRequest, signal: AbortSignal): Promise<JobView> {
-  const { pipeline, events } = deps;
-  const sid = view.session_id;
-  const flow = FLOWS[view.flow];
-  view.status = 'running';
-  view.started_at = new Date().toISOString();
-  await deps.save(view);
-  // Command counts follow each finished command (not only turn ends), so job
-  // lists stay live during a long turn; bursts cost one ledger read per 250 ms.
-  let countsTimer: NodeJS.Timeout | null = null;
-  const countsSoon = () => {
-    countsTimer ??= setTimeout(() => {
-      countsTimer = null;
-      refreshCounts(pipeline, view).then(() => deps.save(view))
-        .catch((err) => process.stderr.write(`thinkflow job ${view.job_id}: updating command counts: ${(err as Error).message}\n`));
-    }, 250);
-  };
-  const stopOnApproval = await pipeline.hub.subscribe(sid, (e) => {
-    if (e.type === 'command_finished') return countsSoon();
-    if (e.type === 'approval_requested' && view.status === 'running') view.status = 'awaiting_approval';
-    else if (e.type === 'approval_resolved' && view.status === 'awaiting_approval') view.status = 'running';
-    else return;
-    void deps.save(view);
-  });
-  try {
-    if (request.files && Object.keys(request.files).length > 0) {
-      try {
-        view.files_seeded = await pipeline.seedFiles(sid, request.files, signal);
-      } catch (err) {
-        if (signal.aborted) throw stoppedBy(signal, view);
-        throw new JobStopped('failed', `seeding files failed: ${(err as Error).message}`);
-      }
-      await deps.save(view);
-    }
-    const history: AgentMessage[] = [{ role: 'system', text: flow.systemPrompt }, { role: 'user', kind: 'task', text: taskMessage(request) }];
-    let issued = 0;
-    for (let call = 1; call <= view.limits.max_turns; call++) {
-      if (signal.aborted) throw stoppedBy(signal, view);
-      const turn = await pipeline.nextTurn(sid);
-      await events.append(sid, view.job_id, 'turn_started', { turn, api_call: call });
-      const messages = toLlmMessages(history);
-      const burntIds = (await pipeline.entries(sid)).filter((r) => r.turn > 0 && r.flow !== 'native' && BURNT.has(r.status)).map((r) => r.id);
-      let report: TurnReport;
-      try {
-        report = await runTurn({ pipeline, events, endpoint: deps.endpoint, flow, sessionId: sid, jobId: view.job_id, turn, messages, commandBudget: view.limits.max_commands - issued, burntIds, signal });
-      } catch (err) {
-        if (signal.aborted) throw stoppedBy(signal, view);
-        if (err instanceof ModelError) throw new JobStopped('failed', `model error: ${err.message}`);
-        throw err;
-      }
-      issued += report.commandsIssued;
-      view.turns += 1;
-      view.api_calls += 1;
-      addUsage(view, report);
-      view.final_text = report.visibleText;
-      if (signal.aborted) throw stoppedBy(signal, view);
-      if (report.budgetExceeded) {
-        await pipeline.failTurn(sid, turn, 'max_commands reached');
-        throw new JobStopped('failed', `max_commands (${view.limits.max_commands}) exceeded`);
-      }
-      const outcome = decideTurnOutcome({ records: report.records, parseError: report.parseError, needResultId: report.needResultId, nativeCalls: report.toolCalls.length });
-      await refreshCounts(pipeline, view);
-      await events.append(sid, view.job_id, 'turn_ended', { turn, api_call: call, outcome: outcome.kind === 'interrupt' ? outcome.interruption.kind : outcome.kind });
-      await deps.save(view);
-      if (outcome.kind === 'done') {
-        view.status = 'succeeded';
-        return view;
-      }
-      history.push({ role: 'assistant', visibleText: report.visibleText, toolCalls: report.toolCalls, interrupted: outcome.kind === 'interrupt' });
-      for (const r of report.nativeResults) history.push({ role: 'tool', toolCallId: r.call.id, text: nativeResultText(r) });
-      // Native results reached the model as tool messages; everything else un-injected goes in one user message.
-      const uninjected = await pipeline.uninjected(sid);
-      const nativeIds = new Set(report.nativeResults.map((r) => r.call.id));
-      const feedback = feedbackMessage(uninjected.filter((r) => !(r.flow === 'native' && nativeIds.has(r.id))), outcome.kind === 'interrupt' ? outcome.interruption : null);
-      if (feedback) history.push({ role: 'user', kind: 'feedback', text: feedback });
-      await pipeline.markInjected(sid, uninjected.map((r) => r.index));
-    }
-    throw new JobStopped('failed', `max_turns (${view.limits.max_turns}) reached before the model finished`);
-  } catch (err) {
-    const stopped = err instanceof JobStopped ? err : new JobStopped('failed', `infrastructure error: ${(err as Error).message}`);
-    view.status = stopped.status;
-    view.error = stopped.message;
-    // Cancel and failures drain nothing further: queued commands of the open turn are skipped.
-    await skipOpenTurn(pipeline, sid, `the job stopped: ${stopped.message}`).catch(() => {});
-    return view;
-  } finally {
-    stopOnApproval();
-    if (countsTimer) clearTimeout(countsTimer);
-    view.finished_at = new Date().toISOString();
-    await refreshCounts(pipeline, view).catch(() => {});
-  }
-}
-
-function stoppedBy(signal: AbortSignal, view: JobView): JobStopped {
+function stoppedBy(signal: AbortSignal, view: JobState): JobStopped {
   if (signal.reason === 'cancelled') return new JobStopped('cancelled', 'cancelled by request');
   if (signal.reason === 'shutdown') return new JobStopped('failed', 'the service shut down before the job finished');
   return new JobStopped('failed', `timeout_s (${view.limits.timeout_s}) exceeded`);
 }
 
 /** Nothing of a stopped job runs later: queued commands are skipped, pending approvals rejected. */
-async function skipOpenTurn(pipeline: Pipeline, sid: string, reason: string): Promise<void> {
+async function skipOpenTurn(pipeline: JobPipeline, sid: string, reason: string): Promise<void> {
   const open = (await pipeline.entries(sid)).filter((r) => r.status === 'queued' || r.status === 'awaiting_approval');
   for (const turn of new Set(open.map((r) => r.turn))) await pipeline.failTurn(sid, turn, 'job stopped');
   for (const a of await pipeline.approvals.listPending()) {
@@ -152,15 +189,15 @@ async function skipOpenTurn(pipeline: Pipeline, sid: string, reason: string): Pr
 }
 
 /** A job's usage is estimated as soon as one of its calls was (API.md: `"estimated": true`). */
-function addUsage(view: JobView, report: TurnReport): void {
+function addUsage(view: JobState, report: TurnReport): void {
   view.usage.prompt_tokens += report.usage.prompt_tokens;
   view.usage.completion_tokens += report.usage.completion_tokens;
   view.usage.total_tokens = view.usage.prompt_tokens + view.usage.completion_tokens;
   if (report.usage.estimated) view.usage.estimated = true;
 }
 
-async function refreshCounts(pipeline: Pipeline, view: JobView): Promise<void> {
-  const counts = { total: 0, succeeded: 0, failed: 0, skipped: 0, forbidden: 0, rejected: 0 };
+async function refreshCounts(pipeline: JobPipeline, view: JobState): Promise<void> {
+  const counts = emptyCounts();
   for (const r of await pipeline.entries(view.session_id)) {
     if (r.flow === 'api') continue;
     counts.total++;
@@ -174,4 +211,3 @@ async function refreshCounts(pipeline: Pipeline, view: JobView): Promise<void> {
 export function ledgerSummary(records: readonly LedgerRecord[]): string[] {
   return records.map((r) => `${r.id.padStart(4)} ${r.tool.padEnd(6)} ${r.status.padEnd(10)} ${targetOf(r)}${r.error ? `  (${r.error})` : ''}`);
 }
-

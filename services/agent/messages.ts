@@ -1,6 +1,7 @@
-// One rich internal message type for the agent loop, converted to the
-// provider's chat format only at the boundary (toLlmMessages).
-import type { ChatCompletionMessageParam } from 'openai/resources/chat/completions';
+// The agent's own vocabulary for talking to a model: one message type for the
+// whole loop, the tools it offers, and what a streamed call yields. Nothing
+// here knows a provider; model-client.ts converts to and from the provider's
+// format at the one boundary (pi-mono's convertToLlm).
 
 export interface NativeToolCall {
   id: string;
@@ -16,22 +17,29 @@ export type AgentMessage =
   | { role: 'assistant'; visibleText: string; toolCalls: NativeToolCall[]; interrupted: boolean }
   | { role: 'tool'; toolCallId: string; text: string };
 
-export function toLlmMessages(messages: readonly AgentMessage[]): ChatCompletionMessageParam[] {
-  return messages.map((m): ChatCompletionMessageParam => {
-    switch (m.role) {
-      case 'system':
-        return { role: 'system', content: m.text };
-      case 'user':
-        return { role: 'user', content: m.text };
-      case 'tool':
-        return { role: 'tool', tool_call_id: m.toolCallId, content: m.text };
-      case 'assistant':
-        if (m.toolCalls.length === 0) return { role: 'assistant', content: m.visibleText };
-        return {
-          role: 'assistant',
-          content: m.visibleText || null,
-          tool_calls: m.toolCalls.map((c) => ({ id: c.id, type: 'function' as const, function: { name: c.name, arguments: c.arguments } })),
-        };
-    }
-  });
+/** A native tool as offered to the model: a function with the JSON schema of its arguments. */
+export interface ToolSpec {
+  name: string;
+  description: string;
+  parameters: {
+    type: 'object';
+    properties: Record<string, { type: 'string' | 'integer'; description: string }>;
+    required: string[];
+    additionalProperties: false;
+  };
 }
+
+/** What a streamed model call yields, flattened; tool calls arrive in fragments keyed by `index`. */
+export type ModelEvent =
+  | { type: 'reasoning'; text: string }
+  | { type: 'text'; text: string }
+  | { type: 'tool_call'; index: number; id?: string; name?: string; arguments?: string }
+  | { type: 'usage'; prompt_tokens: number; completion_tokens: number; total_tokens: number };
+
+/**
+ * One streamed model call. Injected into the turn driver (default: the openai
+ * SDK, model-client.ts), so the turn logic runs against a scripted stream in
+ * tests. Throwing (or a rejected iteration) is a model error, unless `signal`
+ * was aborted by the caller.
+ */
+export type StreamFn = (request: { messages: readonly AgentMessage[]; tools: readonly ToolSpec[] }, signal: AbortSignal) => AsyncIterable<ModelEvent>;

@@ -2,20 +2,20 @@
 // names, plus list_files and grep, which run as read-only bash. Every call
 // becomes a Command and goes through the same policy, queue and ledger.
 import { quote } from 'shell-quote';
-import type { ChatCompletionTool } from 'openai/resources/chat/completions';
-import type { Command } from '../protocol/command.ts';
+import type { Command } from '../protocol/index.ts';
 import { normalizeWorkspacePath } from '../policy/index.ts';
+import type { ToolSpec } from './messages.ts';
 
-type Params = Record<string, { type: string; description: string }>;
+type Params = ToolSpec['parameters']['properties'];
 
-function tool(name: string, description: string, properties: Params, required: string[]): ChatCompletionTool {
-  return { type: 'function', function: { name, description, parameters: { type: 'object', properties, required, additionalProperties: false } } };
+function tool(name: string, description: string, properties: Params, required: string[]): ToolSpec {
+  return { name, description, parameters: { type: 'object', properties, required, additionalProperties: false } };
 }
 
-const path = { type: 'string', description: 'path relative to the workspace' };
-const content = { type: 'string', description: 'full text' };
+const path = { type: 'string', description: 'path relative to the workspace' } as const;
+const content = { type: 'string', description: 'full text' } as const;
 
-export const NATIVE_TOOLS: Record<string, ChatCompletionTool> = {
+export const NATIVE_TOOLS: Record<string, ToolSpec> = {
   write: tool('write', 'Replace a file with content (parents are created).', { path, content }, ['path', 'content']),
   append: tool('append', 'Append text to a file.', { path, content }, ['path', 'content']),
   mkdir: tool('mkdir', 'Create a directory and its parents.', { path }, ['path']),
@@ -34,76 +34,67 @@ export const NATIVE_TOOLS: Record<string, ChatCompletionTool> = {
   }, ['pattern']),
 };
 
-export function nativeTools(names: readonly string[]): ChatCompletionTool[] {
+export function nativeTools(names: readonly string[]): ToolSpec[] {
   return names.map((n) => NATIVE_TOOLS[n]!);
 }
 
 export type NativeCallOutcome = { ok: true; command: Command } | { ok: false; error: string };
+
+type Fields = Omit<Command, 'id' | 'need_result'>;
+type FieldsOutcome = { ok: true; fields: Fields } | { ok: false; error: string };
+type Args = Record<string, unknown>;
+
+/** File tools: their required string arguments are the command fields of the same names. */
+const FILE_TOOL_ARGS: Record<string, ReadonlyArray<'path' | 'content' | 'dest' | 'old_text' | 'new_text'>> = {
+  write: ['path', 'content'], append: ['path', 'content'], mkdir: ['path'], touch: ['path'], read: ['path'],
+  copy: ['path', 'dest'], edit: ['path', 'old_text', 'new_text'],
+};
 
 const str = (v: unknown): v is string => typeof v === 'string';
 
 /** Turns a provider tool call into a Command (id = the provider's tool-call id). */
 export function commandFromToolCall(id: string, name: string, rawArguments: string, allowed: readonly string[]): NativeCallOutcome {
   if (!allowed.includes(name)) return { ok: false, error: `tool '${name}' is not offered in this flow (offered: ${allowed.join(', ')})` };
-  let args: Record<string, unknown>;
+  let args: Args;
   try {
-    args = rawArguments.trim() === '' ? {} : (JSON.parse(rawArguments) as Record<string, unknown>);
+    args = rawArguments.trim() === '' ? {} : (JSON.parse(rawArguments) as Args);
     if (typeof args !== 'object' || args === null || Array.isArray(args)) throw new Error('arguments must be a JSON object');
   } catch (err) {
     return { ok: false, error: `arguments of ${name} are not a JSON object: ${(err as Error).message}` };
   }
-  const need = (key: string): string | null => (str(args[key]) ? (args[key] as string) : null);
-  const missing = (key: string): NativeCallOutcome => ({ ok: false, error: `${name} needs a string '${key}'` });
-  const base = { id, need_result: true } as const;
+  const out = fieldsOf(name, args);
+  return out.ok ? { ok: true, command: { id, need_result: true, ...out.fields } } : out;
+}
+
+function fieldsOf(name: string, args: Args): FieldsOutcome {
+  const missing = (key: string): FieldsOutcome => ({ ok: false, error: `${name} needs a string '${key}'` });
+  const fileArgs = FILE_TOOL_ARGS[name];
+  if (fileArgs) {
+    const picked: Partial<Record<(typeof fileArgs)[number], string>> = {};
+    for (const key of fileArgs) {
+      const v = args[key];
+      if (!str(v)) return missing(key);
+      picked[key] = v;
+    }
+    return { ok: true, fields: { tool: name as Fields['tool'], ...picked, ...(name === 'write' ? { allow_empty: true } : {}) } };
+  }
   switch (name) {
-    case 'write':
-    case 'append': {
-      const p = need('path');
-      const c = need('content');
-      if (p === null) return missing('path');
-      if (c === null) return missing('content');
-      return { ok: true, command: { ...base, tool: name, path: p, content: c, ...(name === 'write' ? { allow_empty: true } : {}) } };
-    }
-    case 'mkdir':
-    case 'touch':
-    case 'read': {
-      const p = need('path');
-      return p === null ? missing('path') : { ok: true, command: { ...base, tool: name, path: p } };
-    }
-    case 'copy': {
-      const p = need('path');
-      const d = need('dest');
-      if (p === null) return missing('path');
-      if (d === null) return missing('dest');
-      return { ok: true, command: { ...base, tool: 'copy', path: p, dest: d } };
-    }
-    case 'edit': {
-      const p = need('path');
-      const o = need('old_text');
-      const n = need('new_text');
-      if (p === null) return missing('path');
-      if (o === null) return missing('old_text');
-      if (n === null) return missing('new_text');
-      return { ok: true, command: { ...base, tool: 'edit', path: p, old_text: o, new_text: n } };
-    }
     case 'bash': {
-      const c = need('cmd');
-      if (c === null) return missing('cmd');
+      if (!str(args.cmd)) return missing('cmd');
       const t = args.timeout;
       if (t !== undefined && !(Number.isInteger(t) && (t as number) > 0)) return { ok: false, error: 'bash timeout must be whole seconds > 0' };
-      return { ok: true, command: { ...base, tool: 'bash', cmd: c, ...(t !== undefined ? { timeout: t as number } : {}) } };
+      return { ok: true, fields: { tool: 'bash', cmd: args.cmd, ...(t !== undefined ? { timeout: t as number } : {}) } };
     }
     case 'list_files': {
-      const dir = operand(need('path') ?? '.');
+      const dir = operand(str(args.path) ? args.path : '.');
       if (!dir.ok) return dir;
-      return { ok: true, command: { ...base, tool: 'bash', cmd: `find ${quote([dir.path])} -not -path '*/.git/*' | sort | head -n 1000` } };
+      return { ok: true, fields: { tool: 'bash', cmd: `find ${quote([dir.path])} -not -path '*/.git/*' | sort | head -n 1000` } };
     }
     case 'grep': {
-      const pattern = need('pattern');
-      if (pattern === null) return missing('pattern');
-      const where = operand(need('path') ?? '.');
+      if (!str(args.pattern)) return missing('pattern');
+      const where = operand(str(args.path) ? args.path : '.');
       if (!where.ok) return where;
-      return { ok: true, command: { ...base, tool: 'bash', cmd: `grep -rnE -e ${quote([pattern])} -- ${quote([where.path])} | head -n 500` } };
+      return { ok: true, fields: { tool: 'bash', cmd: `grep -rnE -e ${quote([args.pattern])} -- ${quote([where.path])} | head -n 500` } };
     }
     default:
       return { ok: false, error: `unknown tool '${name}'` };

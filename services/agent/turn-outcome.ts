@@ -1,28 +1,26 @@
 // What a finished turn means for the job (PROTOCOL.md §5): an error to feed
 // back, a result to feed back, native tool results to send, or the end. Pure.
-import type { ParseError } from '../protocol/command.ts';
+import { FAILURE_STATUSES } from '../pipeline/index.ts';
+import type { StopReason } from './dispatcher.ts';
 import type { FeedbackRecord, Interruption } from './feedback.ts';
 
-export const FAILURE_STATUSES: ReadonlySet<string> = new Set(['failed', 'forbidden', 'rejected', 'interrupted']);
-
-export interface TurnFacts<R extends FeedbackRecord> {
+export interface TurnFacts {
   /** Every record of the turn, final, in ledger (= stream) order. */
-  records: readonly R[];
-  /** The first parse error, and how many commands of the turn were enqueued before it. */
-  parseError: { stream: string; error: ParseError; commandsBefore: number } | null;
-  /** Id of the command whose result the model asked for (need_result or read). */
-  needResultId: string | null;
+  records: readonly FeedbackRecord[];
+  /** Why the stream stopped; `completed` when it ended by itself. */
+  stop: StopReason | { kind: 'completed' };
   /** Native tool calls the model made this turn. */
   nativeCalls: number;
 }
 
-export type TurnOutcome<R extends FeedbackRecord> =
+export type TurnOutcome =
   | { kind: 'interrupt'; interruption: Interruption; failed: boolean }
   | { kind: 'tools' }
   | { kind: 'done' };
 
-export function decideTurnOutcome<R extends FeedbackRecord>(facts: TurnFacts<R>): TurnOutcome<R> {
-  const { records, parseError } = facts;
+export function decideTurnOutcome(facts: TurnFacts): TurnOutcome {
+  const { records, stop } = facts;
+  const parseError = stop.kind === 'parse_error' ? stop : null;
   const failureAt = records.findIndex((r) => FAILURE_STATUSES.has(r.status));
   const skippedAfter = (from: number) => records.slice(from).filter((r) => r.status === 'skipped').map((r) => r.id);
   // The earliest problem in stream order is the one the model hears about.
@@ -36,8 +34,8 @@ export function decideTurnOutcome<R extends FeedbackRecord>(facts: TurnFacts<R>)
       interruption: { kind: 'parse_error', stream: parseError.stream, error: parseError.error, skipped: skippedAfter(parseError.commandsBefore) },
     };
   }
-  if (facts.needResultId !== null) {
-    const record = records.find((r) => r.id === facts.needResultId);
+  if (stop.kind === 'need_result') {
+    const record = records.find((r) => r.id === stop.commandId);
     if (record) return { kind: 'interrupt', failed: false, interruption: { kind: 'result', record } };
   }
   if (facts.nativeCalls > 0) return { kind: 'tools' };

@@ -1,30 +1,39 @@
-// One model call of a job: stream it, feed both parsers, enqueue every
-// completed command the moment it completes, stop the stream on a failure, a
-// parse error or a need_result, then settle the turn (PROTOCOL.md §5).
-import type { ChatCompletionMessageParam } from 'openai/resources/chat/completions';
-import type { CommandFlow, ParseError } from '../protocol/command.ts';
+// One model call of a job, the thin driver around the dispatcher: stream the
+// call, feed the deltas to both parsers, hand every parser output and every
+// failure the pipeline reports to the dispatcher, carry out its decision
+// (enqueue, fail the turn, stop the stream), then settle the turn
+// (PROTOCOL.md §5). The model stream, the pipeline and the event sink are
+// injected, so the whole turn runs in tests against scripted streams.
 import { TurnParser, type ParserOutput } from '../protocol/index.ts';
-import type { LedgerRecord } from '../pipeline/ledger-record.ts';
-import type { CommandHandle, Pipeline } from '../pipeline/pipeline.ts';
-import type { JobEvents } from '../jobs/job-events.ts';
-import type { Flow } from './flows.ts';
-import type { NativeToolCall } from './messages.ts';
-import { streamChat, type ModelEndpoint } from './model-client.ts';
-import { commandFromToolCall, nativeTools } from './native-tools.ts';
+import type { CommandHandle, LedgerRecord, Pipeline } from '../pipeline/index.ts';
+import { reasonOf, withIds } from '../log/index.ts';
 import { DeltaEvents } from './delta-events.ts';
-import { FAILURE_STATUSES } from './turn-outcome.ts';
+import { dispatch, startDispatch, type Decision, type DispatchInput, type DispatchState, type StopReason } from './dispatcher.ts';
+import type { EmitFn } from './events.ts';
+import type { Flow } from './flows.ts';
+import type { AgentMessage, ModelEvent, NativeToolCall, StreamFn, ToolSpec } from './messages.ts';
+import { commandFromToolCall, nativeTools } from './native-tools.ts';
 import { estimateUsage, type Usage } from './usage.ts';
 
+/** The part of the pipeline a turn uses. */
+export type TurnPipeline = Pick<Pipeline, 'parserOptions' | 'enqueue' | 'failTurn' | 'awaitResult' | 'drainTurn'> & {
+  hub: Pick<Pipeline['hub'], 'subscribe'>;
+};
+
+export interface TurnDeps {
+  pipeline: TurnPipeline;
+  stream: StreamFn;
+  emit: EmitFn;
+}
+
 export interface TurnInput {
-  pipeline: Pipeline;
-  events: JobEvents;
-  endpoint: ModelEndpoint;
   flow: Flow;
   sessionId: string;
-  jobId: string;
+  /** For log lines only. */
+  jobId: string | null;
   /** The pipeline's turn number (ledger `turn`). */
   turn: number;
-  messages: ChatCompletionMessageParam[];
+  messages: readonly AgentMessage[];
   /** Commands the job may still issue (max_commands). */
   commandBudget: number;
   /** Ids of earlier failed or skipped commands: reusing one is a duplicate_id. */
@@ -47,6 +56,9 @@ export interface NativeResult {
   error: string | null;
 }
 
+/** How the stream ended: by itself, or stopped by the dispatcher. */
+export type TurnStop = StopReason | { kind: 'completed' };
+
 export interface TurnReport {
   visibleText: string;
   outputText: string;
@@ -58,138 +70,209 @@ export interface TurnReport {
   /** Records of tag commands, final, in ledger order. */
   records: LedgerRecord[];
   nativeResults: NativeResult[];
-  parseError: { stream: string; error: ParseError; commandsBefore: number } | null;
-  needResultId: string | null;
+  /** Why the stream ended, as it stood when the parsers were closed. */
+  stop: TurnStop;
   commandsIssued: number;
-  budgetExceeded: boolean;
 }
 
-export async function runTurn(input: TurnInput): Promise<TurnReport> {
-  const { pipeline, events, sessionId: sid, jobId, turn, flow } = input;
-  const parser = new TurnParser({ ...pipeline.parserOptions, usedIds: input.burntIds });
-  const out = new DeltaEvents(events, sid, jobId, turn);
-  const stop = new AbortController();
-  const onJobAbort = () => stop.abort(input.signal.reason);
-  input.signal.addEventListener('abort', onJobAbort, { once: true });
-  const handles: Promise<CommandHandle>[] = [];
-  const report: TurnReport = {
-    visibleText: '', outputText: '', reasoningText: '', toolCalls: [], usage: { prompt_tokens: 0, completion_tokens: 0, total_tokens: 0, estimated: false }, records: [], nativeResults: [],
-    parseError: null, needResultId: null, commandsIssued: 0, budgetExceeded: false,
-  };
-  let needResult: Promise<CommandHandle> | null = null;
-  // A failure of this turn's command stops the stream as soon as the worker reports it.
-  const unsubscribe = await pipeline.hub.subscribe(sid, (e) => {
-    if (e.type === 'command_finished' && e.record && e.record.turn === turn && FAILURE_STATUSES.has(e.record.status)) stop.abort('command failed');
-  });
+export async function runTurn(deps: TurnDeps, input: TurnInput): Promise<TurnReport> {
+  return new TurnRun(deps, input).run();
+}
 
-  // Errors of the pipeline or Redis here are infrastructure errors, not the model's: tag them apart.
-  const handle = (outputs: readonly ParserOutput[]) => dispatch(outputs).catch((err) => { throw new PipelineTrouble(err); });
-  const dispatch = async (outputs: readonly ParserOutput[]) => {
-    for (const o of outputs) {
-      if (stop.signal.aborted) return;
-      if (o.type === 'error') {
-        report.parseError = { stream: o.stream, error: o.error, commandsBefore: handles.length };
-        await out.event('parse_error', { turn, stream: o.stream, error: o.error });
-        await Promise.allSettled(handles);
-        await pipeline.failTurn(sid, turn, `parse error (${o.error.code}${o.error.id ? ` in tag ${o.error.id}` : ''})`);
-        stop.abort('parse error');
+class TurnRun {
+  #state: DispatchState;
+  readonly #stop = new AbortController();
+  readonly #handles: Promise<CommandHandle>[] = [];
+  #needResult: Promise<CommandHandle> | null = null;
+  readonly #parser: TurnParser;
+  readonly #out: DeltaEvents;
+  readonly #tools: ToolSpec[];
+  readonly #calls = new Map<number, NativeToolCall>();
+  #providerUsage: Usage | null = null;
+  readonly #report: TurnReport = {
+    visibleText: '', outputText: '', reasoningText: '', toolCalls: [], usage: { prompt_tokens: 0, completion_tokens: 0, total_tokens: 0, estimated: false },
+    records: [], nativeResults: [], stop: { kind: 'completed' }, commandsIssued: 0,
+  };
+
+  constructor(private readonly deps: TurnDeps, private readonly input: TurnInput) {
+    this.#state = startDispatch(input.turn, input.commandBudget);
+    this.#parser = new TurnParser({ ...deps.pipeline.parserOptions, usedIds: input.burntIds });
+    this.#out = new DeltaEvents(deps.emit, input.turn);
+    this.#tools = nativeTools(input.flow.nativeTools);
+  }
+
+  async run(): Promise<TurnReport> {
+    const { pipeline } = this.deps;
+    const { signal, sessionId } = this.input;
+    // A failure of this turn's command stops the stream as soon as the worker reports it.
+    const unsubscribe = await pipeline.hub.subscribe(sessionId, (e) => {
+      if (e.type === 'command_finished' && e.record) this.#halt({ type: 'command_finished', turn: e.record.turn, commandId: e.record.id, status: e.record.status });
+    });
+    const onAbort = () => this.#halt({ type: 'aborted', reason: signal.reason });
+    signal.addEventListener('abort', onAbort, { once: true });
+    if (signal.aborted) onAbort();
+    try {
+      const completed = await this.#stream();
+      this.#report.usage = this.#usage();
+      await this.#settle(completed);
+    } finally {
+      signal.removeEventListener('abort', onAbort);
+      unsubscribe();
+    }
+    this.#report.commandsIssued = this.#state.issued;
+    return this.#report;
+  }
+
+  #log(commandId?: string) {
+    return withIds({ job_id: this.input.jobId, session_id: this.input.sessionId, command_id: commandId });
+  }
+
+  #decide(input: DispatchInput): Decision {
+    const { state, decision } = dispatch(this.#state, input);
+    this.#state = state;
+    return decision;
+  }
+
+  /** Inputs from outside the stream (a failure, an abort) can only stop it. */
+  #halt(input: DispatchInput): void {
+    const decision = this.#decide(input);
+    if (decision.kind === 'stop') this.#stop.abort(decision.reason);
+  }
+
+  async #apply(d: Decision): Promise<void> {
+    const { pipeline } = this.deps;
+    const { sessionId: sid, turn } = this.input;
+    switch (d.kind) {
+      case 'ignore':
         return;
-      }
-      if (report.commandsIssued >= input.commandBudget) {
-        report.budgetExceeded = true;
-        stop.abort('max_commands');
+      case 'stop':
+        this.#stop.abort(d.reason);
         return;
-      }
-      report.commandsIssued++;
-      await out.event('command_parsed', { turn, stream: o.stream, command: o.command });
-      const h = pipeline.enqueue(sid, turn, o.command, o.stream as CommandFlow);
-      handles.push(h);
-      if (o.command.need_result) {
-        report.needResultId = o.command.id;
-        needResult = h;
-        stop.abort('need_result');
+      case 'fail_turn':
+        await this.#out.event({ type: 'parse_error', turn, stream: d.reason.stream, error: d.reason.error });
+        await Promise.allSettled(this.#handles);
+        await pipeline.failTurn(sid, turn, d.label);
+        this.#stop.abort(d.reason);
         return;
+      case 'enqueue': {
+        await this.#out.event({ type: 'command_parsed', turn, stream: d.stream, command: d.command });
+        const handle = pipeline.enqueue(sid, turn, d.command, d.stream);
+        this.#handles.push(handle);
+        if (d.stop) {
+          this.#needResult = handle;
+          this.#stop.abort(d.stop);
+        }
       }
     }
-  };
+  }
 
-  const calls = new Map<number, NativeToolCall>();
-  let completed = false;
-  let providerUsage: Usage | null = null;
-  const tools = nativeTools(flow.nativeTools);
-  try {
-    for await (const ev of streamChat(input.endpoint, input.messages, tools, stop.signal)) {
-      if (ev.type === 'reasoning') {
+  async #feed(outputs: readonly ParserOutput[]): Promise<void> {
+    for (const output of outputs) await this.#apply(this.#decide({ type: 'parsed', output }));
+  }
+
+  /** Streams the call; true when it ended by itself, false when the dispatcher or an abort stopped it. */
+  async #stream(): Promise<boolean> {
+    const it = this.deps.stream({ messages: this.input.messages, tools: this.#tools }, this.#stop.signal)[Symbol.asyncIterator]();
+    let open = true;
+    try {
+      for (;;) {
+        let next: IteratorResult<ModelEvent>;
+        try {
+          next = await it.next();
+        } catch (err) {
+          open = false;
+          if (!this.#stop.signal.aborted) throw new ModelError(err);
+          // Our own stop (failure, need_result, cancel) ends the stream with the SDK's abort error: expected.
+          this.#log().debug({ reason: reasonOf(err), stop: this.#state.stopped?.kind }, 'model stream stopped');
+          return false;
+        }
+        if (next.done) {
+          open = false;
+          return !this.#stop.signal.aborted;
+        }
+        await this.#onModelEvent(next.value);
+        if (this.#stop.signal.aborted) return false;
+      }
+    } finally {
+      if (open) await it.return?.();
+    }
+  }
+
+  async #onModelEvent(ev: ModelEvent): Promise<void> {
+    const report = this.#report;
+    const parses = this.input.flow.parsesTags;
+    switch (ev.type) {
+      case 'reasoning':
         report.reasoningText += ev.text;
-        await out.delta('reasoning_delta', ev.text);
-        if (flow.parsesTags) await handle(parser.feed('reasoning', ev.text));
-      } else if (ev.type === 'text') {
+        await this.#out.delta('reasoning_delta', ev.text);
+        if (parses) await this.#feed(this.#parser.feed('reasoning', ev.text));
+        return;
+      case 'text': {
         report.outputText += ev.text;
-        let visible = ev.text;
-        if (flow.parsesTags) {
-          const outputs = parser.feed('text', ev.text);
-          visible = parser.takeVisible();
-          await out.delta('text_delta', visible);
-          await handle(outputs);
-        } else await out.delta('text_delta', visible);
-      } else if (ev.type === 'tool_call') {
-        const call = calls.get(ev.index) ?? { id: '', name: '', arguments: '' };
+        if (!parses) return this.#out.delta('text_delta', ev.text);
+        const outputs = this.#parser.feed('text', ev.text);
+        await this.#out.delta('text_delta', this.#parser.takeVisible());
+        return this.#feed(outputs);
+      }
+      case 'tool_call': {
+        const call = this.#calls.get(ev.index) ?? { id: '', name: '', arguments: '' };
         if (ev.id) call.id = ev.id;
         if (ev.name) call.name += ev.name;
         if (ev.arguments) call.arguments += ev.arguments;
-        calls.set(ev.index, call);
-      } else if (ev.type === 'usage') {
-        providerUsage = { prompt_tokens: ev.prompt_tokens, completion_tokens: ev.completion_tokens, total_tokens: ev.total_tokens };
+        this.#calls.set(ev.index, call);
+        return;
       }
-      if (stop.signal.aborted) break;
+      case 'usage':
+        this.#providerUsage = { prompt_tokens: ev.prompt_tokens, completion_tokens: ev.completion_tokens, total_tokens: ev.total_tokens };
     }
-    completed = !stop.signal.aborted;
-  } catch (err) {
-    if (err instanceof PipelineTrouble) throw err.cause;
-    // Our own abort (failure, need_result, cancel) ends the stream; anything else is the model's.
-    if (!stop.signal.aborted) throw new ModelError(err);
-  } finally {
-    input.signal.removeEventListener('abort', onJobAbort);
-    report.usage = providerUsage
-      ? { ...providerUsage, estimated: false }
-      : { ...estimateUsage(input.messages, tools, { reasoning: report.reasoningText, text: report.outputText, toolCalls: [...calls.values()] }), estimated: true };
   }
-  try {
+
+  #usage(): Usage & { estimated: boolean } {
+    if (this.#providerUsage) return { ...this.#providerUsage, estimated: false };
+    const produced = { reasoning: this.#report.reasoningText, text: this.#report.outputText, toolCalls: [...this.#calls.values()] };
+    return { ...estimateUsage(this.input.messages, this.#tools, produced), estimated: true };
+  }
+
+  /** After the stream: close the parsers, wait for the turn's commands (§5.5), run native tool calls. */
+  async #settle(completed: boolean): Promise<void> {
+    const { pipeline } = this.deps;
+    const { sessionId: sid, turn, signal, flow } = this.input;
+    const report = this.#report;
     // Only a stream that ended by itself can leave tags open (unclosed_tag).
-    if (completed && flow.parsesTags) await handle(parser.end());
-    await out.flush();
-    report.visibleText = flow.parsesTags ? parser.visibleText() : report.outputText;
+    if (completed && flow.parsesTags) await this.#feed(this.#parser.end());
+    // How the stream ended; a failure reported after this point is read from the records.
+    report.stop = this.#state.stopped ?? { kind: 'completed' };
+    await this.#out.flush();
+    report.visibleText = flow.parsesTags ? this.#parser.visibleText() : report.outputText;
     // A command the pipeline refused to take (session deleted, Redis down) must not pass for done.
-    const refused = (await Promise.allSettled(handles)).find((r) => r.status === 'rejected');
+    const refused = (await Promise.allSettled(this.#handles)).find((r) => r.status === 'rejected');
     if (refused) throw (refused as PromiseRejectedResult).reason;
-    if (input.signal.aborted) return report;
-    if (needResult) await pipeline.awaitResult(await needResult, input.signal);
-    report.records = await pipeline.drainTurn(sid, turn, input.signal);
-    report.toolCalls = completed ? [...calls.values()].filter((c) => c.name) : [];
+    if (signal.aborted) return;
+    if (this.#needResult) await pipeline.awaitResult(await this.#needResult, signal);
+    report.records = await pipeline.drainTurn(sid, turn, signal);
+    report.toolCalls = completed ? [...this.#calls.values()].filter((c) => c.name) : [];
     for (const [i, call] of report.toolCalls.entries()) {
       if (!call.id) call.id = `call_${turn}_${i}`;
-      report.nativeResults.push(await runNative(input, call));
+      report.nativeResults.push(await this.#runNative(call));
     }
-  } finally {
-    unsubscribe();
   }
-  return report;
-}
 
-class PipelineTrouble extends Error {
-  constructor(override readonly cause: unknown) {
-    super('pipeline error while dispatching');
-  }
-}
-
-async function runNative(input: TurnInput, call: NativeToolCall): Promise<NativeResult> {
-  const parsed = commandFromToolCall(call.id, call.name, call.arguments, input.flow.nativeTools);
-  if (!parsed.ok) return { call, record: null, error: parsed.error };
-  await input.events.append(input.sessionId, input.jobId, 'command_parsed', { turn: input.turn, stream: 'native', command: parsed.command });
-  try {
-    const h = await input.pipeline.enqueue(input.sessionId, input.turn, parsed.command, 'native');
-    return { call, record: await input.pipeline.awaitResult(h, input.signal), error: null };
-  } catch (err) {
-    return { call, record: null, error: (err as Error).message };
+  async #runNative(call: NativeToolCall): Promise<NativeResult> {
+    const { pipeline } = this.deps;
+    const { sessionId: sid, turn, signal, flow } = this.input;
+    const parsed = commandFromToolCall(call.id, call.name, call.arguments, flow.nativeTools);
+    if (!parsed.ok) {
+      this.#log(call.id).debug({ reason: parsed.error, tool: call.name }, 'native tool call refused; the model is told why');
+      return { call, record: null, error: parsed.error };
+    }
+    await this.#out.event({ type: 'command_parsed', turn, stream: 'native', command: parsed.command });
+    try {
+      const handle = await pipeline.enqueue(sid, turn, parsed.command, 'native');
+      return { call, record: await pipeline.awaitResult(handle, signal), error: null };
+    } catch (err) {
+      // The model hears why in the tool result and decides; the job goes on.
+      this.#log(call.id).warn({ err }, 'native tool call could not run');
+      return { call, record: null, error: reasonOf(err) };
+    }
   }
 }

@@ -6,7 +6,7 @@
 // them), so tool schemas and earlier tool calls count as they are billed.
 import { countTokens } from 'gpt-tokenizer';
 import { computeChatCompletionTokenCount, type ChatCompletionFunctionDefinition, type ChatMessage } from 'gpt-tokenizer/functionCalling';
-import type { ChatCompletionMessageParam, ChatCompletionTool } from 'openai/resources/chat/completions';
+import type { AgentMessage, ToolSpec } from './messages.ts';
 
 export type Usage = { prompt_tokens: number; completion_tokens: number; total_tokens: number };
 
@@ -27,24 +27,17 @@ export function countTextTokens(text: string): number {
   return n;
 }
 
-function contentText(content: unknown): string {
-  if (typeof content === 'string') return content;
-  if (Array.isArray(content)) return content.map((p: { text?: unknown }) => (typeof p?.text === 'string' ? p.text : '')).join('');
-  return '';
-}
-
-/** Chat messages as gpt-tokenizer counts them: each native tool call as a function_call entry. */
-export function toCountedMessages(messages: readonly ChatCompletionMessageParam[]): ChatMessage[] {
+/** The history as gpt-tokenizer counts it: each native tool call as a function_call entry. */
+export function toCountedMessages(messages: readonly AgentMessage[]): ChatMessage[] {
   return messages.flatMap((m): ChatMessage[] => {
-    const first: ChatMessage = { role: m.role, content: contentText(m.content) };
-    if (m.role !== 'assistant' || !m.tool_calls?.length) return [first];
-    const calls = m.tool_calls.flatMap((c) => ('function' in c ? [{ role: 'assistant', content: '', function_call: { name: c.function.name, arguments: c.function.arguments } }] : []));
-    return [first, ...calls];
+    const first: ChatMessage = { role: m.role, content: m.role === 'assistant' ? m.visibleText : m.text };
+    if (m.role !== 'assistant') return [first];
+    return [first, ...m.toolCalls.map((c): ChatMessage => ({ role: 'assistant', content: '', function_call: { name: c.name, arguments: c.arguments } }))];
   });
 }
 
-export function estimateUsage(messages: readonly ChatCompletionMessageParam[], tools: readonly ChatCompletionTool[], produced: Produced): Usage {
-  const functions = tools.flatMap((t) => ('function' in t ? [t.function as ChatCompletionFunctionDefinition] : []));
+export function estimateUsage(messages: readonly AgentMessage[], tools: readonly ToolSpec[], produced: Produced): Usage {
+  const functions = tools.map((t): ChatCompletionFunctionDefinition => ({ name: t.name, description: t.description, parameters: t.parameters }));
   const prompt = computeChatCompletionTokenCount({ messages: toCountedMessages(messages), ...(functions.length ? { functions } : {}) }, countTextTokens);
   let completion = countTextTokens(produced.reasoning) + countTextTokens(produced.text);
   for (const call of produced.toolCalls) completion += countTextTokens(call.name) + countTextTokens(call.arguments);

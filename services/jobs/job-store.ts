@@ -14,6 +14,8 @@ export function jobKeys(prefix: string) {
     /** pub/sub: a job's view was written (payload: job id), for live job lists */
     changes: () => `${prefix}:jobs:ch`,
     deliveries: (id: string) => `${prefix}:job:${id}:webhook-deliveries`,
+    /** a runner process's heartbeat (expires after THINKFLOW_RUNNER_TTL_S) */
+    runner: (id: string) => `${prefix}:runner:${id}`,
   };
 }
 

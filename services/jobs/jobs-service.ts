@@ -2,16 +2,13 @@
 // process), read, cancel from any process, and recovery of jobs whose runner
 // process died. The runner itself is agent/job-runner.ts.
 import { randomBytes } from 'node:crypto';
-import { runJob } from '../agent/job-runner.ts';
-import type { ModelEndpoint } from '../agent/model-client.ts';
-import type { Pipeline } from '../pipeline/pipeline.ts';
-import { newSessionId, type SessionMeta } from '../pipeline/sessions.ts';
+import { runJob, type ModelEndpoint } from '../agent/index.ts';
+import { newSessionId, type Keys, type Pipeline, type PipelineRedis, type SessionMeta } from '../pipeline/index.ts';
+import { log, reasonOf, withIds, type Logger } from '../log/index.ts';
 import { JobEvents } from './job-events.ts';
 import { FINAL_JOB_STATUSES, emptyCounts, type JobRequest, type JobView } from './job-schemas.ts';
-import { JobStore } from './job-store.ts';
+import { JobStore, jobKeys } from './job-store.ts';
 import type { WebhookSender } from './webhooks.ts';
-import type { Keys } from '../pipeline/keys.ts';
-import type { PipelineRedis } from '../pipeline/redis.ts';
 
 export interface JobsServiceDeps {
   redis: PipelineRedis;
@@ -25,7 +22,6 @@ export interface JobsServiceDeps {
    * @default 20
    */
   runnerTtlS?: number;
-  log?: (line: string) => void;
 }
 
 const CANCEL_POLL_MS = 500;
@@ -58,13 +54,15 @@ export class JobsService {
   }
 
   #heartbeatKey(runner: string): string {
-    return `${this.#d.keys.prefix}:runner:${runner}`;
+    return jobKeys(this.#d.keys.prefix).runner(runner);
   }
 
   /** Starts the heartbeat, cancel polling and orphan recovery (now and every TTL). */
   async start(): Promise<void> {
     const ttl = this.#d.runnerTtlS ?? 20;
-    const beat = () => this.#d.redis.set(this.#heartbeatKey(this.runnerId), '1', 'EX', ttl).catch(() => {});
+    const beat = () => this.#d.redis.set(this.#heartbeatKey(this.runnerId), '1', 'EX', ttl)
+      // Beats come every TTL/4, so the key outlives three missed ones.
+      .catch((err: unknown) => log().warn({ err, runner: this.runnerId }, 'runner heartbeat not written'));
     await beat();
     const every = (ms: number, f: () => void) => {
       const t = setInterval(f, ms);
@@ -74,9 +72,12 @@ export class JobsService {
     every((ttl * 1000) / 4, () => void beat());
     // A cancel may arrive at another API process: it flags the job, the runner polls the flag.
     every(CANCEL_POLL_MS, () => {
-      for (const [id, job] of this.#running) void this.store.cancelRequested(id).then((c) => c && job.abort.abort('cancelled')).catch(() => {});
+      for (const [id, job] of this.#running) {
+        void this.store.cancelRequested(id).then((c) => c && job.abort.abort('cancelled'))
+          .catch((err: unknown) => withIds({ job_id: id }).warn({ err }, 'cancel flag not read; polled again shortly'));
+      }
     });
-    every(ttl * 1000, () => void this.recoverOrphans().catch((err) => this.#d.log?.(`orphan recovery: ${(err as Error).message}`)));
+    every(ttl * 1000, () => void this.recoverOrphans().catch((err: unknown) => log().error({ err }, 'orphan job recovery failed')));
     await this.recoverOrphans();
   }
 
@@ -88,7 +89,7 @@ export class JobsService {
       if (job.runner && (await this.#d.redis.exists(this.#heartbeatKey(job.runner)))) continue;
       job.view.status = 'failed';
       job.view.error = 'the process running this job stopped before it finished';
-      this.#d.log?.(`job ${id}: its runner ${job.runner ?? '?'} is gone; marked failed`);
+      withIds({ job_id: id, session_id: job.view.session_id }).warn({ runner: job.runner }, 'the runner of this job is gone; marked failed');
       job.view.finished_at = new Date().toISOString();
       await this.events.finish(this.store.keyOf(id), job.view);
       recovered++;
@@ -137,22 +138,27 @@ export class JobsService {
   }
 
   async #run(view: JobView, request: JobRequest, signal: AbortSignal): Promise<void> {
-    const save = (v: JobView) => this.store.save(v).catch((err) => this.#d.log?.(`job ${v.job_id}: saving failed: ${(err as Error).message}`));
-    const final = await runJob({ pipeline: this.#d.pipeline, events: this.events, endpoint: this.#d.endpoint, save }, view, request, signal);
+    const logger = withIds({ job_id: view.job_id, session_id: view.session_id });
+    const save = (v: JobView) => this.store.save(v).catch((err: unknown) => logger.error({ err }, 'saving the job view failed'));
+    const emit = this.events.emitter(view.session_id, view.job_id);
+    const final = await runJob({ pipeline: this.#d.pipeline, stream: this.#d.endpoint.stream, emit, save }, view, request, signal);
     // The final state must land even across a Redis restart, or the job would
     // stay `running` with a live runner that no recovery would ever fail.
-    await this.#persistently(`job ${final.job_id}: final state`, () => this.events.finish(this.store.keyOf(final.job_id), final));
-    this.#d.log?.(`job ${final.job_id} ${final.status}${final.error ? `: ${final.error}` : ''} (${final.api_calls} model calls)`);
+    await this.#persistently('writing the final job state', logger, () => this.events.finish(this.store.keyOf(final.job_id), final));
+    logger.info({ status: final.status, reason: final.error, api_calls: final.api_calls }, 'job finished');
     if (final.webhook) this.#d.webhooks.send(final.webhook, 'job_finished', { event: 'job_finished', job: final }, final.job_id);
   }
 
-  async #persistently(what: string, step: () => Promise<void>): Promise<void> {
+  async #persistently(what: string, logger: Logger, step: () => Promise<void>): Promise<void> {
     for (let attempt = 1, delay = 200; ; attempt++, delay = Math.min(delay * 2, 10_000)) {
       try {
         return await step();
       } catch (err) {
-        this.#d.log?.(`${what}: ${(err as Error).message} (attempt ${attempt}, retrying)`);
-        if (attempt >= 30) return;
+        if (attempt >= 30) {
+          logger.error({ err, attempt }, `${what}: giving up`);
+          return;
+        }
+        logger.warn({ reason: reasonOf(err), attempt }, `${what}: retrying`);
         await new Promise((r) => setTimeout(r, delay));
       }
     }
@@ -174,6 +180,7 @@ export class JobsService {
     for (const job of this.#running.values()) job.abort.abort('shutdown');
     await Promise.allSettled([...this.#running.values()].map((j) => j.done));
     await this.#d.webhooks.drain();
-    await this.#d.redis.del(this.#heartbeatKey(this.runnerId)).catch(() => {});
+    // Left behind, the key expires after the TTL; until then other processes wait to recover our (now final) jobs.
+    await this.#d.redis.del(this.#heartbeatKey(this.runnerId)).catch((err: unknown) => log().warn({ err, runner: this.runnerId }, 'runner heartbeat not removed'));
   }
 }

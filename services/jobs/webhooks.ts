@@ -8,6 +8,7 @@ import { request as httpRequest, type IncomingMessage } from 'node:http';
 import { request as httpsRequest } from 'node:https';
 import type { LookupFunction } from 'node:net';
 import type { WebhookDelivery } from './job-schemas.ts';
+import { withIds } from '../log/index.ts';
 import { parseWebhookAllow, resolveWebhook, type Resolved } from './webhook-destinations.ts';
 
 /** One delivery attempt, as `GET /v1/jobs/:id/webhook-deliveries` shows it. */
@@ -22,7 +23,6 @@ export interface WebhookOptions {
   baseDelayMs?: number;
   /** Per-attempt timeout. @default 10000 */
   timeoutMs?: number;
-  log?: (line: string) => void;
   /** `THINKFLOW_WEBHOOK_ALLOW` as written. @default null (any destination but loopback, link-local, metadata) */
   allow?: string | null;
   /** Keeps each attempt for the deliveries route; must not throw. @default none */
@@ -45,7 +45,7 @@ export class WebhookSender {
   /** @throws Error naming a bad THINKFLOW_WEBHOOK_ALLOW entry */
   constructor(options: WebhookOptions) {
     const { allow, ...rest } = options;
-    this.#opts = { attempts: 6, baseDelayMs: 500, timeoutMs: 10_000, log: () => {}, ...rest };
+    this.#opts = { attempts: 6, baseDelayMs: 500, timeoutMs: 10_000, ...rest };
     this.#allow = parseWebhookAllow(allow);
   }
 
@@ -78,18 +78,19 @@ export class WebhookSender {
       'x-thinkflow-delivery': delivery,
       'x-thinkflow-signature': signBody(this.#opts.secret, body),
     };
+    const logger = withIds({ job_id: jobId }).child({ delivery, url });
     for (let attempt = 1; attempt <= this.#opts.attempts; attempt++) {
       const outcome = await this.#attempt(url, headers, body);
       const entry: WebhookDelivery = { attempt, at: new Date().toISOString(), ok: outcome.ok, ...outcome.detail };
       if (jobId && this.#opts.record) {
-        await this.#opts.record(jobId, entry).catch((err) => this.#opts.log(`webhook ${delivery} of ${jobId}: recording attempt ${attempt} failed: ${(err as Error).message}`));
+        await this.#opts.record(jobId, entry).catch((err: unknown) => logger.error({ err, attempt }, 'webhook attempt not recorded'));
       }
       if (outcome.ok) return;
-      this.#opts.log(`webhook ${delivery}${jobId ? ` of ${jobId}` : ''} to ${url}: ${entry.error ?? `HTTP ${entry.status_code}`} (attempt ${attempt})`);
+      logger.warn({ attempt, reason: entry.error ?? `HTTP ${entry.status_code}` }, 'webhook attempt failed');
       if (outcome.final) return;
       if (attempt < this.#opts.attempts) await new Promise((r) => setTimeout(r, this.#opts.baseDelayMs * 2 ** (attempt - 1)));
     }
-    this.#opts.log(`webhook ${delivery} to ${url}: giving up after ${this.#opts.attempts} attempts`);
+    logger.error({ attempts: this.#opts.attempts }, 'webhook not delivered: giving up');
   }
 
   /** One POST. `final`: retrying cannot help (a refused destination, a redirect). */

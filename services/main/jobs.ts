@@ -25,7 +25,6 @@ function extraTranscripts(file: string | null): TranscriptInput[] {
 }
 
 export async function startJobs(rt: Runtime, logger: Logger): Promise<JobsRuntime> {
-  const say = (line: string) => logger.info(line);
   const { model, webhookSecret, webhookAllow, runnerTtlS, replayScripts } = rt.config;
   let replay: ReplayModel | null = null;
   let endpoint: ModelEndpoint;
@@ -44,8 +43,8 @@ export async function startJobs(rt: Runtime, logger: Logger): Promise<JobsRuntim
     logger.warn('thinkflow webhooks: THINKFLOW_WEBHOOK_SECRET is unset: signing with a random per-process key receivers cannot verify');
   }
   const store = new JobStore(rt.redis, rt.keys.prefix);
-  const webhooks = new WebhookSender({ secret, log: say, allow: webhookAllow, record: (id, d) => store.recordDelivery(id, d) });
-  const jobs = new JobsService({ redis: rt.redis, keys: rt.keys, pipeline: rt.pipeline, endpoint, webhooks, runnerTtlS, log: say });
+  const webhooks = new WebhookSender({ secret, allow: webhookAllow, record: (id, d) => store.recordDelivery(id, d) });
+  const jobs = new JobsService({ redis: rt.redis, keys: rt.keys, pipeline: rt.pipeline, endpoint, webhooks, runnerTtlS });
   await jobs.start();
   let closing: Promise<void> | null = null;
   return {

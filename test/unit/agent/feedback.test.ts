@@ -56,12 +56,13 @@ describe('feedback builder', () => {
 });
 
 describe('turn outcome', () => {
-  const facts = { parseError: null, needResultId: null, nativeCalls: 0 };
+  const facts = { stop: { kind: 'completed' }, nativeCalls: 0 } as const;
+  const needResult = { kind: 'need_result', commandId: '2' } as const;
   it.each([
     ['all succeeded → done', [rec({})], facts, 'done'],
     ['native calls → tools', [rec({})], { ...facts, nativeCalls: 2 }, 'tools'],
-    ['need_result → result', [rec({}), rec({ id: '2', tool: 'read' })], { ...facts, needResultId: '2' }, 'result'],
-    ['failure wins over need_result', [rec({ status: 'failed' }), rec({ id: '2', status: 'skipped' })], { ...facts, needResultId: '2' }, 'failure'],
+    ['need_result → result', [rec({}), rec({ id: '2', tool: 'read' })], { ...facts, stop: needResult }, 'result'],
+    ['failure wins over need_result', [rec({ status: 'failed' }), rec({ id: '2', status: 'skipped' })], { ...facts, stop: needResult }, 'failure'],
     ['forbidden and rejected are failures', [rec({ status: 'forbidden' })], facts, 'failure'],
     ['rejected', [rec({ status: 'rejected' })], facts, 'failure'],
     ['interrupted', [rec({ status: 'interrupted' })], facts, 'failure'],
@@ -72,10 +73,10 @@ describe('turn outcome', () => {
 
   it('the earliest problem in stream order is reported: a failure before a parse error', () => {
     const records = [rec({ id: '1', status: 'failed' }), rec({ id: '2', status: 'skipped' })];
-    const pe = { stream: 'text', error: { code: 'bad_id' as const, message: 'x' }, commandsBefore: 2 };
-    const out = decideTurnOutcome({ records, parseError: pe, needResultId: null, nativeCalls: 0 });
+    const pe = { kind: 'parse_error', stream: 'text', error: { code: 'bad_id', message: 'x' }, commandsBefore: 2 } as const;
+    const out = decideTurnOutcome({ records, stop: pe, nativeCalls: 0 });
     expect(out).toMatchObject({ kind: 'interrupt', interruption: { kind: 'failure', skipped: ['2'] } });
-    const early = decideTurnOutcome({ records: [rec({ id: '1' }), rec({ id: '2', status: 'skipped' })], parseError: { ...pe, commandsBefore: 1 }, needResultId: null, nativeCalls: 0 });
+    const early = decideTurnOutcome({ records: [rec({ id: '1' }), rec({ id: '2', status: 'skipped' })], stop: { ...pe, commandsBefore: 1 }, nativeCalls: 0 });
     expect(early).toMatchObject({ kind: 'interrupt', interruption: { kind: 'parse_error', skipped: ['2'] } });
   });
 });

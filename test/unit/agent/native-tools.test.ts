@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { FLOWS } from '../../../services/agent/flows.ts';
-import { toLlmMessages } from '../../../services/agent/messages.ts';
+import { toLlmMessages, toLlmTools } from '../../../services/agent/model-client.ts';
 import { commandFromToolCall, nativeTools } from '../../../services/agent/native-tools.ts';
 
 const all = FLOWS.react.nativeTools;
@@ -42,7 +42,7 @@ describe('native tool calls → commands', () => {
   });
 
   it('thinkflow offers only information tools natively', () => {
-    expect(nativeTools(FLOWS.thinkflow.nativeTools).map((t) => (t as { function: { name: string } }).function.name)).toEqual(['read', 'bash', 'list_files', 'grep']);
+    expect(nativeTools(FLOWS.thinkflow.nativeTools).map((t) => t.name)).toEqual(['read', 'bash', 'list_files', 'grep']);
     expect(commandFromToolCall('c', 'write', '{"path":"a","content":"x"}', FLOWS.thinkflow.nativeTools).ok).toBe(false);
   });
 });
@@ -62,5 +62,15 @@ describe('messages at the provider boundary', () => {
       { role: 'assistant', content: null, tool_calls: [{ id: 'c1', type: 'function', function: { name: 'read', arguments: '{"path":"a"}' } }] },
       { role: 'tool', tool_call_id: 'c1', content: 'content' },
     ]);
+  });
+
+  it('offers native tools as OpenAI functions', () => {
+    expect(toLlmTools(nativeTools(['read']))).toEqual([{
+      type: 'function',
+      function: {
+        name: 'read', description: 'Read a file.',
+        parameters: { type: 'object', properties: { path: { type: 'string', description: 'path relative to the workspace' } }, required: ['path'], additionalProperties: false },
+      },
+    }]);
   });
 });

@@ -1,0 +1,93 @@
+// The job loop over scripted model calls and the in-memory pipeline: what the
+// model hears between calls, the job's figures and how it ends.
+import { describe, expect, it } from 'vitest';
+import { runJob } from '../../../services/agent/job-runner.ts';
+import { emptyCounts, type JobState } from '../../../services/agent/job-state.ts';
+import type { FlowName } from '../../../services/agent/flows.ts';
+import { FakePipeline, collect, scripted, type Step } from './fakes.ts';
+
+const write = (id: string, path: string) => `<tf-write id="${id}" path="${path}">\nx\n</tf-write>`;
+
+function newJob(flow: FlowName = 'thinkflow', limits = { max_turns: 4, max_commands: 50, timeout_s: 60 }): JobState {
+  return {
+    job_id: 'job_1', session_id: 'ses_1', flow, limits, status: 'queued', turns: 0, api_calls: 0,
+    usage: { prompt_tokens: 0, completion_tokens: 0, total_tokens: 0 }, commands: emptyCounts(), final_text: null,
+    files_seeded: [], error: null, started_at: null, finished_at: null,
+  };
+}
+
+async function run(calls: Step[][], opts: { flow?: FlowName; limits?: JobState['limits']; results?: ConstructorParameters<typeof FakePipeline>[0]; signal?: AbortSignal; files?: Record<string, string> } = {}) {
+  const pipeline = new FakePipeline(opts.results);
+  const model = scripted(...calls);
+  const sink = collect();
+  const saved: string[] = [];
+  const view = await runJob({ pipeline, stream: model.stream, emit: sink.emit, save: async (v) => { saved.push(v.status); } },
+    newJob(opts.flow, opts.limits), { task: 'do it', ...(opts.files ? { files: opts.files } : {}) }, opts.signal ?? new AbortController().signal);
+  return { view, pipeline, model, events: sink.events, saved };
+}
+
+const lastUser = (messages: readonly { role: string }[]) => [...messages].reverse().find((m) => m.role === 'user') as { text: string } | undefined;
+
+describe('runJob', () => {
+  it('a failure is fed back as [THINKFLOW ERROR] with the ledger; the next call ends the job', async () => {
+    const { view, model, events } = await run([
+      [{ type: 'reasoning', text: write('1', 'a.txt') }, { type: 'text', text: 'trying' }],
+      [{ type: 'text', text: 'fixed it' }],
+    ], { results: (c) => (c.id === '1' ? { status: 'failed', error: 'disk full' } : {}) });
+    expect(view).toMatchObject({ status: 'succeeded', turns: 2, api_calls: 2, final_text: 'fixed it', error: null });
+    expect(view.commands).toEqual({ ...emptyCounts(), total: 1, failed: 1 });
+    const second = model.requests[1]!.messages;
+    expect(second.at(-2)).toMatchObject({ role: 'assistant', interrupted: true });
+    expect(lastUser(second)!.text).toMatch(/^\[THINKFLOW COMMAND LEDGER\][\s\S]*\[THINKFLOW ERROR\][\s\S]*Command 1 \(write a\.txt\) failed: disk full/);
+    expect(events.filter((e) => e.type === 'turn_started' || e.type === 'turn_ended')).toEqual([
+      { type: 'turn_started', turn: 1, api_call: 1 }, { type: 'turn_ended', turn: 1, api_call: 1, outcome: 'failure' },
+      { type: 'turn_started', turn: 2, api_call: 2 }, { type: 'turn_ended', turn: 2, api_call: 2, outcome: 'done' },
+    ]);
+  });
+
+  it('ids of failed commands are burnt: reusing one is a duplicate_id parse error', async () => {
+    const { view, events } = await run([
+      [{ type: 'reasoning', text: write('1', 'a.txt') }],
+      [{ type: 'reasoning', text: write('1', 'b.txt') }],
+      [{ type: 'text', text: 'ok' }],
+    ], { results: (c) => (c.path === 'a.txt' ? { status: 'failed' } : {}) });
+    expect(view.status).toBe('succeeded');
+    expect(events.find((e) => e.type === 'parse_error')).toMatchObject({ turn: 2, error: { code: 'duplicate_id', id: '1' } });
+  });
+
+  it('react: native results go back as tool messages, not in the feedback block', async () => {
+    const { view, model } = await run([
+      [{ type: 'tool_call', index: 0, id: 'c1', name: 'read', arguments: '{"path":"a.txt"}' }],
+      [{ type: 'text', text: 'read it' }],
+    ], { flow: 'react', results: () => ({ stdout: 'content of a' }) });
+    expect(view.status).toBe('succeeded');
+    const second = model.requests[1]!.messages;
+    expect(second.slice(2)).toEqual([
+      { role: 'assistant', visibleText: '', toolCalls: [{ id: 'c1', name: 'read', arguments: '{"path":"a.txt"}' }], interrupted: false },
+      { role: 'tool', toolCallId: 'c1', text: 'succeeded\ncontent of a' },
+    ]);
+  });
+
+  it('max_turns ends the job as failed with the reason', async () => {
+    const { view } = await run([[{ type: 'reasoning', text: write('1', 'a') }, { type: 'tool_call', index: 0, id: 'c', name: 'read', arguments: '{"path":"a"}' }]],
+      { limits: { max_turns: 1, max_commands: 50, timeout_s: 60 } });
+    expect(view).toMatchObject({ status: 'failed', error: 'max_turns (1) reached before the model finished', turns: 1 });
+  });
+
+  it('max_commands fails the turn and the job', async () => {
+    const { view, pipeline } = await run([[{ type: 'reasoning', text: `${write('1', 'a')}${write('2', 'b')}` }]], { limits: { max_turns: 4, max_commands: 1, timeout_s: 60 } });
+    expect(view).toMatchObject({ status: 'failed', error: 'max_commands (1) exceeded' });
+    expect(pipeline.failTurnCalls).toContainEqual({ turn: 1, label: 'max_commands reached' });
+  });
+
+  it('cancel and model errors end the job with their reasons; seeded files are listed for the model', async () => {
+    const job = new AbortController();
+    const cancelled = await run([[{ type: 'text', text: 'a' }, () => job.abort('cancelled'), { type: 'text', text: 'b' }]], { signal: job.signal, files: { 'in.txt': 'abc' } });
+    expect(cancelled.view).toMatchObject({ status: 'cancelled', error: 'cancelled by request', files_seeded: [{ path: 'in.txt', bytes: 3 }] });
+    expect(lastUser(cancelled.model.requests[0]!.messages)!.text).toBe('do it\n\nFiles already in the workspace: in.txt');
+    const broken = await run([[() => { throw new Error('HTTP 500'); }]]);
+    expect(broken.view).toMatchObject({ status: 'failed', error: 'model error: HTTP 500' });
+    expect(broken.view.finished_at).not.toBeNull();
+    expect(broken.saved[0]).toBe('running');
+  });
+});
