@@ -71,6 +71,12 @@ export class OpeningTagReader {
     return i + 1;
   }
 
+  /** Moves to `to` past the character at `i`. */
+  private step(to: A, s: string, i: number): number {
+    this.state = to;
+    return this.consume(s, i);
+  }
+
   private readName(s: string, i: number): number {
     const start = i;
     while (i < s.length && isNameChar(s.charCodeAt(i))) i++;
@@ -83,22 +89,15 @@ export class OpeningTagReader {
   private between(s: string, i: number): number {
     const c = s.charCodeAt(i);
     if (isBlank(c)) return this.consume(s, i);
-    if (c === GT) {
-      this.state = A.Done;
-      return this.consume(s, i);
-    }
-    if (c === SLASH) {
-      this.state = A.Slash;
-      return this.consume(s, i);
-    }
+    if (c === GT) return this.step(A.Done, s, i);
+    if (c === SLASH) return this.step(A.Slash, s, i);
     if (isLetter(c) || c === 0x5f) {
       this.attrName = '';
       this.state = A.AttrName;
       return i;
     }
     this.problem(`unexpected '${s[i]}' in the opening tag`);
-    this.state = A.Unquoted;
-    return this.consume(s, i);
+    return this.step(A.Unquoted, s, i);
   }
 
   private readAttrName(s: string, i: number): number {
@@ -108,26 +107,17 @@ export class OpeningTagReader {
     this.bytes += i - start;
     if (i === s.length) return i;
     if (this.attrName !== this.attrName.toLowerCase()) this.problem(`attribute names are lower case: '${this.attrName}'`);
-    const c = s.charCodeAt(i);
-    if (c === EQ) {
-      this.state = A.BeforeValue;
-      return this.consume(s, i);
+    if (isBlank(s.charCodeAt(i))) {
+      this.state = A.AfterAttrName;
+      return i;
     }
-    if (isBlank(c)) this.state = A.AfterAttrName;
-    else {
-      this.problem(`attribute '${this.attrName}' has no value`);
-      this.state = A.Between;
-    }
-    return i;
+    return this.afterAttrName(s, i);
   }
 
   private afterAttrName(s: string, i: number): number {
     const c = s.charCodeAt(i);
     if (isBlank(c)) return this.consume(s, i);
-    if (c === EQ) {
-      this.state = A.BeforeValue;
-      return this.consume(s, i);
-    }
+    if (c === EQ) return this.step(A.BeforeValue, s, i);
     this.problem(`attribute '${this.attrName}' has no value`);
     this.state = A.Between;
     return i;
@@ -139,8 +129,7 @@ export class OpeningTagReader {
     if (c === DQ || c === SQ) {
       this.quote = s[i]!;
       this.attrValue = '';
-      this.state = A.Value;
-      return this.consume(s, i);
+      return this.step(A.Value, s, i);
     }
     this.problem(c === GT ? `attribute '${this.attrName}' has no value` : `attribute '${this.attrName}' value must be quoted`);
     this.state = c === GT ? A.Between : A.Unquoted;
@@ -155,8 +144,7 @@ export class OpeningTagReader {
     if (end < 0) return stop;
     this.attrs.push([this.attrName, decodeAttributeValue(this.attrValue)]);
     this.attrValue = '';
-    this.state = A.Between;
-    return this.consume(s, end);
+    return this.step(A.Between, s, end);
   }
 
   /** Skips a value written without quotes (or other junk) up to a blank or `>`. */
@@ -177,8 +165,7 @@ export class OpeningTagReader {
   private slash(s: string, i: number): number {
     if (s.charCodeAt(i) === GT) {
       this.selfClosing = true;
-      this.state = A.Done;
-      return this.consume(s, i);
+      return this.step(A.Done, s, i);
     }
     this.problem("unexpected '/' in the opening tag");
     this.state = A.Between;
