@@ -223,7 +223,8 @@ export class ApiClient {
               lastId = parser.lastEventId;
             }
           } finally {
-            await reader.cancel().catch(() => {});
+            // Releasing a stream the server already closed can fail; the events read are what count.
+            await reader.cancel().catch((err: unknown) => log().debug({ err }, 'cli: releasing the event stream failed'));
           }
         }
       } catch (err) {

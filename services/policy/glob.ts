@@ -48,8 +48,9 @@ export function expandedGlobChars(glob: string): number {
   try {
     checkLimits(glob);
     return expandBraces(glob).reduce((n, g) => n + g.length, 0);
-  } catch {
-    return 0;
+  } catch (err) {
+    if (err instanceof GlobError) return 0;
+    throw err;
   }
 }
 
