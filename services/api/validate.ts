@@ -41,10 +41,14 @@ export function jsonBody({ emptyOk = false } = {}): MiddlewareHandler {
         throw new AppError(400, 'invalid_json', `body is not valid JSON: ${(err as Error).message}`);
       }
     }
+    // The validator parses the cached text again: an empty body it must read as `{}`.
+    const forwarded = text.trim() === '' && emptyOk ? '{}' : text;
     const raw = c.req.raw;
     const headers = new Headers(raw.headers);
     headers.set('content-type', 'application/json');
-    c.req.raw = new Request(raw.url, { method: raw.method, headers, body: text, signal: raw.signal });
+    c.req.raw = new Request(raw.url, { method: raw.method, headers, body: forwarded, signal: raw.signal });
+    // hono types the cache by what it holds once read; it stores the promise
+    (c.req.bodyCache as { text?: Promise<string> }).text = Promise.resolve(forwarded);
     c.req.bodyCache.json = Promise.resolve(value);
     await next();
   };

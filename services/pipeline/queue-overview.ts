@@ -10,6 +10,8 @@ import type { Sessions } from './sessions.ts';
 export type QueueRow = {
   session_id: string; job_id: string | null; approval: string | null; open_commands: number;
   waiting: number; active: number; delayed: number; prioritized: number;
+  /** BullMQ counts it whenever `waiting` is asked for; /admin/queues has always shown it */
+  paused: number;
 };
 
 export async function queueOverview(
@@ -25,6 +27,7 @@ export async function queueOverview(
     return {
       session_id: sid, job_id: meta?.job_id ?? null, approval: meta?.approval ?? null, open_commands: Number(open ?? 0),
       waiting: counts.waiting ?? 0, active: counts.active ?? 0, delayed: counts.delayed ?? 0, prioritized: counts.prioritized ?? 0,
+      paused: counts.paused ?? 0,
     };
   }));
   return rows.sort((a, b) => b.open_commands - a.open_commands);
