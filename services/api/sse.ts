@@ -21,6 +21,8 @@ export function resumePoint(c: Context): number {
   const raw = c.req.header('last-event-id') ?? c.req.query('last_event_id') ?? c.req.query('after') ?? '0';
   const n = Number(raw);
   if (!Number.isInteger(n) || n < 0) throw new AppError(400, 'invalid_query', `Last-Event-ID must be a non-negative integer, got '${raw}'`);
+  // Past 2^53 a number no longer names one event (and Redis refuses it as a stream id).
+  if (!Number.isSafeInteger(n)) throw new AppError(400, 'invalid_query', `Last-Event-ID must be at most ${Number.MAX_SAFE_INTEGER}, got '${raw}'`);
   return n;
 }
 

@@ -13,7 +13,7 @@ import { OwnerCaps, type OwnerCapLimits } from './owner-caps.ts';
 import { Ledger } from './ledger.ts';
 import { FINAL_STATUSES, type LedgerRecord, type LedgerStatus } from './ledger-record.ts';
 import { admit } from './lifecycle/admit.ts';
-import { enqueueErrorResult, SESSION_DELETED } from './lifecycle/results.ts';
+import { enqueueErrorResult, SESSION_DELETED, SESSION_DELETED_APPROVAL } from './lifecycle/results.ts';
 import type { PipelineMetrics } from './metrics.ts';
 import { PolicyLoosensError, type PolicyGate } from './policy-gate.ts';
 import { SessionQueues } from './queues.ts';
@@ -259,7 +259,14 @@ export class Pipeline {
     await this.caps.releaseSession(meta.owner, sid);
     await this.caps.releaseLive(meta.owner, sid);
     const records = await this.ledger.list(sid);
-    for (const r of records) if (r.status === 'queued') await this.lifecycle.skip(r, SESSION_DELETED);
+    for (const r of records) {
+      if (r.status === 'queued') await this.lifecycle.skip(r, SESSION_DELETED);
+      // A command waiting for an operator must not run after its session is
+      // gone (it would start a new container for it): its approval is withdrawn.
+      else if (r.status === 'awaiting_approval' && r.approval) {
+        await this.approvals.answer(r.approval.token, 'reject', SESSION_DELETED_APPROVAL, 'system');
+      }
+    }
     await this.#d.executor.remove(sid);
   }
 

@@ -17,6 +17,8 @@ export function endedResult(error: string, code: EndedCode): LedgerResult {
 export const INTERRUPTED = 'the worker executing this command died mid-way; it was not run again';
 export const LOST = 'the command never reached the queue (its enqueuing process stopped); it was not run';
 export const SESSION_DELETED = 'skipped: the session was deleted';
+/** The reason of an approval withdrawn because its session was deleted. */
+export const SESSION_DELETED_APPROVAL = 'withdrawn: the session was deleted';
 
 /** The turn-failure label of a parse error; skipReason recognises it by its prefix. */
 export function parseErrorLabel(error: Pick<ParseError, 'code' | 'id'>): string {

@@ -168,6 +168,18 @@ describe('approvals (real Redis and Docker)', () => {
     expect((await sub.get(`/v1/sessions/${sid}/files/after`)).status).toBe(404);
   });
 
+  it('deleting the session withdraws its pending approval: a later approve is 409 and nothing runs', async () => {
+    const sid = await session();
+    const running = turn(sid, '<tf-bash id="1" cmd="rm -f x" />\n<tf-touch id="2" path="after" />');
+    const p = await pendingFor(sid);
+    expect((await sub.del(`/v1/sessions/${sid}`)).status).toBe(204);
+    const { results } = await running;
+    expect(results).toMatchObject([{ status: 'rejected', error: 'withdrawn: the session was deleted' }, { status: 'skipped' }]);
+    expect((await answer(p.token, 'approve')).status).toBe(409);
+    const list = ((await (await op.get('/v1/approvals')).json()) as { approvals: Pending[] }).approvals;
+    expect(list.find((a) => a.token === p.token)).toBeUndefined();
+  });
+
   it('no answer before expires_at = reject with "approval timed out"; a late answer is 409', async () => {
     const sid = await session();
     const t0 = Date.now();
