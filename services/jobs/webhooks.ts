@@ -78,7 +78,7 @@ export class WebhookSender {
       'x-thinkflow-delivery': delivery,
       'x-thinkflow-signature': signBody(this.#opts.secret, body),
     };
-    const logger = withIds({ job_id: jobId }).child({ delivery, url });
+    const logger = withIds({ job_id: jobId }).child({ delivery, url: redactedUrl(url) });
     for (let attempt = 1; attempt <= this.#opts.attempts; attempt++) {
       const outcome = await this.#attempt(url, headers, body);
       const entry: WebhookDelivery = { attempt, at: new Date().toISOString(), ok: outcome.ok, ...outcome.detail };
@@ -138,4 +138,14 @@ function post(dest: Extract<Resolved, { ok: true }>, headers: Record<string, str
     req.on('error', reject);
     req.end(body);
   });
+}
+
+/** The URL as logs show it: scheme, host and path; the query and credentials may carry a receiver's token. */
+export function redactedUrl(raw: string): string {
+  try {
+    const u = new URL(raw);
+    return `${u.protocol}//${u.host}${u.pathname}${u.search ? '?…' : ''}`;
+  } catch (err) {
+    return `(not a URL: ${(err as Error).message})`;
+  }
 }
