@@ -1,6 +1,7 @@
 import { createLogger, setLogger } from '../services/log/index.ts';
 
-// The suite starts many services in this process; their info lines would
-// bury the test report. Warnings and errors still show (THINKFLOW_TEST_LOG_LEVEL
-// changes it). Child processes the tests spawn keep their own level.
-setLogger(createLogger({ level: (process.env.THINKFLOW_TEST_LOG_LEVEL as 'warn' | undefined) ?? 'warn', pretty: false }));
+// The suite starts many services in this process; their info lines and the
+// dev-mode warnings of each start would bury the test report. Errors still
+// show (THINKFLOW_TEST_LOG_LEVEL changes it). Tests that check log lines set
+// their own logger; child processes the tests spawn keep their own level.
+setLogger(createLogger({ level: (process.env.THINKFLOW_TEST_LOG_LEVEL as 'warn' | 'error' | undefined) ?? 'error', pretty: false }));
