@@ -1,24 +1,12 @@
 import { request } from 'node:http';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startService, type ServiceHandle } from '../../../services/main/index.ts';
-import { cleanupPrefix, removeSandboxes, sandboxPrefix, testConfig, testPrefix } from '../pipeline/helpers.ts';
+import { describe, expect, it } from 'vitest';
+import { suiteService } from '../suite-service.ts';
 
 // Body limits as ordinary clients meet them (API.md, Limits and Additions):
 // a client that writes its whole body before reading still gets the 413, and
 // no field has a cap tighter than the body limit.
 
-const prefix = testPrefix('limits');
-const boxes = sandboxPrefix('limits');
-let svc: ServiceHandle;
-
-beforeAll(async () => {
-  svc = await startService(testConfig(prefix, { PORT: '0', THINKFLOW_SANDBOX_PREFIX: boxes }), {});
-});
-afterAll(async () => {
-  await svc?.close();
-  await cleanupPrefix(prefix);
-  await removeSandboxes(boxes);
-});
+const svc = suiteService('limits');
 
 type Outcome = { status: number | null; body: string; errors: string[]; wroteAll: boolean };
 
@@ -90,7 +78,7 @@ describe('no field cap tighter than the body limit', () => {
   it('a 1.5 MiB task is accepted', async () => {
     const out = await post('/v1/jobs', json('x'.repeat(1.5 * MiB)), 'application/json', false);
     expect(out.status, out.body).toBe(202);
-    await svc.runtime.redis.ping();
+    await svc.handle.runtime.redis.ping();
   });
 
   it('a job body just under 2 MiB is accepted, just over is 413', async () => {

@@ -1,25 +1,12 @@
 import { spawnSync } from 'node:child_process';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startService, type ServiceHandle } from '../../../services/main/index.ts';
-import { cleanupPrefix, removeSandboxes, sandboxPrefix, testConfig, testPrefix } from '../pipeline/helpers.ts';
+import { describe, expect, it } from 'vitest';
+import { suiteService } from '../suite-service.ts';
 
 // /metrics is what a Prometheus server scrapes: it must pass Prometheus's own
 // linter (`promtool check metrics`, Debian's prometheus package), carry the
 // process metrics and the service's series with the work just done.
 
-const prefix = testPrefix('metrics');
-const boxes = sandboxPrefix('metrics');
-let svc: ServiceHandle;
-
-beforeAll(async () => {
-  svc = await startService(testConfig(prefix, { PORT: '0', THINKFLOW_SANDBOX_PREFIX: boxes }), {});
-});
-
-afterAll(async () => {
-  await svc?.close();
-  await cleanupPrefix(prefix);
-  await removeSandboxes(boxes);
-});
+const svc = suiteService('metrics');
 
 function promtool(text: string) {
   return spawnSync('promtool', ['check', 'metrics'], { input: text, encoding: 'utf8', timeout: 30_000 });

@@ -1,22 +1,11 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startService, type ServiceHandle } from '../../../services/main/index.ts';
-import { client, cleanupPrefix, removeSandboxes, sandboxPrefix, testConfig, testPrefix } from './helpers.ts';
+import { describe, expect, it } from 'vitest';
+import { suiteService } from '../suite-service.ts';
+import { client } from './helpers.ts';
 
 // Ordering under load, real Redis and Docker: 20 sessions in parallel, each
 // sending 500 commands over 5 turns; every session's commands must execute in
 // exactly the order they were sent, one at a time.
-const prefix = testPrefix('order');
-const boxes = sandboxPrefix('order');
-let svc: ServiceHandle;
-
-beforeAll(async () => {
-  svc = await startService(testConfig(prefix, { PORT: '0', THINKFLOW_SANDBOX_PREFIX: boxes }), {});
-});
-afterAll(async () => {
-  await svc?.close();
-  await cleanupPrefix(prefix);
-  await removeSandboxes(boxes);
-});
+const svc = suiteService('order');
 
 const SESSIONS = 20;
 const TURNS = 5;

@@ -1,0 +1,25 @@
+import { afterAll, beforeAll } from 'vitest';
+import { startService, type ServiceHandle } from '../../services/main/index.ts';
+import { cleanupPrefix, removeSandboxes, sandboxPrefix, testConfig, testPrefix } from './pipeline/helpers.ts';
+
+/**
+ * One service for a test file: started before its tests on a random port with
+ * its own Redis prefix and sandbox prefix, closed and cleaned up after them.
+ */
+export function suiteService(name: string, env: Record<string, string> = {}): { readonly url: string | null; readonly handle: ServiceHandle } {
+  const prefix = testPrefix(name);
+  const boxes = sandboxPrefix(name);
+  let handle: ServiceHandle | undefined;
+  beforeAll(async () => {
+    handle = await startService(testConfig(prefix, { PORT: '0', THINKFLOW_SANDBOX_PREFIX: boxes, ...env }), {});
+  });
+  afterAll(async () => {
+    await handle?.close();
+    await cleanupPrefix(prefix);
+    await removeSandboxes(boxes);
+  });
+  return {
+    get url() { return handle!.url; },
+    get handle() { return handle!; },
+  };
+}
