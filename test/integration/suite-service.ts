@@ -4,9 +4,9 @@ import { cleanupPrefix, removeSandboxes, sandboxPrefix, testConfig, testPrefix }
 
 /**
  * One service for a test file: started before its tests on a random port with
- * its own Redis prefix and sandbox prefix, closed and cleaned up after them.
+ * its own Redis prefix and sandbox prefix (`boxes`), closed and cleaned up after them.
  */
-export function suiteService(name: string, env: Record<string, string> = {}): { readonly url: string | null; readonly handle: ServiceHandle } {
+export function suiteService(name: string, env: Record<string, string> = {}): { readonly url: string | null; readonly handle: ServiceHandle; readonly boxes: string } {
   const prefix = testPrefix(name);
   const boxes = sandboxPrefix(name);
   let handle: ServiceHandle | undefined;
@@ -19,6 +19,7 @@ export function suiteService(name: string, env: Record<string, string> = {}): { 
     await removeSandboxes(boxes);
   });
   return {
+    boxes,
     get url() { return handle!.url; },
     get handle() { return handle!; },
   };

@@ -5,6 +5,7 @@ import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { createServer, connect, type Server, type Socket } from 'node:net';
 import type { AddressInfo } from 'node:net';
+import { afterAll, afterEach, expect } from 'vitest';
 import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
 
 const require = createRequire(import.meta.url);
@@ -17,6 +18,19 @@ export const CHROMIUM_ARGS = [
 
 /** Uncaught errors and CSP refusals of every page opened by signedIn(): tests expect none. */
 export const pageErrors: string[] = [];
+
+/**
+ * After each test a script error in the page fails the test that caused it;
+ * after the file the browser, the proxy and the service close, in that order.
+ */
+export function checkPagesAndClose(parts: () => Array<{ close(): Promise<unknown> } | undefined>): void {
+  afterEach(() => {
+    expect(pageErrors.splice(0)).toEqual([]);
+  });
+  afterAll(async () => {
+    for (const part of parts()) await part?.close();
+  }, 120_000);
+}
 
 /** Playwright gives every launch a fresh temporary user-data-dir, removed on close. */
 export async function launch(): Promise<Browser> {

@@ -3,11 +3,11 @@
 // with the replay model. One test per acceptance bullet of issue 13; they run
 // in order on one service and build on each other's jobs.
 import { mkdirSync } from 'node:fs';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import type { Browser, Page } from 'playwright-core';
 import { OPERATOR_REVIEW, REVIEW_POLICY, REVIEW_TASK, thinkflowTranscript } from '../../../services/replay-model/scenarios.ts';
 import { startHarness, type Harness } from '../jobs/harness.ts';
-import { axeViolations, launch, pageErrors, signedIn, startProxy } from './browser.ts';
+import { axeViolations, checkPagesAndClose, launch, signedIn, startProxy } from './browser.ts';
 import { readJobEvents } from './events.ts';
 
 const ALICE = 'op-alice-key-0001';
@@ -65,16 +65,7 @@ beforeAll(async () => {
   mkdirSync(SHOTS, { recursive: true });
 }, 180_000);
 
-// A script error in the page fails the test that caused it.
-afterEach(() => {
-  expect(pageErrors.splice(0)).toEqual([]);
-});
-
-afterAll(async () => {
-  await browser?.close();
-  await proxy?.close();
-  await h?.close();
-}, 120_000);
+checkPagesAndClose(() => [browser, proxy, h]);
 
 describe('dashboard in a browser', () => {
   it('refuses an unknown key in words, and shows an approval within 1 s of its command being parsed', async () => {

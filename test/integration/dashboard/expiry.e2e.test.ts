@@ -1,11 +1,11 @@
 // Time-outs in the dashboard, on a service whose approvals live 8 s: the card
 // warns in its last minutes, says in words that it expired while open, and
 // the approvals stream survives a dropped connection without losing the card.
-import { afterAll, afterEach, beforeAll, expect, it } from 'vitest';
+import { beforeAll, expect, it } from 'vitest';
 import type { Browser, Page } from 'playwright-core';
 import { OPERATOR_REVIEW, REVIEW_POLICY, REVIEW_TASK, thinkflowTranscript } from '../../../services/replay-model/scenarios.ts';
 import { startHarness, type Harness } from '../jobs/harness.ts';
-import { launch, pageErrors, signedIn, startProxy } from './browser.ts';
+import { checkPagesAndClose, launch, signedIn, startProxy } from './browser.ts';
 
 const OP = 'op-expiry-key-01';
 const SUB = 'sub-expiry-key-02';
@@ -24,16 +24,7 @@ beforeAll(async () => {
   page = (await signedIn(browser, proxy.url, OP)).page;
 }, 180_000);
 
-// A script error in the page fails the test that caused it.
-afterEach(() => {
-  expect(pageErrors.splice(0)).toEqual([]);
-});
-
-afterAll(async () => {
-  await browser?.close();
-  await proxy?.close();
-  await h?.close();
-}, 120_000);
+checkPagesAndClose(() => [browser, proxy, h]);
 
 it('warns before expiry, survives a dropped stream, and says the approval expired while open', async () => {
   const job = await h.submit({ task: REVIEW_TASK, approval: 'on-request', policy: REVIEW_POLICY });

@@ -1,13 +1,13 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startService, type ServiceHandle } from '../../../services/main/index.ts';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { suiteService } from '../suite-service.ts';
 import { principalId } from '../../../services/api/middleware/auth.ts';
-import { client, cleanupPrefix, removeSandboxes, sandboxPrefix, testConfig, testPrefix } from './helpers.ts';
+import { client } from './helpers.ts';
 
 // Approvals of POLICY.md §5 through the REST API, real Redis and Docker.
 // The policy of helpers.ts: bash `rm` prompts, `curl` is forbidden, bash otherwise allowed.
-const prefix = testPrefix('appr');
-const boxes = sandboxPrefix('appr');
-let svc: ServiceHandle;
+const svc = suiteService('appr', {
+  THINKFLOW_API_KEYS: 'k-sub:submitter,k-op:operator,k-admin:admin', THINKFLOW_APPROVAL_TTL_S: '4',
+});
 let sub: ReturnType<typeof client>;
 let op: ReturnType<typeof client>;
 
@@ -17,17 +17,9 @@ type Pending = {
   created_at: string; expires_at: string; job_id: null; grant_options: { scope: string; covers: string | null; unavailable?: string }[];
 };
 
-beforeAll(async () => {
-  svc = await startService(testConfig(prefix, {
-    PORT: '0', THINKFLOW_API_KEYS: 'k-sub:submitter,k-op:operator,k-admin:admin', THINKFLOW_SANDBOX_PREFIX: boxes, THINKFLOW_APPROVAL_TTL_S: '4',
-  }), {});
+beforeAll(() => {
   sub = client(svc.url!, 'k-sub');
   op = client(svc.url!, 'k-op');
-});
-afterAll(async () => {
-  await svc?.close();
-  await cleanupPrefix(prefix);
-  await removeSandboxes(boxes);
 });
 
 async function session(approval: 'never' | 'on-request' = 'on-request'): Promise<string> {

@@ -2,32 +2,24 @@
 // keep unbounded sandboxes busy or hold unbounded event streams; other keys
 // are unaffected, and a freed slot can be used again.
 import http from 'node:http';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import Docker from 'dockerode';
-import { startService, type ServiceHandle } from '../../../services/main/index.ts';
+import { suiteService } from '../suite-service.ts';
 import { containerName } from '../../../services/sandbox/index.ts';
-import { cleanupPrefix, client, removeSandboxes, sandboxPrefix, testConfig, testPrefix } from './helpers.ts';
+import { client } from './helpers.ts';
 
-const prefix = testPrefix('caps');
-const boxes = sandboxPrefix('caps');
+const svc = suiteService('caps', {
+  THINKFLOW_API_KEYS: 'k-a:submitter,k-b:submitter,k-c:submitter', THINKFLOW_SANDBOX_IDLE_STOP_S: '1', THINKFLOW_SANDBOX_REAP_INTERVAL_S: '1',
+  THINKFLOW_MAX_SESSIONS_PER_KEY: '3', THINKFLOW_MAX_RUNNING_PER_KEY: '1', THINKFLOW_MAX_STREAMS_PER_KEY: '2',
+});
+const { boxes } = svc;
 const docker = new Docker();
-let svc: ServiceHandle;
 let a: ReturnType<typeof client>;
 let b: ReturnType<typeof client>;
 
-beforeAll(async () => {
-  svc = await startService(testConfig(prefix, {
-    PORT: '0', THINKFLOW_API_KEYS: 'k-a:submitter,k-b:submitter,k-c:submitter', THINKFLOW_SANDBOX_PREFIX: boxes,
-    THINKFLOW_SANDBOX_IDLE_STOP_S: '1', THINKFLOW_SANDBOX_REAP_INTERVAL_S: '1',
-    THINKFLOW_MAX_SESSIONS_PER_KEY: '3', THINKFLOW_MAX_RUNNING_PER_KEY: '1', THINKFLOW_MAX_STREAMS_PER_KEY: '2',
-  }), {});
+beforeAll(() => {
   a = client(svc.url!, 'k-a');
   b = client(svc.url!, 'k-b');
-});
-afterAll(async () => {
-  await svc?.close();
-  await cleanupPrefix(prefix);
-  await removeSandboxes(boxes);
 });
 
 async function session(c: typeof a): Promise<string> {

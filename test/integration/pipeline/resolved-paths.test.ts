@@ -6,14 +6,15 @@
 import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startService, type ServiceHandle } from '../../../services/main/index.ts';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { suiteService } from '../suite-service.ts';
 import { containerName } from '../../../services/sandbox/index.ts';
-import { cleanupPrefix, client, rawGet, removeSandboxes, sandboxPrefix, testConfig, testPrefix } from './helpers.ts';
+import { client, rawGet } from './helpers.ts';
 
-const prefix = testPrefix('resolved');
-const boxes = sandboxPrefix('resolved');
-let svc: ServiceHandle;
+const svc = suiteService('resolved', {
+  THINKFLOW_API_KEYS: 'k-sub:submitter,k-op:operator', THINKFLOW_POLICY_DIR: policies(),
+});
+const { boxes } = svc;
 let api: ReturnType<typeof client>;
 let op: ReturnType<typeof client>;
 
@@ -39,17 +40,9 @@ function policies(): string {
   return dir;
 }
 
-beforeAll(async () => {
-  svc = await startService(testConfig(prefix, {
-    PORT: '0', THINKFLOW_API_KEYS: 'k-sub:submitter,k-op:operator', THINKFLOW_SANDBOX_PREFIX: boxes, THINKFLOW_POLICY_DIR: policies(),
-  }), {});
+beforeAll(() => {
   api = client(svc.url!, 'k-sub');
   op = client(svc.url!, 'k-op');
-});
-afterAll(async () => {
-  await svc?.close();
-  await cleanupPrefix(prefix);
-  await removeSandboxes(boxes);
 });
 
 type Result = { id: string; status: string; error?: string; code?: string };
