@@ -24,3 +24,25 @@ export function suiteService(name: string, env: Record<string, string> = {}): { 
     get handle() { return handle!; },
   };
 }
+
+/**
+ * Services a test file starts as it goes (each with its own settings); every
+ * one is closed and cleaned up after the file.
+ */
+export function servicesForSuite(name: string): (env?: Record<string, string>) => Promise<ServiceHandle> {
+  const started: { svc: ServiceHandle; prefix: string; boxes: string }[] = [];
+  afterAll(async () => {
+    for (const s of started) {
+      await s.svc.close();
+      await cleanupPrefix(s.prefix);
+      await removeSandboxes(s.boxes);
+    }
+  });
+  return async (env = {}) => {
+    const prefix = testPrefix(name);
+    const boxes = sandboxPrefix(name);
+    const svc = await startService(testConfig(prefix, { PORT: '0', THINKFLOW_SANDBOX_PREFIX: boxes, ...env }), {});
+    started.push({ svc, prefix, boxes });
+    return svc;
+  };
+}

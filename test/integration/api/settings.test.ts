@@ -1,33 +1,21 @@
 import { spawnSync } from 'node:child_process';
-import { afterAll, describe, expect, it } from 'vitest';
-import { startService, type ServiceHandle } from '../../../services/main/index.ts';
-import { cleanupPrefix, removeSandboxes, sandboxPrefix, testConfig, testPrefix } from '../pipeline/helpers.ts';
+import { describe, expect, it } from 'vitest';
+import { servicesForSuite } from '../suite-service.ts';
 
 // The service's own settings from the env schema (API.md Configuration,
 // PROTOCOL.md §1 and §3): the model has no silent default, the parser of
 // /commands and of jobs follows THINKFLOW_LEGACY_TAGS and
 // THINKFLOW_MAX_TAG_BODY_BYTES, the sandbox image comes from the config.
 
-const started: { svc: ServiceHandle; prefix: string; boxes: string }[] = [];
+const startService = servicesForSuite('settings');
 
 async function service(env: Record<string, string>) {
-  const prefix = testPrefix('settings');
-  const boxes = sandboxPrefix('settings');
-  const svc = await startService(testConfig(prefix, { PORT: '0', THINKFLOW_SANDBOX_PREFIX: boxes, ...env }), {});
-  started.push({ svc, prefix, boxes });
+  const svc = await startService(env);
   const post = async (path: string, body: string, type = 'text/plain') =>
     (await fetch(`${svc.url}${path}`, { method: 'POST', headers: { 'content-type': type }, body })).json() as Promise<any>;
   const session = async () => (await post('/v1/sessions', '{}', 'application/json')).session_id as string;
   return { svc, post, session };
 }
-
-afterAll(async () => {
-  for (const s of started) {
-    await s.svc.close();
-    await cleanupPrefix(s.prefix);
-    await removeSandboxes(s.boxes);
-  }
-});
 
 describe('service settings', () => {
   it('`thinkflow serve` refuses to start with OPENAI_BASE_URL and no THINKFLOW_MODEL, saying so', () => {

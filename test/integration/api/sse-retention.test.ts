@@ -1,7 +1,7 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startService, type ServiceHandle } from '../../../services/main/index.ts';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { JobEvents } from '../../../services/jobs/job-events.ts';
-import { cleanupPrefix, readSse, removeSandboxes, sandboxPrefix, testConfig, testPrefix, type SseEvent } from '../pipeline/helpers.ts';
+import { readSse, type SseEvent } from '../pipeline/helpers.ts';
+import { servicesForSuite } from '../suite-service.ts';
 
 // SSE replays from the first event (API.md): every event is kept while the
 // session exists, unless THINKFLOW_EVENTS_KEEP says otherwise; a client that
@@ -11,12 +11,9 @@ import { cleanupPrefix, readSse, removeSandboxes, sandboxPrefix, testConfig, tes
 const firstEvents = (url: string, count: number, lastEventId?: number): Promise<SseEvent[]> =>
   readSse(url, lastEventId === undefined ? {} : { 'last-event-id': String(lastEventId) }, (_e, all) => all.length === count);
 
-const started: { svc: ServiceHandle; prefix: string; boxes: string }[] = [];
+const startService = servicesForSuite('sse');
 async function service(env: Record<string, string> = {}) {
-  const prefix = testPrefix('sse');
-  const boxes = sandboxPrefix('sse');
-  const svc = await startService(testConfig(prefix, { PORT: '0', THINKFLOW_SANDBOX_PREFIX: boxes, ...env }), {});
-  started.push({ svc, prefix, boxes });
+  const svc = await startService(env);
   const res = await fetch(`${svc.url}/v1/sessions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{}' });
   const sid = ((await res.json()) as { session_id: string }).session_id;
   const events = new JobEvents(svc.runtime.redis, svc.runtime.keys, svc.runtime.pipeline.eventsKeep);
@@ -34,13 +31,6 @@ let trimmed: Awaited<ReturnType<typeof service>>;
 beforeAll(async () => {
   kept = await service();
   trimmed = await service({ THINKFLOW_EVENTS_KEEP: '10' });
-});
-afterAll(async () => {
-  for (const s of started) {
-    await s.svc.close();
-    await cleanupPrefix(s.prefix);
-    await removeSandboxes(s.boxes);
-  }
 });
 
 describe('SSE replay and retention', () => {
