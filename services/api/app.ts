@@ -10,6 +10,7 @@ import type { Firehose, Keys, Pipeline, PolicyGate } from '../pipeline/index.ts'
 import type { AppEnv } from './env.ts';
 import { AppError, toAppError } from './errors.ts';
 import { auth, requireRole } from './middleware/auth.ts';
+import { originGuard } from './middleware/origin.ts';
 import { httpMetrics, type RequestCounter } from './middleware/http-metrics.ts';
 import { documentOf, json, route } from './openapi.ts';
 import { adminRoutes } from './routes/admin.ts';
@@ -27,6 +28,8 @@ import { validationHook } from './validate.ts';
 export type AppDeps = {
   /** key → role; null is dev mode (every loopback caller is admin) */
   apiKeys: ApiKeys | null;
+  /** dev mode's extra Host names and the origins allowed cross-origin; @default none */
+  web?: { allowedHosts: string[]; corsOrigins: string[] };
   apiKeyNames: Map<string, string>;
   limits: { maxJsonBytes: number; maxCommandsBytes: number; maxStreamsPerKey: number };
   pipeline: Pipeline;
@@ -58,6 +61,7 @@ export function createApp(d: AppDeps): OpenAPIHono<AppEnv> {
   const app = new OpenAPIHono<AppEnv>({ defaultHook: validationHook });
 
   app.use('*', httpMetrics({ counter: d.metrics.httpRequests }));
+  app.use('*', originGuard({ devMode: d.apiKeys === null, allowedHosts: d.web?.allowedHosts ?? [], corsOrigins: d.web?.corsOrigins ?? [] }));
   app.use('*', auth({ keys: d.apiKeys, names: d.apiKeyNames, publicPrefixes: ['/dashboard'] }));
   app.use('*', guardRawFilePaths());
 

@@ -9,7 +9,8 @@ export type AppErrorCode =
   | 'invalid_json' | 'invalid_body' | 'invalid_query' | 'unsupported_media_type' | 'payload_too_large'
   | 'unauthorized' | 'forbidden' | 'not_found' | 'session_not_found' | 'session_deleted'
   | 'approval_not_found' | 'approval_closed' | 'path_outside_workspace' | 'invalid_path'
-  | 'invalid_policy' | 'policy_loosens' | 'grant_scope_unavailable' | 'webhook_refused' | 'invalid_files' | 'seed_failed' | 'duplicate_id' | 'not_ready' | 'too_many' | 'internal';
+  | 'invalid_policy' | 'policy_loosens' | 'grant_scope_unavailable' | 'webhook_refused' | 'invalid_files' | 'seed_failed' | 'duplicate_id' | 'not_ready' | 'too_many' | 'internal'
+  | 'host_not_allowed' | 'cross_origin_refused' | 'client_header_required';
 
 export class AppError extends Error {
   readonly code: AppErrorCode;

@@ -41,6 +41,10 @@ export const EnvSchema = z.object({
   THINKFLOW_WEBHOOK_SECRET: z.string().min(1).optional(),
   /** comma-separated hosts, host:port or CIDRs webhooks may reach; unset = any but loopback, link-local and cloud metadata */
   THINKFLOW_WEBHOOK_ALLOW: z.string().optional(),
+  /** comma-separated extra `Host` names dev mode answers (besides localhost, 127.0.0.1, [::1]) */
+  THINKFLOW_ALLOWED_HOSTS: z.string().default(''),
+  /** comma-separated exact origins (`https://ops.example`) allowed to call cross-origin; unset = none */
+  THINKFLOW_CORS_ORIGINS: z.string().default(''),
   /** seconds without a heartbeat after which another API process fails a runner's unfinished jobs */
   THINKFLOW_RUNNER_TTL_S: z.coerce.number().int().min(1).max(3600).default(20),
   /** workspace quota per session in MiB; a command that writes past it fails with workspace_full */
@@ -92,6 +96,8 @@ export type Config = {
   webhookSecret: string | null;
   /** THINKFLOW_WEBHOOK_ALLOW as written; null = the default refusals only */
   webhookAllow: string | null;
+  /** browser guards (services/api/middleware/origin.ts) */
+  web: { allowedHosts: string[]; corsOrigins: string[] };
   runnerTtlS: number;
   replayScripts: string | null;
   workspaceQuotaMb: number;
@@ -138,6 +144,15 @@ export function parseApiKeyNames(raw: string | undefined): Map<string, string> {
   return new Map((parseApiKeyEntries(raw) ?? []).filter((e) => e.name !== null).map((e) => [e.key, e.name!]));
 }
 
+const list = (raw: string) => raw.split(',').map((s) => s.trim()).filter(Boolean);
+
+/** An origin as browsers send it; anything else (a path, a wildcard) would silently never match. */
+function exactOrigin(o: string): string {
+  const u = URL.canParse(o) ? new URL(o) : null;
+  if (!u || u.origin !== o || !/^https?:$/.test(u.protocol)) throw new Error(`invalid environment: THINKFLOW_CORS_ORIGINS: '${o}' is not an exact origin like https://ops.example:8443`);
+  return o;
+}
+
 export function loadConfig(env: Record<string, string | undefined> = process.env): Config {
   // `VAR=` (as compose files and .env files write it) means unset, not an empty value.
   const parsed = EnvSchema.safeParse(Object.fromEntries(Object.entries(env).filter(([, v]) => v !== '')));
@@ -173,6 +188,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     logLevel: e.THINKFLOW_LOG_LEVEL,
     webhookSecret: e.THINKFLOW_WEBHOOK_SECRET ?? null,
     webhookAllow: e.THINKFLOW_WEBHOOK_ALLOW ?? null,
+    web: { allowedHosts: list(e.THINKFLOW_ALLOWED_HOSTS).map((h) => h.toLowerCase()), corsOrigins: list(e.THINKFLOW_CORS_ORIGINS).map(exactOrigin) },
     runnerTtlS: e.THINKFLOW_RUNNER_TTL_S,
     replayScripts: e.THINKFLOW_REPLAY_SCRIPTS ?? null,
     workspaceQuotaMb: e.THINKFLOW_WORKSPACE_QUOTA_MB,

@@ -33,7 +33,8 @@ export function words(err) {
 }
 
 export async function api(path, { method = 'GET', body, raw = false } = {}) {
-  const headers = { authorization: `Bearer ${session.key}` };
+  // A header no cross-origin form can send: dev mode refuses browser writes without it.
+  const headers = { authorization: `Bearer ${session.key}`, 'x-thinkflow-client': 'dashboard' };
   if (body !== undefined) headers['content-type'] = 'application/json';
   const res = await fetch(path, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) });
   if (!res.ok) {
