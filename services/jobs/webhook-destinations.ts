@@ -5,15 +5,27 @@
 //
 // Unset: any destination except loopback, link-local, unspecified and cloud
 // metadata addresses, in every spelling (`0x7f000001`, `[::1]`,
-// `::ffff:127.0.0.1`, `0.0.0.0`). Set: only the listed hosts, `host:port`s and
-// CIDRs. The check is made on the resolved address, and the delivery connects
+// `::ffff:127.0.0.1`, `0.0.0.0`), and the addresses of this host's own
+// interfaces (its Docker bridge 172.17.0.1, its LAN address: services bound
+// there are the host's, not the internet's). Set: only the listed hosts,
+// `host:port`s and CIDRs, and an own address only when an entry names it
+// (its IP, or the host name used); a CIDR that merely covers it is not
+// enough. Interfaces come and go (Docker adds bridges), so they are read
+// again at each check (one getifaddrs call). The check is made on the resolved address, and the delivery connects
 // to that very address (no second DNS answer can point it elsewhere).
 import { lookup } from 'node:dns/promises';
 import { BlockList, isIP } from 'node:net';
+import { networkInterfaces } from 'node:os';
 
 export type Resolved = { ok: true; address: string; family: 4 | 6; url: URL } | { ok: false; reason: string; retryable: boolean };
 
-type AllowEntry = { host: string; port?: string } | { net: BlockList; text: string; port?: string };
+type AllowEntry = { host: string; port?: string } | { net: BlockList; text: string; port?: string; single: boolean };
+
+/** The addresses of this host's interfaces, every family, read now. */
+export type HostAddresses = () => string[];
+
+export const hostAddresses: HostAddresses = () =>
+  Object.values(networkInterfaces()).flatMap((list) => (list ?? []).map((i) => i.address));
 
 const REFUSED = new BlockList();
 REFUSED.addSubnet('127.0.0.0', 8, 'ipv4'); // loopback
@@ -37,7 +49,7 @@ export function parseWebhookAllow(raw: string | null | undefined): AllowEntry[] 
       if (family === 0 || bits > (family === 4 ? 32 : 128)) throw new Error(`THINKFLOW_WEBHOOK_ALLOW: bad CIDR '${item}'`);
       const net = new BlockList();
       net.addSubnet(cidr[1]!, bits, family === 4 ? 'ipv4' : 'ipv6');
-      return { net, text: item };
+      return { net, text: item, single: bits === (family === 4 ? 32 : 128) };
     }
     const { host, port } = splitHostPort(item);
     if (!host || (port !== undefined && !/^\d{1,5}$/.test(port))) throw new Error(`THINKFLOW_WEBHOOK_ALLOW: bad entry '${item}' (expected host, host:port or CIDR)`);
@@ -45,7 +57,7 @@ export function parseWebhookAllow(raw: string | null | undefined): AllowEntry[] 
     if (family !== 0) {
       const net = new BlockList();
       net.addAddress(host, family === 4 ? 'ipv4' : 'ipv6');
-      return { net, text: item, ...(port ? { port } : {}) };
+      return { net, text: item, single: true, ...(port ? { port } : {}) };
     }
     return { host: host.toLowerCase(), ...(port ? { port } : {}) };
   });
@@ -63,7 +75,7 @@ function splitHostPort(item: string): { host: string; port?: string } {
  * Checks a webhook URL and resolves it to the one address to connect to.
  * `retryable`: the refusal may change (a DNS failure), unlike a refused address.
  */
-export async function resolveWebhook(raw: string, allow: AllowEntry[] | null, resolve = lookupAll): Promise<Resolved> {
+export async function resolveWebhook(raw: string, allow: AllowEntry[] | null, resolve = lookupAll, ownAddresses: HostAddresses = hostAddresses): Promise<Resolved> {
   let url: URL;
   try {
     url = new URL(raw);
@@ -81,28 +93,46 @@ export async function resolveWebhook(raw: string, allow: AllowEntry[] | null, re
     return { ok: false, reason: `cannot resolve ${host}: ${(err as Error).message}`, retryable: true };
   }
   if (addresses.length === 0) return { ok: false, reason: `${host} has no address`, retryable: true };
+  const own = ownSet(ownAddresses());
   // Every address the name has must pass: otherwise the answer could differ between check and use.
   for (const a of addresses) {
-    const why = refusal(host, port, a.address, allow);
+    const why = refusal(host, port, a.address, allow, own);
     if (why) return { ok: false, reason: `destination ${host}:${port} refused: ${why}`, retryable: false };
   }
   const first = addresses[0]!;
   return { ok: true, address: first.address, family: first.family === 6 ? 6 : 4, url };
 }
 
-function refusal(host: string, port: string, address: string, allow: AllowEntry[] | null): string | undefined {
+function refusal(host: string, port: string, address: string, allow: AllowEntry[] | null, own: BlockList): string | undefined {
   const { ip, family } = unmapped(address);
+  const v = family === 4 ? 'ipv4' : 'ipv6';
+  const isOwn = own.check(ip, v);
   if (allow === null) {
-    return REFUSED.check(ip, family === 4 ? 'ipv4' : 'ipv6')
-      ? `${address} is a loopback, link-local, unspecified or cloud metadata address (set THINKFLOW_WEBHOOK_ALLOW to allow it)`
-      : undefined;
+    if (REFUSED.check(ip, v)) return `${address} is a loopback, link-local, unspecified or cloud metadata address (set THINKFLOW_WEBHOOK_ALLOW to allow it)`;
+    return isOwn ? `${address} is an address of this host's own interfaces (name it in THINKFLOW_WEBHOOK_ALLOW to allow it)` : undefined;
   }
   const hit = allow.some((e) => {
     if (e.port !== undefined && e.port !== port) return false;
     if ('host' in e) return e.host === host;
-    return e.net.check(ip, family === 4 ? 'ipv4' : 'ipv6') || e.net.check(address, isIP(address) === 4 ? 'ipv4' : 'ipv6');
+    if (isOwn && !e.single) return false;
+    return e.net.check(ip, v) || e.net.check(address, isIP(address) === 4 ? 'ipv4' : 'ipv6');
   });
-  return hit ? undefined : `${host}:${port} (${address}) is not in THINKFLOW_WEBHOOK_ALLOW`;
+  if (hit) return undefined;
+  return isOwn
+    ? `${host}:${port} (${address}) is an address of this host's own interfaces: THINKFLOW_WEBHOOK_ALLOW must name it (a CIDR covering it is not enough)`
+    : `${host}:${port} (${address}) is not in THINKFLOW_WEBHOOK_ALLOW`;
+}
+
+/** Own addresses as one list; IPv4-mapped spellings count as their IPv4 address. */
+function ownSet(addresses: string[]): BlockList {
+  const set = new BlockList();
+  for (const raw of addresses) {
+    const a = raw.replace(/%.*$/, ''); // an IPv6 zone (`fe80::1%eth0`) is not part of the address
+    if (isIP(a) === 0) continue;
+    const { ip, family } = unmapped(a);
+    set.addAddress(ip, family === 4 ? 'ipv4' : 'ipv6');
+  }
+  return set;
 }
 
 /** `::ffff:127.0.0.1` and NAT64 `64:ff9b::7f00:1` are IPv4 addresses in disguise. */

@@ -7,9 +7,10 @@ import { createHmac, randomUUID } from 'node:crypto';
 import { request as httpRequest, type IncomingMessage } from 'node:http';
 import { request as httpsRequest } from 'node:https';
 import type { LookupFunction } from 'node:net';
+import type { Duplex } from 'node:stream';
 import type { WebhookDelivery } from './job-schemas.ts';
 import { withIds } from '../log/index.ts';
-import { parseWebhookAllow, resolveWebhook, type Resolved } from './webhook-destinations.ts';
+import { parseWebhookAllow, resolveWebhook, type HostAddresses, type Resolved } from './webhook-destinations.ts';
 
 /** One delivery attempt, as `GET /v1/jobs/:id/webhook-deliveries` shows it. */
 export type { WebhookDelivery };
@@ -29,6 +30,10 @@ export interface WebhookOptions {
   record?: (jobId: string, delivery: WebhookDelivery) => Promise<void>;
   /** DNS resolution, replaceable in tests. @default dns.lookup with all addresses */
   resolve?: (host: string) => Promise<{ address: string; family: number }[]>;
+  /** This host's interface addresses, replaceable in tests. @default os.networkInterfaces(), read per check */
+  interfaces?: HostAddresses;
+  /** Opens the connection to the checked address (tests: never a real non-loopback one). @default node's own */
+  dial?: (to: { address: string; family: 4 | 6; port: number }) => Duplex;
 }
 
 const SUBMIT_CHECK_MS = 2000;
@@ -38,7 +43,7 @@ export function signBody(secret: string, body: string): string {
 }
 
 export class WebhookSender {
-  readonly #opts: Required<Omit<WebhookOptions, 'record' | 'resolve' | 'allow'>> & Pick<WebhookOptions, 'record' | 'resolve'>;
+  readonly #opts: Required<Omit<WebhookOptions, 'record' | 'resolve' | 'allow' | 'interfaces' | 'dial'>> & Pick<WebhookOptions, 'record' | 'resolve' | 'interfaces' | 'dial'>;
   readonly #allow: ReturnType<typeof parseWebhookAllow>;
   readonly #inflight = new Set<Promise<void>>();
 
@@ -66,7 +71,7 @@ export class WebhookSender {
   }
 
   #resolve(url: string): Promise<Resolved> {
-    return this.#opts.resolve ? resolveWebhook(url, this.#allow, this.#opts.resolve) : resolveWebhook(url, this.#allow);
+    return resolveWebhook(url, this.#allow, this.#opts.resolve, this.#opts.interfaces);
   }
 
   async #deliver(url: string, event: string, body: string, jobId?: string): Promise<void> {
@@ -98,7 +103,7 @@ export class WebhookSender {
     const dest = await this.#resolve(url);
     if (!dest.ok) return { ok: false, final: !dest.retryable, detail: { error: dest.reason } };
     try {
-      const res = await post(dest, headers, body, this.#opts.timeoutMs);
+      const res = await post(dest, headers, body, this.#opts.timeoutMs, this.#opts.dial);
       const status = res.statusCode ?? 0;
       if (status >= 300 && status < 400) {
         return { ok: false, final: true, detail: { status_code: status, error: `redirect to ${res.headers.location ?? '?'} not followed` } };
@@ -121,15 +126,18 @@ export class WebhookSender {
  * header and TLS name stay the URL's. Redirects are never followed (node:http
  * does not follow them; the caller refuses 3xx).
  */
-function post(dest: Extract<Resolved, { ok: true }>, headers: Record<string, string>, body: string, timeoutMs: number): Promise<IncomingMessage> {
+function post(dest: Extract<Resolved, { ok: true }>, headers: Record<string, string>, body: string, timeoutMs: number, dial?: WebhookOptions['dial']): Promise<IncomingMessage> {
   const pinned: LookupFunction = (_host, opts, cb) => {
     if ((opts as { all?: boolean }).all) (cb as (e: null, a: { address: string; family: number }[]) => void)(null, [{ address: dest.address, family: dest.family }]);
     else cb(null, dest.address, dest.family);
   };
   const { url } = dest;
   const request = url.protocol === 'https:' ? httpsRequest : httpRequest;
+  const port = Number(url.port || (url.protocol === 'https:' ? 443 : 80));
+  // node:http uses createConnection only when no agent is given (a dialed socket is never pooled either).
+  const connect = dial ? { createConnection: () => dial({ address: dest.address, family: dest.family, port }) } : {};
   return new Promise((resolve, reject) => {
-    const req = request(url, { method: 'POST', headers: { ...headers, 'content-length': String(Buffer.byteLength(body)) }, lookup: pinned, timeout: timeoutMs }, (res) => {
+    const req = request(url, { method: 'POST', headers: { ...headers, 'content-length': String(Buffer.byteLength(body)) }, lookup: pinned, timeout: timeoutMs, ...connect }, (res) => {
       res.resume(); // the body is not needed; drain it so the socket can close
       res.on('end', () => resolve(res));
       res.on('error', reject);
