@@ -40,7 +40,11 @@ export function hostName(host: string): string | null {
   return m ? m[1]! : null;
 }
 
-/** Whether `origin` (scheme://host[:port]) is the origin the request was sent to (its `Host`). */
+/**
+ * Whether `origin` (scheme://host[:port]) is the origin the request was sent
+ * to (its `Host`). The scheme is not compared: behind a TLS proxy the service
+ * sees http while the page is https, and one host:port serves one scheme.
+ */
 export function sameOrigin(origin: string, host: string): boolean {
   try {
     const o = new URL(origin);
