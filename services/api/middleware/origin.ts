@@ -65,7 +65,8 @@ export function originGuard({ devMode, allowedHosts, corsOrigins }: OriginGuardO
   const extraHosts = new Set(allowedHosts.map((h) => h.toLowerCase()));
   const cors = new Set(corsOrigins);
   return async function originGuard(c: Context<AppEnv>, next: Next) {
-    const host = c.req.header('host') ?? '';
+    // No Host header only in-process (app.request); @hono/node-server refuses such a request.
+    const host = c.req.header('host') ?? new URL(c.req.url).host;
     const name = hostName(host);
     if (devMode && (name === null || !(LOOPBACK_NAMES.has(name) || extraHosts.has(name) || extraHosts.has(host.toLowerCase())))) {
       throw new AppError(421, 'host_not_allowed', `dev mode answers loopback host names only (localhost, 127.0.0.1, [::1]); add others to THINKFLOW_ALLOWED_HOSTS`, { details: { host } });

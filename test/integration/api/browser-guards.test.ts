@@ -50,7 +50,7 @@ describe('dev mode', () => {
   it('Origin http://evil.example is 403 cross_origin_refused and creates nothing', async () => {
     const before = await sessionCount(dev);
     const host = new URL(dev.url!).host;
-    for (const headers of [{ origin: 'http://evil.example' }, { origin: 'http://evil.example', 'x-thinkflow-client': 'dashboard' }, { 'sec-fetch-site': 'cross-site' }]) {
+    for (const headers of [{ origin: 'http://evil.example' }, { origin: 'http://evil.example', 'x-thinkflow-client': 'dashboard' }, { 'sec-fetch-site': 'cross-site' }] as Record<string, string>[]) {
       const r = await send(dev, 'POST', '/v1/sessions', { host, ...headers }, '{}');
       expect(r.status, JSON.stringify(headers)).toBe(403);
       expect(r.json.error.code).toBe('cross_origin_refused');

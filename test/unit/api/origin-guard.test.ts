@@ -27,7 +27,7 @@ describe('dev mode: Host', () => {
   it.each(['localhost', 'localhost:8080', '127.0.0.1', '127.0.0.1:8080', '[::1]', '[::1]:8080', 'LOCALHOST:1'])('%s is answered', async (host) => {
     expect(await code(await req('GET', { host }))).toBe(200);
   });
-  it.each(['evil.example', 'evil.example:8080', '127.0.0.1.evil.example', 'localhost.', '127.0.0.2:8080', '10.0.0.5', '', '127.0.0.1:80@evil.example', 'localhost:x'])('%j is 421 host_not_allowed', async (host) => {
+  it.each(['evil.example', 'evil.example:8080', '127.0.0.1.evil.example', 'localhost.', '127.0.0.2:8080', '10.0.0.5', ' ', '127.0.0.1:80@evil.example', 'localhost:x'])('%j is 421 host_not_allowed', async (host) => {
     expect(await code(await req('GET', { host }))).toBe('421 host_not_allowed');
   });
   it('THINKFLOW_ALLOWED_HOSTS adds names (any port) or name:port', async () => {
@@ -51,7 +51,7 @@ describe('origins', () => {
       { origin: 'null' },
       { 'sec-fetch-site': 'cross-site', 'sec-fetch-mode': 'no-cors' },
       { 'sec-fetch-site': 'same-site', 'sec-fetch-mode': 'cors' },
-    ]) {
+    ] as Record<string, string>[]) {
       for (const method of ['POST', 'GET', 'OPTIONS']) expect(await code(await req(method, { host, ...headers })), JSON.stringify([method, headers])).toBe('403 cross_origin_refused');
     }
   });
