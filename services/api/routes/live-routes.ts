@@ -21,7 +21,7 @@ const LIST_LIMIT = 100;
 const approvalsRoute = route({
   method: 'get', path: '/events', id: 'streamApprovals', summary: 'Pending approvals and their answers, live (SSE)', auth: 'operator', capped: true,
   ok: {
-    200: sse('SSE across all sessions: `snapshot` {approvals: cards} on every (re)connect, then `approval_requested` (a card: the approval with its command, edit diff, bash segments, grant scope in words, recent ledger) and `approval_resolved` {token, status, decision, decided_by, decided_at, reason}'),
+    200: sse('SSE across all sessions: `snapshot` {approvals: cards} on every (re)connect, then `approval_requested` (a card: the approval with its command, edit diff (null with `diff_truncated`, `diff_note` and `edit_sides` of both sides {bytes, lines, sha256} past the THINKFLOW_DIFF_MAX_* limits), bash segments, grant scope in words, recent ledger) and `approval_resolved` {token, status, decision, decided_by, decided_at, reason}'),
   },
 });
 
