@@ -15,6 +15,8 @@ import { httpMetrics, type RequestCounter } from './middleware/http-metrics.ts';
 import { documentOf, json, route } from './openapi.ts';
 import { adminRoutes } from './routes/admin.ts';
 import { approvalRoutes } from './routes/approvals.ts';
+import { CardViews } from './card/card-views.ts';
+import type { ViewPool } from './card/view-pool.ts';
 import { approvalEventRoutes, jobEventRoutes } from './routes/live-routes.ts';
 import { guardRawFilePaths } from './routes/raw-path.ts';
 import { sessionEventRoutes } from './routes/session-events.ts';
@@ -38,7 +40,9 @@ export type AppDeps = {
   firehose: Firehose;
   redis: Redis;
   keys: Keys;
-  metrics: { httpRequests: RequestCounter; render(): Promise<string>; readonly contentType: string };
+  metrics: { httpRequests: RequestCounter; approvalViews?: { inc(labels: { result: string }): void }; render(): Promise<string>; readonly contentType: string };
+  /** worker threads for the approval cards' large records and diffs (bounded by its limits) */
+  viewPool: ViewPool;
   /** the jobs routes exist only with a jobs service */
   jobs?: JobsService;
 };
@@ -75,7 +79,8 @@ export function createApp(d: AppDeps): OpenAPIHono<AppEnv> {
   // Every approvals path, routed or not, is for operators.
   app.use('/v1/approvals', requireRole('operator', 'admin'));
   app.use('/v1/approvals/*', requireRole('operator', 'admin'));
-  app.route('/v1/approvals', approvalEventRoutes({ pipeline, gate, firehose, streams }));
+  const views = new CardViews({ pipeline, gate, pool: d.viewPool, computed: d.metrics.approvalViews });
+  app.route('/v1/approvals', approvalEventRoutes({ pipeline, views, firehose, streams }));
   app.route('/v1/approvals', approvalRoutes({ pipeline, maxJsonBytes }));
   const document = documentOf(app);
   app.openapi(openApiRoute, (c) => c.json(document(), 200));

@@ -1,5 +1,6 @@
 // Public surface of the HTTP API. Re-exports only.
 export { createApp } from './app.ts';
+export { ViewPool } from './card/view-pool.ts';
 export { AppError, toAppError } from './errors.ts';
 export type { AppErrorCode } from './errors.ts';
 export type { AppEnv, Principal } from './env.ts';

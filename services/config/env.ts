@@ -59,6 +59,10 @@ export const EnvSchema = z.object({
   THINKFLOW_SANDBOX_REAP_INTERVAL_S: z.coerce.number().int().min(1).default(60),
   /** pino level of the service's JSON log lines on stderr */
   THINKFLOW_LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+  /** approval cards: an edit side over these bytes or lines gets no diff ("content too large to diff", sizes, sha256); jsdiff gives up after the ms (in a worker thread) */
+  THINKFLOW_DIFF_MAX_BYTES: z.coerce.number().int().min(1).default(64 * 1024),
+  THINKFLOW_DIFF_MAX_LINES: z.coerce.number().int().min(1).default(2000),
+  THINKFLOW_DIFF_TIMEOUT_MS: z.coerce.number().int().min(1).default(1000),
   /** a JSON file of extra replay transcripts (an array), served before the built-in ones */
   THINKFLOW_REPLAY_SCRIPTS: z.string().min(1).optional(),
 });
@@ -105,6 +109,7 @@ export type Config = {
   sandboxIdleStopS: number;
   sandboxReapIntervalS: number;
   logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
+  approvalDiff: { maxBytes: number; maxLines: number; timeoutMs: number };
 };
 
 /** A key's display name: set as `key:role:name`, else its non-secret digest (`key-…`). */
@@ -199,5 +204,6 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     },
     sandboxIdleStopS: e.THINKFLOW_SANDBOX_IDLE_STOP_S,
     sandboxReapIntervalS: e.THINKFLOW_SANDBOX_REAP_INTERVAL_S,
+    approvalDiff: { maxBytes: e.THINKFLOW_DIFF_MAX_BYTES, maxLines: e.THINKFLOW_DIFF_MAX_LINES, timeoutMs: e.THINKFLOW_DIFF_TIMEOUT_MS },
   };
 }

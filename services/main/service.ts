@@ -1,6 +1,6 @@
 import { serve, type ServerType } from '@hono/node-server';
 import type { AddressInfo } from 'node:net';
-import { createApp } from '../api/index.ts';
+import { createApp, ViewPool } from '../api/index.ts';
 import { Firehose } from '../pipeline/index.ts';
 import type { Config } from '../config/index.ts';
 import { log, type Logger } from '../log/index.ts';
@@ -25,6 +25,7 @@ export async function startService(config: Config, overrides: RuntimeOverrides =
   let server: ServerType | null = null;
   let jobsRuntime: JobsRuntime | null = null;
   let url: string | null = null;
+  const viewPool = new ViewPool(config.approvalDiff);
   if (config.role !== 'worker') {
     if (!config.apiKeys) {
       logger.warn('!!! WARNING: THINKFLOW_API_KEYS is unset: DEV MODE. Every loopback caller is admin; other clients are refused. !!!');
@@ -35,7 +36,7 @@ export async function startService(config: Config, overrides: RuntimeOverrides =
       apiKeys: config.apiKeys, apiKeyNames: config.apiKeyNames, web: config.web,
       limits: { maxJsonBytes: config.maxJsonBytes, maxCommandsBytes: config.maxCommandsBytes, maxStreamsPerKey: config.caps.maxStreamsPerKey },
       pipeline: runtime.pipeline, gate: runtime.gate, redis: runtime.redis, keys: runtime.keys, metrics: runtime.metrics,
-      firehose: new Firehose(runtime.subscriber, runtime.keys), jobs: jobsRuntime.jobs,
+      firehose: new Firehose(runtime.subscriber, runtime.keys), jobs: jobsRuntime.jobs, viewPool,
     });
     server = await new Promise<ServerType>((resolve) => {
       const s = serve({ fetch: app.fetch, port: config.port, hostname: config.host }, () => resolve(s));
@@ -59,6 +60,7 @@ export async function startService(config: Config, overrides: RuntimeOverrides =
             (s as unknown as { closeAllConnections?: () => void }).closeAllConnections?.();
           });
         }
+        await viewPool.close();
         await jobsRuntime?.close();
         await runtime.close();
       })();

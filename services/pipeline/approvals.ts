@@ -108,6 +108,20 @@ export class Approvals {
     return raw ? raw.split('\n').filter(Boolean).map((line) => JSON.parse(line) as Grant) : [];
   }
 
+  /** The card view stored by `saveView` (JSON), null until one is. */
+  async view(sid: string, token: string): Promise<string | null> {
+    return this.#redis.get(this.#keys.approvalView(sid, token));
+  }
+
+  /**
+   * Stores the card view of a pending approval once (the first writer wins,
+   * so every API process shows the same one), until a minute after it expires.
+   */
+  async saveView(sid: string, token: string, view: string, expiresAt: string): Promise<void> {
+    const ms = Math.max(1000, Date.parse(expiresAt) - Date.now() + 60_000);
+    await this.#redis.set(this.#keys.approvalView(sid, token), view, 'PX', ms, 'NX');
+  }
+
   async answer(token: string, decision: AnswerDecision | 'expire', reason: string | null, decidedBy: string, scope: GrantScope = 'exact'): Promise<AnswerOutcome> {
     if (!/^[A-Za-z0-9_-]{20,100}$/.test(token)) return 'unknown';
     const sid = await this.#redis.hget(this.#keys.approvalIndex(), token);

@@ -45,6 +45,8 @@ export function createKeys(prefix = 'tf') {
     events: (sid: string) => `${s(sid)}:events`,
     eventChannel: (sid: string) => `${s(sid)}:events:ch`,
     approval: (sid: string, token: string) => `${s(sid)}:approval:${token}`,
+    /** string: the operator card's derived view of a pending approval (diff, explanation), kept until it expires */
+    approvalView: (sid: string, token: string) => `${s(sid)}:approval:${token}:view`,
     /** hash token -> session id, so an answer by token finds its session */
     approvalIndex: () => `${prefix}:approvals:index`,
     /** zset token -> expires_at ms, the pending ones only */

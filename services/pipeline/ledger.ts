@@ -183,6 +183,29 @@ export class Ledger {
     return records;
   }
 
+  /** The indexes of the last `n` records, in execution order. */
+  async lastIndexes(sid: string, n: number): Promise<number[]> {
+    const count = Number((await this.#redis.get(this.#keys.ledgerCounter(sid))) ?? 0);
+    const from = Math.max(1, count - n + 1);
+    return Array.from({ length: Math.max(0, count - from + 1) }, (_, i) => from + i);
+  }
+
+  /** Status and approval of each record (the small fields that change), null where there is none. */
+  async states(sid: string, indexes: number[]): Promise<({ status: LedgerStatus; approval: LedgerApproval | null } | null)[]> {
+    const p = this.#redis.pipeline();
+    for (const i of indexes) p.hmget(this.#keys.record(sid, i), 'status', 'approval');
+    return ((await p.exec()) ?? []).map(([err, v]) => {
+      if (err) throw err;
+      const [status, approval] = v as (string | null)[];
+      return status ? { status: status as LedgerStatus, approval: approval ? (JSON.parse(approval) as LedgerApproval) : null } : null;
+    });
+  }
+
+  /** A record's fixed part as stored (JSON bytes, unparsed), for readers that parse large ones off their event loop. */
+  async rawBase(sid: string, index: number): Promise<Buffer | null> {
+    return this.#redis.hgetBuffer(this.#keys.record(sid, index), 'base');
+  }
+
   /** The last `n` records, in execution order. */
   async tail(sid: string, n: number): Promise<LedgerRecord[]> {
     const count = Number((await this.#redis.get(this.#keys.ledgerCounter(sid))) ?? 0);

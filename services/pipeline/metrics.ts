@@ -19,6 +19,7 @@ export class PipelineMetrics {
   readonly queueWait: Histogram;
   readonly execution: Histogram<'tool'>;
   readonly approvals: Counter<'event'>;
+  readonly approvalViews: Counter<'result'>;
   readonly httpRequests: Counter<'method' | 'route' | 'status'>;
   readonly openWorkers: Gauge;
 
@@ -29,6 +30,7 @@ export class PipelineMetrics {
     this.queueWait = new Histogram({ name: 'thinkflow_command_queue_wait_seconds', help: 'Enqueue to start of execution', buckets: LATENCY_BUCKETS, registers });
     this.execution = new Histogram({ name: 'thinkflow_command_execution_seconds', help: 'Execution time in the sandbox, by tool', labelNames: ['tool'], buckets: LATENCY_BUCKETS, registers });
     this.approvals = new Counter({ name: 'thinkflow_approvals_total', help: 'Approval requests and answers, by event', labelNames: ['event'], registers });
+    this.approvalViews = new Counter({ name: 'thinkflow_approval_views_computed_total', help: 'Approval card views (edit diff, bash explanation) computed by this process, by result: plain, diff, too_large, failed', labelNames: ['result'], registers });
     this.httpRequests = new Counter({ name: 'thinkflow_http_requests_total', help: 'HTTP requests, by method, route and status', labelNames: ['method', 'route', 'status'], registers });
     this.openWorkers = new Gauge({ name: 'thinkflow_open_session_workers', help: 'BullMQ workers open in this process (one per busy session)', registers });
     if (opts.processMetrics ?? true) this.#processMetrics();

@@ -1,8 +1,9 @@
 import { OpenAPIHono } from '@hono/zod-openapi';
 import type { JobsService } from '../../jobs/index.ts';
 import { withIds } from '../../log/index.ts';
-import type { Firehose, Pipeline, PolicyGate } from '../../pipeline/index.ts';
+import type { Firehose, Pipeline } from '../../pipeline/index.ts';
 import { approvalCard } from '../approval-view.ts';
+import type { CardViews } from '../card/card-views.ts';
 import type { AppEnv } from '../env.ts';
 import { streamFeed, throttleByKey } from '../live-feed.ts';
 import { route, sse } from '../openapi.ts';
@@ -13,14 +14,14 @@ import type { StreamCaps } from '../stream-caps.ts';
 // answer or expiry as it happens) and `GET /v1/jobs/events` (the jobs the
 // caller may see, each time one changes).
 
-export type LiveDeps = { pipeline: Pick<Pipeline, 'approvals' | 'ledger' | 'sessions'>; gate: Pick<PolicyGate, 'explainBash'>; firehose: Firehose; streams: StreamCaps };
+export type LiveDeps = { pipeline: Pick<Pipeline, 'approvals'>; views: CardViews; firehose: Firehose; streams: StreamCaps };
 
 const LIST_LIMIT = 100;
 
 const approvalsRoute = route({
   method: 'get', path: '/events', id: 'streamApprovals', summary: 'Pending approvals and their answers, live (SSE)', auth: 'operator', capped: true,
   ok: {
-    200: sse('SSE across all sessions: `snapshot` {approvals: cards} on every (re)connect, then `approval_requested` (a card: the approval with its command, edit diff, bash segments, grant scope in words, recent ledger) and `approval_resolved` {token, status, decision, decided_by, decided_at, reason}'),
+    200: sse('SSE across all sessions: `snapshot` {approvals: cards} on every (re)connect, then `approval_requested` (a card: the approval with its command, edit diff (null with `diff_truncated`, `diff_note` and `edit_sides` of both sides {bytes, lines, sha256} past the THINKFLOW_DIFF_MAX_* limits), bash segments, grant scope in words, recent ledger) and `approval_resolved` {token, status, decision, decided_by, decided_at, reason}'),
   },
 });
 
@@ -40,7 +41,7 @@ export function approvalEventRoutes(d: LiveDeps): OpenAPIHono<AppEnv> {
         event: (e) => {
           if (e.type !== 'approval_requested' || !e.approval) return;
           void a.get(e.approval.token)
-            .then(async (s) => { if (s?.status === 'pending') push('approval_requested', await approvalCard(d, s)); })
+            .then(async (s) => { if (s?.status === 'pending') push('approval_requested', await approvalCard(d.views, s)); })
             .catch((err: unknown) => withIds({ session_id: e.session_id, job_id: e.job_id }).error({ err }, 'approvals stream: the card could not be built'));
         },
         answered: (token) => {
@@ -51,13 +52,13 @@ export function approvalEventRoutes(d: LiveDeps): OpenAPIHono<AppEnv> {
           }).catch((err: unknown) => withIds({}).error({ err }, 'approvals stream: the answer could not be read'));
         },
       }),
-      snapshot: async () => ({ approvals: await Promise.all((await a.listPending()).map((s) => approvalCard(d, s))) }),
+      snapshot: async () => ({ approvals: await Promise.all((await a.listPending()).map((s) => approvalCard(d.views, s))) }),
     });
   });
   return app;
 }
 
-export function jobEventRoutes(d: Omit<LiveDeps, 'pipeline' | 'gate'> & { jobs: JobsService }): OpenAPIHono<AppEnv> {
+export function jobEventRoutes(d: Omit<LiveDeps, 'pipeline' | 'views'> & { jobs: JobsService }): OpenAPIHono<AppEnv> {
   const app = new OpenAPIHono<AppEnv>();
   app.openapi(jobsRoute, (c) => {
     const me = c.var.principal;

@@ -31,6 +31,15 @@ function diffView(diff) {
   }, h('span', { class: 'sr-only' }, l.op === '+' ? 'added: ' : l.op === '-' ? 'removed: ' : ''), `${l.op} ${l.text}\n`)));
 }
 
+/** Past the server's diff limits (THINKFLOW_DIFF_MAX_*): why, and each side's size and sha256. */
+function noDiff(c) {
+  if (!c.diff_truncated) return null;
+  const side = (name, f) => h('li', {}, `${name}: ${f.bytes} bytes, ${f.lines} lines, sha256 `, h('code', { class: 'hash' }, f.sha256));
+  return h('div', { class: 'no-diff' },
+    h('p', { class: 'warn-text' }, c.diff_note ?? 'No diff: content too large to diff.'),
+    c.edit_sides ? h('ul', {}, side('old', c.edit_sides.old), side('new', c.edit_sides.new)) : null);
+}
+
 function segmentsTable(bash) {
   return [
     bash.complex ? h('p', { class: 'warn-text' }, `This script cannot be split safely (${bash.complex}): it is judged as a whole.`) : null,
@@ -54,7 +63,7 @@ function whatWillRun(c) {
       if (cmd.content === null) return h('p', {}, `${c.tool} ${cmd.content_size ?? '?'} bytes to ${cmd.path} (content too large to keep inline; see the ledger digest).`);
       return [h('p', {}, `${c.tool === 'write' ? 'Write' : 'Append'} ${cmd.content.length} characters to `, h('code', {}, cmd.path), ':'), folded(cmd.content, 'Content')];
     case 'edit':
-      return [h('p', {}, 'Edit ', h('code', {}, cmd.path), ': old → new'), c.diff ? diffView(c.diff) : null];
+      return [h('p', {}, 'Edit ', h('code', {}, cmd.path), ': old → new'), c.diff ? diffView(c.diff) : noDiff(c)];
     case 'copy':
       return h('p', {}, 'Copy ', h('code', {}, cmd.path), ' → ', h('code', {}, cmd.dest));
     default:

@@ -1,6 +1,5 @@
 import { describe, expect, it } from 'vitest';
 import { describeGrant, explainBash } from '../../../services/policy/index.ts';
-import { lineDiff } from '../../../services/api/approval-view.ts';
 import { bash, layersFrom } from './helpers.ts';
 
 const layers = layersFrom({
@@ -46,16 +45,5 @@ describe('describeGrant: the scope of approve_for_session in words', () => {
   it('names the tool and path (and destination) for file tools', () => {
     expect(describeGrant({ tool: 'edit', path: 'docs/a.md' })).toMatch(/`edit` on docs\/a\.md runs without asking again; other tools or paths still ask/);
     expect(describeGrant({ tool: 'copy', path: 'a', dest: 'b' })).toMatch(/`copy` from a to b/);
-  });
-});
-
-describe('lineDiff', () => {
-  it('marks kept, removed and added lines', () => {
-    expect(lineDiff('a\nb\nc\n', 'a\nB\nc\nd\n')).toEqual([
-      { op: ' ', text: 'a' }, { op: '-', text: 'b' }, { op: '+', text: 'B' }, { op: ' ', text: 'c' }, { op: '+', text: 'd' },
-    ]);
-    expect(lineDiff('Status: draft', 'Status: ready\nOwner: me')).toEqual([
-      { op: '-', text: 'Status: draft' }, { op: '+', text: 'Status: ready' }, { op: '+', text: 'Owner: me' },
-    ]);
   });
 });
