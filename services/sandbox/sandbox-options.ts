@@ -25,7 +25,7 @@ export interface SandboxOptions {
   /** Read-only root filesystem (the workspace volume and tmpfs mounts stay writable). @default true */
   readOnlyRootfs?: boolean;
   /**
-   * tmpfs mounts, path to mount options. HOME is a tmpfs so git/npm can write their config.
+   * tmpfs mounts, path to mount options. HOME is a tmpfs, emptied before every command (sandbox-image/executor/home.mjs).
    * @default { '/tmp': 'rw,nosuid,nodev,exec,size=256m,mode=1777', '/home/sandbox': 'rw,nosuid,nodev,size=64m,uid=1000,gid=1000,mode=0700' }
    */
   tmpfs?: Record<string, string>;
