@@ -18,8 +18,14 @@ const WIPE = 'cd -- "$1" || exit 1; find . -mindepth 1 -maxdepth 1 -exec rm -rf 
 export class HomeNotFresh extends Error {}
 
 function isEmpty() {
-  // The executor's effective uid owns HOME, so it can undo a `chmod 000 ~`.
-  chmodSync(COMMAND_HOME, 0o700);
+  try {
+    // The executor's effective uid owns HOME, so it can undo a `chmod 000 ~`.
+    chmodSync(COMMAND_HOME, 0o700);
+  } catch (err) {
+    // Options without a HOME tmpfs leave it on the read-only root, where no command can leave anything.
+    if (err.code === 'EROFS') return true;
+    throw err;
+  }
   return readdirSync(COMMAND_HOME).length === 0;
 }
 

@@ -41,6 +41,17 @@ describe('HOME is empty at the start of every command', () => {
     expect(next.stdout!.trim().split('\n')).toEqual(['0', '700:1000', 'writable']);
   });
 
+  it('with no HOME tmpfs configured, HOME stays on the read-only root and commands run', async () => {
+    const roPrefix = testPrefix('later-ro');
+    const ro = newManager(roPrefix, { tmpfs: { '/tmp': 'rw,nosuid,nodev,size=16m,mode=1777' } });
+    try {
+      const r = await bash(await ro.sandboxFor(sessionId()), 'touch ~/x 2>&1; echo ran');
+      expect(r.stdout).toMatch(/Read-only file system\nran/);
+    } finally {
+      await reapAll(ro, roPrefix);
+    }
+  });
+
   it('XDG directories point inside that HOME', async () => {
     const r = await run('echo "$XDG_CONFIG_HOME $XDG_DATA_HOME $XDG_STATE_HOME $XDG_CACHE_HOME"');
     expect(r.stdout!.trim()).toBe('/home/sandbox/.config /home/sandbox/.local/share /home/sandbox/.local/state /home/sandbox/.cache');
