@@ -3,12 +3,15 @@
 // read by a later one. HOME is the command user's tmpfs; it is emptied
 // before each command, when no process of the command user is left (strays.mjs
 // ended them after the previous command), so nothing can refill it meanwhile.
-// The removal runs as the command user through GNU rm (deep trees are fine,
-// and everything there is the command user's); directories a command made
-// unwritable are opened up first. When HOME cannot be emptied the sandbox is
-// reported broken and replaced, which brings a new tmpfs.
+// The removal runs with the command user's permissions (everything there is
+// its own): in-process for ordinary trees, else through GNU rm (deep trees
+// are fine), opening up directories a command made unwritable. When HOME
+// cannot be emptied the sandbox is reported broken and replaced, which
+// brings a new tmpfs.
 import { spawn } from 'node:child_process';
 import { chmodSync, readdirSync } from 'node:fs';
+import { rm } from 'node:fs/promises';
+import path from 'node:path';
 import { asRoot, COMMAND_HOME, commandPrefix, SEPARATED } from './identity.mjs';
 
 const WIPE_TIMEOUT_MS = 20_000;
@@ -27,6 +30,11 @@ function isEmpty() {
     throw err;
   }
   return readdirSync(COMMAND_HOME).length === 0;
+}
+
+// The common case (ordinary files) without starting a process, off the event loop.
+async function removeInProcess() {
+  await Promise.all(readdirSync(COMMAND_HOME).map((name) => rm(path.join(COMMAND_HOME, name), { recursive: true, force: true })));
 }
 
 function wipe() {
@@ -55,6 +63,13 @@ export async function freshHome() {
   if (!SEPARATED) return;
   try {
     if (isEmpty()) return;
+    try {
+      await removeInProcess();
+      if (isEmpty()) return;
+    } catch {
+      // Not an error to report: a tree Node cannot remove (unreadable
+      // directories, paths past PATH_MAX) is what GNU rm below is for.
+    }
     await wipe();
     if (isEmpty()) return;
   } catch (err) {
