@@ -1,5 +1,5 @@
 // `bash --noprofile --norc -c cmd` in the workspace, as the command user with
-// no capability and a clean environment: own process group, wall-clock
+// no capability, a clean environment and an empty HOME: own process group, wall-clock
 // timeout, capped output, workspace quota watchdog. When it ends (or times
 // out, or is cancelled) its group is killed and then every other process of
 // the command user (setsid escapes included), before the result is sent.
@@ -8,6 +8,7 @@ import { constants } from 'node:os';
 import { asRoot, commandEnv, commandPrefix } from './identity.mjs';
 import { WORKSPACE, ToolError } from './paths.mjs';
 import { utf8Prefix } from './file-tools.mjs';
+import { freshHome, HomeNotFresh } from './home.mjs';
 import { killStrays, StraysSurvived } from './strays.mjs';
 
 const PIPE_GRACE_MS = 200;
@@ -50,6 +51,13 @@ function killGroup(pid) {
  */
 export async function runBash(cmd, limits, signal, quota) {
   if (typeof cmd.cmd !== 'string' || cmd.cmd === '') throw new ToolError('bad_request', 'bash needs cmd');
+  try {
+    await freshHome();
+  } catch (err) {
+    // A HOME that keeps an earlier command's files must not be handed on; a new container brings a new tmpfs.
+    if (err instanceof HomeNotFresh) return { ok: false, error_code: 'sandbox_broken', error: `${err.message}; the sandbox is replaced` };
+    throw err;
+  }
   const r = await runGroup(cmd.cmd, limits, signal, quota);
   try {
     await killStrays();

@@ -8,9 +8,13 @@
 // /proc/<executor>/fd (the kernel compares against the real/saved uid, and
 // the changed euid makes the process non-dumpable). Only spawning a command
 // briefly takes root back (asRoot).
+import { toolConfigEnv } from './tool-config.mjs';
+
 const [RUN_UID, RUN_GID] = (process.env.THINKFLOW_RUN_AS || '1000:1000').split(':').map(Number);
 
 export const RUN_AS = { uid: RUN_UID, gid: RUN_GID };
+/** The command user's HOME, a tmpfs emptied before every command (home.mjs). */
+export const COMMAND_HOME = process.env.THINKFLOW_COMMAND_HOME || '/home/sandbox';
 /** True when commands run under a uid of their own (the default); false in a loosened setup. */
 export const SEPARATED = process.getuid() === 0 && RUN_UID !== 0;
 
@@ -41,15 +45,19 @@ export function commandPrefix() {
   return ['setpriv', `--reuid=${RUN_UID}`, `--regid=${RUN_GID}`, '--clear-groups', '--inh-caps=-all', '--bounding-set=-all', '--no-new-privs', '--'];
 }
 
-/** The whole environment of a command: nothing inherited, no BASH_ENV, no start-up files. */
+/**
+ * The whole environment of a command: nothing inherited, no BASH_ENV, no
+ * start-up files, and no tool configuration a command could have written.
+ */
 export function commandEnv() {
   return {
     PATH: '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin',
-    HOME: process.env.THINKFLOW_COMMAND_HOME || '/home/sandbox',
+    HOME: COMMAND_HOME,
     USER: 'sandbox',
     LOGNAME: 'sandbox',
     SHELL: '/bin/bash',
     LANG: 'C.UTF-8',
     TERM: 'dumb',
+    ...toolConfigEnv(COMMAND_HOME),
   };
 }

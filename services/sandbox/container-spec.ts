@@ -38,7 +38,7 @@ export function toContainerSpec(sessionId: string, volume: string, o: ResolvedSa
       NetworkMode: o.networkMode,
       CapDrop: o.capDrop,
       CapAdd: [...new Set([...o.capAdd, ...EXECUTOR_CAPS])],
-      SecurityOpt: o.noNewPrivileges ? ['no-new-privileges'] : [],
+      SecurityOpt: [...(o.noNewPrivileges ? ['no-new-privileges'] : []), ...seccompOpt(o.seccompProfile)],
       ReadonlyRootfs: o.readOnlyRootfs,
       Tmpfs: o.tmpfs,
       PidsLimit: o.pidsLimit,
@@ -56,4 +56,9 @@ export function toContainerSpec(sessionId: string, volume: string, o: ResolvedSa
       RestartPolicy: { Name: 'no' },
     },
   };
+}
+
+/** 'default' leaves Docker's built-in profile; anything else is passed as is ('unconfined' or the profile's JSON text). */
+function seccompOpt(profile: string): string[] {
+  return profile === 'default' ? [] : [`seccomp=${profile}`];
 }

@@ -1,3 +1,5 @@
+import { readFileSync } from 'node:fs';
+
 /**
  * Hardening and limits of a session container. Every field is optional; the
  * defaults are the secure ones, and loosening one is a deliberate choice.
@@ -13,10 +15,17 @@ export interface SandboxOptions {
   capAdd?: string[];
   /** `--security-opt no-new-privileges`. @default true */
   noNewPrivileges?: boolean;
+  /**
+   * Seccomp profile: its JSON text (Docker's API takes the content, not a
+   * path), 'default' for Docker's built-in profile, or 'unconfined' (a
+   * deliberate loosening).
+   * @default the text of sandbox-image/seccomp.json (Docker's default with io_uring denied)
+   */
+  seccompProfile?: string;
   /** Read-only root filesystem (the workspace volume and tmpfs mounts stay writable). @default true */
   readOnlyRootfs?: boolean;
   /**
-   * tmpfs mounts, path to mount options. HOME is a tmpfs so git/npm can write their config.
+   * tmpfs mounts, path to mount options. HOME is a tmpfs, emptied before every command (sandbox-image/executor/home.mjs).
    * @default { '/tmp': 'rw,nosuid,nodev,exec,size=256m,mode=1777', '/home/sandbox': 'rw,nosuid,nodev,size=64m,uid=1000,gid=1000,mode=0700' }
    */
   tmpfs?: Record<string, string>;
@@ -73,6 +82,14 @@ export interface SandboxOptions {
 export type ResolvedSandboxOptions = Required<SandboxOptions>;
 
 const GiB = 1024 ** 3;
+const SHIPPED_SECCOMP = new URL('../../sandbox-image/seccomp.json', import.meta.url);
+let shippedSeccomp: string | undefined;
+
+/** The shipped profile, read once; compacted so it travels as a short SecurityOpt. */
+export function shippedSeccompProfile(): string {
+  shippedSeccomp ??= JSON.stringify(JSON.parse(readFileSync(SHIPPED_SECCOMP, 'utf8')));
+  return shippedSeccomp;
+}
 
 export function resolveSandboxOptions(o: SandboxOptions = {}): ResolvedSandboxOptions {
   const memoryBytes = o.memoryBytes ?? GiB;
@@ -82,6 +99,7 @@ export function resolveSandboxOptions(o: SandboxOptions = {}): ResolvedSandboxOp
     capDrop: o.capDrop ?? ['ALL'],
     capAdd: o.capAdd ?? [],
     noNewPrivileges: o.noNewPrivileges ?? true,
+    seccompProfile: o.seccompProfile ?? shippedSeccompProfile(),
     readOnlyRootfs: o.readOnlyRootfs ?? true,
     tmpfs: o.tmpfs ?? {
       '/tmp': 'rw,nosuid,nodev,exec,size=256m,mode=1777',

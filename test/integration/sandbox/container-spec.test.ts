@@ -1,6 +1,7 @@
 // The option bag maps one to one onto the container spec (no Docker needed).
 import { describe, expect, it } from 'vitest';
-import { resolveSandboxOptions, sessionSlug, toContainerSpec } from '../../../services/sandbox/index.ts';
+import { resolveSandboxOptions, sessionSlug, toContainerSpec, type SandboxOptions } from '../../../services/sandbox/index.ts';
+import { shippedSeccompProfile } from '../../../services/sandbox/sandbox-options.ts';
 
 describe('resolveSandboxOptions', () => {
   it('defaults to the hardened settings of the issue', () => {
@@ -47,7 +48,7 @@ describe('toContainerSpec', () => {
     expect(spec.HostConfig).toMatchObject({
       NetworkMode: 'none',
       CapDrop: ['ALL'],
-      SecurityOpt: ['no-new-privileges'],
+      SecurityOpt: ['no-new-privileges', `seccomp=${shippedSeccompProfile()}`],
       ReadonlyRootfs: true,
       PidsLimit: 256,
       Memory: 1024 ** 3,
@@ -61,7 +62,10 @@ describe('toContainerSpec', () => {
       Privileged: false,
     });
     expect(spec.HostConfig?.Binds).toBeUndefined();
-    expect(toContainerSpec('s', 'v', resolveSandboxOptions({ noNewPrivileges: false })).HostConfig?.SecurityOpt).toEqual([]);
+    const secOpt = (o: SandboxOptions) => toContainerSpec('s', 'v', resolveSandboxOptions(o)).HostConfig?.SecurityOpt;
+    expect(secOpt({ noNewPrivileges: false, seccompProfile: 'default' })).toEqual([]);
+    expect(secOpt({ noNewPrivileges: false, seccompProfile: 'unconfined' })).toEqual(['seccomp=unconfined']);
+    expect(secOpt({ seccompProfile: '{"defaultAction":"SCMP_ACT_ALLOW"}' })).toEqual(['no-new-privileges', 'seccomp={"defaultAction":"SCMP_ACT_ALLOW"}']);
   });
 });
 
