@@ -6,19 +6,21 @@ import { log } from '../log/index.ts';
 // steps), registered as ioredis custom commands (EVALSHA with automatic script
 // loading). Scripts live in ./scripts as `<name>-<numKeys>.lua`, each with a
 // KEYS/ARGV header; their keys are built by keys.ts and passed in. A script
-// that writes events gets the shared emitEvent function prepended.
+// gets the shared functions of ./scripts/lib it calls prepended.
 
 /** name → number of KEYS */
-const SCRIPTS = { createRecord: 8, transition: 5, answerApproval: 3, failTurn: 1, appendEvent: 3 } as const;
+const SCRIPTS = { createRecord: 9, transition: 6, answerApproval: 3, failTurn: 2, appendEvent: 4 } as const;
 
 type ScriptFn = (...args: (string | number)[]) => Promise<unknown>;
 export type PipelineRedis = Redis & Record<keyof typeof SCRIPTS, ScriptFn>;
 
 const scriptText = (file: string) => readFileSync(new URL(`./scripts/${file}.lua`, import.meta.url), 'utf8');
-const EMIT_EVENT = scriptText('lib/emitEvent');
+/** Shared functions, in definition order (a Lua local must be defined before it is used). */
+const LIBS = ['followTtl', 'emitEvent'].map((name) => ({ name, lua: scriptText(`lib/${name}`) }));
 const LUA = Object.entries(SCRIPTS).map(([name, keys]) => {
   const body = scriptText(`${name}-${keys}`);
-  return { name, keys, lua: body.includes('emitEvent(') ? `${EMIT_EVENT}\n${body}` : body };
+  const libs = LIBS.filter((l) => body.includes(`${l.name}(`)).map((l) => l.lua);
+  return { name, keys, lua: [...libs, body].join('\n') };
 });
 
 /**
