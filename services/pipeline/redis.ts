@@ -46,6 +46,19 @@ export function createRedis(url: string, name: string, extra: RedisOptions = {})
   return redis as PipelineRedis;
 }
 
+/**
+ * True when Redis refused a write because it is at `maxmemory` (policy
+ * noeviction: `OOM command not allowed…`), also inside a script, a discarded
+ * MULTI or an error that wraps it. Nothing of that write happened.
+ */
+export function isStorageFull(err: unknown, depth = 0): boolean {
+  if (!(err instanceof Error) || depth > 4) return false;
+  if (/\bOOM command not allowed\b/.test(err.message)) return true;
+  const previous = (err as { previousErrors?: unknown }).previousErrors;
+  if (Array.isArray(previous) && previous.some((e) => isStorageFull(e, depth + 1))) return true;
+  return isStorageFull(err.cause, depth + 1);
+}
+
 /** Deletes every key matching a pattern (tests and `bench` cleanup). */
 export async function deleteByPattern(redis: Redis, pattern: string): Promise<number> {
   let cursor = '0';
