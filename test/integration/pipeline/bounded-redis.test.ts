@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startService, type ServiceHandle } from '../../../services/main/index.ts';
 import { isStorageFull, readEvents } from '../../../services/pipeline/index.ts';
+import { startReplayModel, type ReplayModel } from '../../../services/replay-model/server.ts';
 import { startOwnRedis, keysWithTtl, type OwnRedis } from '../own-redis.ts';
 import { client, removeSandboxes, sandboxPrefix, testConfig, testPrefix } from './helpers.ts';
 
@@ -191,5 +192,49 @@ describe('bounded Redis: maxmemory with noeviction answers 503 storage_full and 
     expect(after.map((e) => [e.turn, e.id, e.status])).toEqual([[1, '1', 'succeeded'], [2, '1', 'succeeded']]);
     expect(JSON.parse(before).entries[0]).toEqual(after[0]);
     expect(await (await c.get(`/v1/sessions/${sid}/files/b.txt`)).text()).toBe('two');
+  }, 120_000);
+});
+
+describe('bounded Redis: jobs (own redis-server, replay model)', () => {
+  let redis: OwnRedis;
+  let model: ReplayModel;
+  let s: Awaited<ReturnType<typeof service>>;
+  const content = 'ü'.repeat(100_000); // 200,000 bytes
+  beforeAll(async () => {
+    redis = await startOwnRedis();
+    model = await startReplayModel({ transcripts: [{
+      name: 'big', match: 'one big file', delay_ms: 0, chunk: 65536,
+      turns: [{ reasoning: `<tf-write id="1" path="big.txt">${content}</tf-write>\n`, text: 'Written.' }],
+    }] });
+    s = await service(redis, 'boundjob', { OPENAI_BASE_URL: model.baseUrl, THINKFLOW_MODEL: 'scripted' });
+  });
+  afterAll(async () => {
+    await s?.svc.close();
+    await model?.close();
+    await removeSandboxes(s?.boxes ?? 'tft-none-');
+    await redis?.stop();
+  });
+
+  it('a finished job keeps its parsed command cut to 64 KiB, its keys expire, and its session\'s after DELETE', async () => {
+    const { c } = s;
+    const { job_id, session_id } = (await (await c.json('/v1/jobs', { task: 'one big file' })).json()) as { job_id: string; session_id: string };
+    let status = '';
+    for (let i = 0; i < 600 && !['succeeded', 'failed', 'cancelled'].includes(status); i++) {
+      await sleep(100);
+      status = ((await (await c.get(`/v1/jobs/${job_id}`)).json()) as { status: string }).status;
+    }
+    expect(status).toBe('succeeded');
+    const parsed = (await readEvents(s.svc.runtime.redis, s.svc.runtime.keys, session_id)).find((e) => e.type === 'command_parsed');
+    expect(parsed?.type === 'command_parsed' && parsed.command).toMatchObject({ content_size: 200_000, content_sha256: sha(content), content_truncated: true });
+    expect(parsed?.type === 'command_parsed' && bytes(parsed.command.content)).toBeLessThanOrEqual(BODY);
+    const jobKeys = [...(await keysWithTtl(redis.client, `${s.prefix}:job:${job_id}*`))];
+    expect(jobKeys.length).toBeGreaterThan(0);
+    expect(jobKeys.filter(([, ttl]) => ttl <= 0 || ttl > RETENTION_S)).toEqual([]);
+
+    expect((await c.del(`/v1/sessions/${session_id}`)).status).toBe(204);
+    await sleep(4000);
+    const { mine, untimed } = await sessionKeys(redis, session_id);
+    expect(mine.length).toBeGreaterThan(10);
+    expect(untimed).toEqual([]);
   }, 120_000);
 });

@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { loadConfig } from '../../../services/config/env.ts';
+import type { Command } from '../../../services/protocol/index.ts';
 import { buildBase, recordFromHash } from '../../../services/pipeline/ledger-record.ts';
 import { boundBodies, boundCommand, hasCutBody, shareBudget, storeBody } from '../../../services/pipeline/record-body.ts';
 
@@ -70,7 +71,8 @@ describe('record bodies (THINKFLOW_RECORD_BODY_BYTES)', () => {
     const cmd = boundCommand({ id: '1', tool: 'write', path: 'a', content, need_result: false }, 65536);
     expect(cmd).toMatchObject({ content_size: 1 << 20, content_sha256: sha(content), content_truncated: true, path: 'a' });
     expect(bytes(cmd.content!)).toBe(65536);
-    expect(boundCommand({ id: '2', tool: 'bash', cmd: 'ls', need_result: false }, 10)).toEqual({ id: '2', tool: 'bash', cmd: 'ls', need_result: false });
+    const bash: Command = { id: '2', tool: 'bash', cmd: 'ls', need_result: false };
+    expect(boundCommand(bash, 10)).toEqual(bash);
   });
 
   it('a record stored before these fields reads as not truncated', () => {
