@@ -29,10 +29,15 @@ if ! docker info >/dev/null 2>&1; then
   docker info >/dev/null 2>&1 || { log "dockerd did not start; see /var/log/dockerd.log"; exit 1; }
 fi
 
+# Redis is bounded: at REDIS_MAXMEMORY it refuses writes (noeviction: evicting
+# would silently lose ledger records) and the service answers 503 storage_full.
+# 2gb holds thousands of sessions (bench/RESULTS.md, "Redis memory per session").
+REDIS_MAXMEMORY="${REDIS_MAXMEMORY:-2gb}"
 if ! redis-cli -h 127.0.0.1 ping >/dev/null 2>&1; then
-  log "starting redis-server on 127.0.0.1:6379 with appendonly yes"
+  log "starting redis-server on 127.0.0.1:6379 with appendonly yes, maxmemory $REDIS_MAXMEMORY (noeviction)"
   mkdir -p .tmp/redis
   redis-server --bind 127.0.0.1 --port 6379 --appendonly yes --appendfsync everysec \
+    --maxmemory "$REDIS_MAXMEMORY" --maxmemory-policy noeviction \
     --dir "$PWD/.tmp/redis" --daemonize yes --logfile "$PWD/.tmp/redis/redis.log"
   for _ in $(seq 1 30); do redis-cli -h 127.0.0.1 ping >/dev/null 2>&1 && break; sleep 0.5; done
 fi
@@ -41,6 +46,12 @@ fi
 if [ "$(redis-cli -h 127.0.0.1 config get appendonly | tail -1)" != "yes" ]; then
   log "turning on appendonly in the running Redis"
   redis-cli -h 127.0.0.1 config set appendonly yes >/dev/null
+fi
+# ... and a memory bound, unless one is set already.
+if [ "$(redis-cli -h 127.0.0.1 config get maxmemory | tail -1)" = "0" ]; then
+  log "setting maxmemory $REDIS_MAXMEMORY (noeviction) in the running Redis"
+  redis-cli -h 127.0.0.1 config set maxmemory "$REDIS_MAXMEMORY" >/dev/null
+  redis-cli -h 127.0.0.1 config set maxmemory-policy noeviction >/dev/null
 fi
 
 if [ ! -d node_modules ] || [ package-lock.json -nt node_modules/.package-lock.json ]; then

@@ -88,6 +88,7 @@ export function createApp(d: AppDeps): OpenAPIHono<AppEnv> {
   app.notFound((c) => c.json(new AppError(404, 'not_found', 'no such route').toBody(), 404));
   app.onError((err, c) => {
     const known = toAppError(err);
+    if (known?.code === 'storage_full') withIds(idsOf(c)).error({ err, method: c.req.method, path: c.req.path }, 'api: Redis is full (maxmemory), write refused');
     // After a 413 the unread body makes the connection unusable: tell the client not to reuse it.
     if (known) return c.json(known.toBody(), known.status, known.status === 413 ? { connection: 'close' } : {});
     withIds(idsOf(c)).error({ err, method: c.req.method, path: c.req.path }, 'api: request failed');

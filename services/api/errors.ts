@@ -1,5 +1,5 @@
 import type { ContentfulStatusCode } from 'hono/utils/http-status';
-import { PipelineError } from '../pipeline/index.ts';
+import { isStorageFull, PipelineError } from '../pipeline/index.ts';
 
 // One error type that knows its HTTP answer. `app.onError` renders every
 // AppError as {"error":{"code","message","details"}}; anything else is logged
@@ -9,7 +9,7 @@ export type AppErrorCode =
   | 'invalid_json' | 'invalid_body' | 'invalid_query' | 'unsupported_media_type' | 'payload_too_large'
   | 'unauthorized' | 'forbidden' | 'not_found' | 'session_not_found' | 'session_deleted'
   | 'approval_not_found' | 'approval_closed' | 'path_outside_workspace' | 'invalid_path'
-  | 'invalid_policy' | 'policy_loosens' | 'grant_scope_unavailable' | 'webhook_refused' | 'invalid_files' | 'seed_failed' | 'duplicate_id' | 'not_ready' | 'too_many' | 'internal'
+  | 'invalid_policy' | 'policy_loosens' | 'grant_scope_unavailable' | 'webhook_refused' | 'invalid_files' | 'seed_failed' | 'duplicate_id' | 'not_ready' | 'too_many' | 'storage_full' | 'internal'
   | 'host_not_allowed' | 'cross_origin_refused' | 'client_header_required';
 
 export class AppError extends Error {
@@ -38,5 +38,7 @@ const PIPELINE_STATUS: Record<PipelineError['code'], ContentfulStatusCode> = {
 export function toAppError(err: unknown): AppError | null {
   if (err instanceof AppError) return err;
   if (err instanceof PipelineError) return new AppError(PIPELINE_STATUS[err.code], err.code, err.message, { details: err.details ?? null });
+  // Redis at maxmemory refuses writes whole (noeviction): the request changed nothing and may be retried.
+  if (isStorageFull(err)) return new AppError(503, 'storage_full', 'storage is full: nothing was written; retry later', { cause: err });
   return null;
 }

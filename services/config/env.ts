@@ -20,8 +20,10 @@ export const EnvSchema = z.object({
   THINKFLOW_STALLED_INTERVAL_MS: int(30_000),
   /** a session's BullMQ Worker is closed after this long without a job */
   THINKFLOW_WORKER_IDLE_MS: int(10_000),
-  /** write contents larger than this are kept in the ledger as digest + size only */
-  THINKFLOW_LEDGER_INLINE_BYTES: int(64 * 1024),
+  /** bytes of a command's bodies a ledger record or event keeps (cut at a UTF-8 boundary; full size and SHA-256 kept) */
+  THINKFLOW_RECORD_BODY_BYTES: int(64 * 1024),
+  /** a deleted session's keys (ledger, events, queue) and a finished job's expire after this many seconds */
+  THINKFLOW_RETENTION_S: z.coerce.number().int().min(1).default(7 * 24 * 3600),
   /** name prefix of session containers and volumes (tests isolate with their own) */
   THINKFLOW_SANDBOX_PREFIX: z.string().regex(/^[a-z0-9][a-z0-9_.-]{0,40}$/).default('thinkflow-'),
   /** any OpenAI-compatible endpoint, with its version path; unset = the built-in replay model */
@@ -89,7 +91,8 @@ export type Config = {
   lockMs: number;
   stalledIntervalMs: number;
   workerIdleMs: number;
-  ledgerInlineBytes: number;
+  recordBodyBytes: number;
+  retentionS: number;
   sandboxPrefix: string;
   /** name is null only with the built-in replay model (baseUrl null) */
   model: { baseUrl: string | null; apiKey: string | null; name: string | null };
@@ -184,7 +187,8 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     lockMs: e.THINKFLOW_LOCK_MS,
     stalledIntervalMs: e.THINKFLOW_STALLED_INTERVAL_MS,
     workerIdleMs: e.THINKFLOW_WORKER_IDLE_MS,
-    ledgerInlineBytes: e.THINKFLOW_LEDGER_INLINE_BYTES,
+    recordBodyBytes: e.THINKFLOW_RECORD_BODY_BYTES,
+    retentionS: e.THINKFLOW_RETENTION_S,
     sandboxPrefix: e.THINKFLOW_SANDBOX_PREFIX,
     model: { baseUrl: e.OPENAI_BASE_URL ?? null, apiKey: e.OPENAI_API_KEY ?? null, name: e.THINKFLOW_MODEL ?? null },
     sandboxImage: e.THINKFLOW_SANDBOX_IMAGE,

@@ -16,11 +16,14 @@ export class JobEvents {
   readonly #redis: PipelineRedis;
   readonly #keys: Keys;
 
-  /** `keep`: events kept per session stream, 0 = all (THINKFLOW_EVENTS_KEEP). */
-  constructor(redis: PipelineRedis, keys: Keys, keep = 0) {
-    this.#writer = new EventWriter(redis, keys, keep);
+  readonly #retentionS: number;
+
+  /** The pipeline's settings: events kept (THINKFLOW_EVENTS_KEEP), bodies kept, retention of a finished job. */
+  constructor(redis: PipelineRedis, keys: Keys, o: { keep: number; bodyBytes: number; retentionS: number }) {
+    this.#writer = new EventWriter(redis, keys, o.keep, o.bodyBytes);
     this.#redis = redis;
     this.#keys = keys;
+    this.#retentionS = o.retentionS;
   }
 
   /** One of the runner's events; returns its seq. */
@@ -36,9 +39,10 @@ export class JobEvents {
   /**
    * Writes the job's final view and its `job_finished` event in one MULTI, so
    * no reader ever sees a final job without its last event, or the reverse.
+   * The job's record expires THINKFLOW_RETENTION_S after it (its session's keys when the session is deleted).
    */
   async finish(jobKey: string, view: { session_id: string; job_id: string; status: string }): Promise<void> {
-    const multi = this.#redis.multi().hset(jobKey, 'data', JSON.stringify(view)).publish(jobKeys(this.#keys.prefix).changes(), view.job_id);
+    const multi = this.#redis.multi().hset(jobKey, 'data', JSON.stringify(view)).expire(jobKey, this.#retentionS).publish(jobKeys(this.#keys.prefix).changes(), view.job_id);
     const results = await this.#writer.appendIn(multi, view.session_id, view.job_id, { type: 'job_finished', job: view }).exec();
     const failed = results?.find(([err]) => err);
     if (!results || failed) throw failed?.[0] ?? new Error('MULTI was discarded');

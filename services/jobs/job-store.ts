@@ -24,10 +24,13 @@ export type StoredJob = { view: JobView; owner: string | null; cancelRequested: 
 export class JobStore {
   readonly #redis: Redis;
   readonly #keys: ReturnType<typeof jobKeys>;
+  /** THINKFLOW_RETENTION_S: webhook deliveries (sent once the job is final) expire with the job */
+  readonly #retentionS: number;
 
-  constructor(redis: Redis, prefix: string) {
+  constructor(redis: Redis, prefix: string, retentionS: number) {
     this.#redis = redis;
     this.#keys = jobKeys(prefix);
+    this.#retentionS = retentionS;
   }
 
   async create(view: JobView, owner: string | null, runner: string): Promise<void> {
@@ -48,7 +51,10 @@ export class JobStore {
 
   /** Appends one webhook delivery attempt (a list, so concurrent attempts never overwrite each other). */
   async recordDelivery(id: string, delivery: WebhookDelivery): Promise<void> {
-    await this.#redis.rpush(this.#keys.deliveries(id), JSON.stringify(delivery));
+    const key = this.#keys.deliveries(id);
+    const out = await this.#redis.multi().rpush(key, JSON.stringify(delivery)).expire(key, this.#retentionS).exec();
+    const failed = out?.find(([err]) => err);
+    if (!out || failed) throw failed?.[0] ?? new Error('MULTI was discarded');
   }
 
   async deliveries(id: string): Promise<WebhookDelivery[]> {

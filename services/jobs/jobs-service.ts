@@ -49,8 +49,9 @@ export class JobsService {
 
   constructor(deps: JobsServiceDeps) {
     this.#d = deps;
-    this.store = new JobStore(deps.redis, deps.keys.prefix);
-    this.events = new JobEvents(deps.redis, deps.keys, deps.pipeline.eventsKeep);
+    const p = deps.pipeline;
+    this.store = new JobStore(deps.redis, deps.keys.prefix, p.retentionS);
+    this.events = new JobEvents(deps.redis, deps.keys, { keep: p.eventsKeep, bodyBytes: p.bodyBytes, retentionS: p.retentionS });
   }
 
   #heartbeatKey(runner: string): string {

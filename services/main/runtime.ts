@@ -49,7 +49,7 @@ export async function createRuntime(config: Config, overrides: RuntimeOverrides 
   metrics.addCollectedGauge('thinkflow_approvals_pending', 'Approvals waiting for an operator (all processes)', () =>
     redis.zcount(keys.approvalsPending(), Date.now(), '+inf'));
   const pipeline = new Pipeline({
-    redis, subscriber, keys, executor, gate, metrics, inlineBytes: config.ledgerInlineBytes, eventsKeep: config.eventsKeep, parser: config.parser,
+    redis, subscriber, keys, executor, gate, metrics, bodyBytes: config.recordBodyBytes, retentionS: config.retentionS, eventsKeep: config.eventsKeep, parser: config.parser,
     ownerCaps: {
       maxSessions: config.caps.maxSessionsPerKey, maxRunning: config.caps.maxRunningPerKey,
       // A container stops at most one reaper period after its idle-stop time.

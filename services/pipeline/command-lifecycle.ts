@@ -5,6 +5,7 @@ import type { Executor } from './executor.ts';
 import type { Ledger, TransitionOutcome, TransitionSpec } from './ledger.ts';
 import type { EvaluationData, LedgerRecord, LedgerResult, LedgerStatus } from './ledger-record.ts';
 import type { PipelineMetrics } from './metrics.ts';
+import { hasCutBody } from './record-body.ts';
 import type { Admission } from './lifecycle/admit.ts';
 import { endedResult, interruptedResult, skippedResult, skipReason } from './lifecycle/results.ts';
 import { transition, type LifecycleEvent } from './lifecycle/table.ts';
@@ -14,8 +15,6 @@ import { transition, type LifecycleEvent } from './lifecycle/table.ts';
 // atomic compare-and-set, with its events), then the metrics, the log line
 // and the turn's skipping (PROTOCOL.md §5.3). Enqueue, the worker, recovery
 // and the worker pool all call this class; none writes a status itself.
-
-const LARGE_COMMAND = 64 * 1024;
 
 export type ApplyInput = {
   /** the result of a final status */
@@ -87,7 +86,7 @@ export class CommandLifecycle {
       from: [t.from], to: t.to, unlessTurnFailed: t.guardedByTurn, events: [...t.events],
       ...(input.approval ? { approval: publicOf(input.approval) } : {}),
       fields: fieldsOf(t.to, input),
-      dropCommand: t.dropCommand === 'always' || (t.dropCommand === 'if_large' && (rec.content_size ?? 0) > LARGE_COMMAND),
+      dropCommand: t.dropCommand === 'always' || (t.dropCommand === 'if_large' && hasCutBody(rec)),
     }, input.eventJobId ?? null);
     if (out.ok) this.#observe(rec, t.to, input);
     if ((out.ok && t.skipsRest) || 'turnFailed' in out) await this.skipRestOfTurn(rec.session, rec.turn);

@@ -3,6 +3,7 @@ import type { EventBody, JobEvent, LedgerEventType, PublicApproval } from './eve
 import { summaryOf } from './events.ts';
 import type { Keys } from './keys.ts';
 import type { LedgerRecord } from './ledger-record.ts';
+import { boundCommand } from './record-body.ts';
 import type { PipelineRedis } from './redis.ts';
 
 // The one writer of a session's event stream. The Lua scripts stay the atomic
@@ -43,11 +44,14 @@ export class EventWriter {
   readonly #keys: Keys;
   /** events kept per session stream; 0 = all (THINKFLOW_EVENTS_KEEP) */
   readonly #keep: number;
+  /** THINKFLOW_RECORD_BODY_BYTES: bodies a command_parsed event keeps */
+  readonly #bodyBytes: number;
 
-  constructor(redis: PipelineRedis, keys: Keys, keep = 0) {
+  constructor(redis: PipelineRedis, keys: Keys, keep: number, bodyBytes: number) {
     this.#redis = redis;
     this.#keys = keys;
     this.#keep = keep;
+    this.#bodyBytes = bodyBytes;
   }
 
   /** Appends an event that is not a ledger change (files_seeded, the job runner's); returns its seq. */
@@ -66,10 +70,11 @@ export class EventWriter {
     return (event) => this.append(sid, jobId, event);
   }
 
-  /** appendEvent-3: KEYS seq counter, stream, channel; ARGV type, JSON, events kept. */
+  /** appendEvent-4: KEYS seq counter, stream, channel, session meta; ARGV type, JSON, events kept. */
   #args(sid: string, jobId: string | null, body: EventBody): (string | number)[] {
     const k = this.#keys;
-    const json = bodyJson(sid, jobId, new Date().toISOString(), body);
-    return [k.eventSeq(sid), k.events(sid), k.eventChannel(sid), body.type, json, this.#keep];
+    const bounded = body.type === 'command_parsed' ? { ...body, command: boundCommand(body.command, this.#bodyBytes) } : body;
+    const json = bodyJson(sid, jobId, new Date().toISOString(), bounded);
+    return [k.eventSeq(sid), k.events(sid), k.eventChannel(sid), k.sessionMeta(sid), body.type, json, this.#keep];
   }
 }

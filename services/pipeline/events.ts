@@ -59,8 +59,14 @@ const event = <T extends string, S extends z.ZodRawShape>(type: T, shape: S) =>
   z.object({ type: z.literal(type), ...stored, ...shape });
 
 const turn = z.number().int().nonnegative();
-/** A parsed command; a native one carries the provider's tool-call id (`call_…`), not a tag's number. */
-const ParsedCommand = Command.extend({ id: z.string().min(1) });
+/**
+ * A parsed command; a native one carries the provider's tool-call id (`call_…`), not a tag's number.
+ * Its bodies are cut like a ledger record's, with `<f>_size`, `<f>_sha256`, `<f>_truncated` for each body present.
+ */
+const bodyMeta = (f: string) => ({
+  [`${f}_size`]: z.number().int().nonnegative().optional(), [`${f}_sha256`]: z.string().optional(), [`${f}_truncated`]: z.boolean().optional(),
+});
+const ParsedCommand = Command.extend({ id: z.string().min(1), ...bodyMeta('content'), ...bodyMeta('old_text'), ...bodyMeta('new_text') });
 const text = { turn, text: z.string() };
 
 /** The ledger's events, written by the Lua scripts (createRecord, transition). */

@@ -56,6 +56,18 @@ export function createKeys(prefix = 'tf') {
     ownerSessions: (owner: string) => `${prefix}:owner:${owner}:sessions`,
     /** zset of an API key's sessions with a live container, score = last use ms */
     ownerLive: (owner: string) => `${prefix}:owner:${owner}:live`,
+    /**
+     * Every key of one session outside BullMQ, from its counters (no SCAN):
+     * `records` = the ledger counter, `turns` = the turn counter, `tokens` its
+     * approvals. The meta hash comes first (see scripts/lib/followTtl.lua).
+     */
+    sessionKeys: (sid: string, n: { records: number; turns: number; tokens: string[] }): string[] => {
+      const base = s(sid);
+      const fixed = ['meta', 'ledger:n', 'ledger:ids', 'open', 'turn', 'grants', 'events:seq', 'events'].map((k) => `${base}:${k}`);
+      const records = Array.from({ length: n.records }, (_, i) => `${base}:rec:${i + 1}`);
+      const turns = Array.from({ length: n.turns }, (_, i) => [`${base}:turn:${i + 1}`, `${base}:turn:${i + 1}:cmds`]).flat();
+      return [...fixed, ...records, ...turns, ...n.tokens.map((t) => `${base}:approval:${t}`)];
+    },
     /** every key pattern of this prefix (tests delete them with SCAN) */
     all: () => `${prefix}:*`,
   };

@@ -1,7 +1,7 @@
-import { createHash } from 'node:crypto';
 import { z } from 'zod';
 import { Decision as DecisionSchema, MatchedRule as MatchedRuleSchema } from '../policy/index.ts';
 import { CommandFlow, ToolName, type Command } from '../protocol/index.ts';
+import { boundBodies } from './record-body.ts';
 
 // The ledger record of PROTOCOL.md §6, its zod schema, and the pure functions
 // that build it from a command and render it from the Redis hash. No I/O here.
@@ -51,11 +51,18 @@ export const LedgerBase = z.object({
   id: z.string(),
   tool: ToolName,
   path: nstr, dest: nstr, cmd: nstr,
-  /** null when the content was larger than the inline limit: see content_size/content_sha256 */
+  /**
+   * A body (content, old_text, new_text) keeps at most THINKFLOW_RECORD_BODY_BYTES
+   * for the whole command, cut at a UTF-8 boundary; `<f>_size` (bytes) and
+   * `<f>_sha256` are of the full body, `<f>_truncated` says it was cut.
+   * Records written before these fields read as not truncated.
+   */
   content: nstr,
   content_size: nnum,
   content_sha256: nstr,
-  old_text: nstr, new_text: nstr,
+  content_truncated: z.boolean().default(false),
+  old_text: nstr, old_text_size: nnum.default(null), old_text_sha256: nstr.default(null), old_text_truncated: z.boolean().default(false),
+  new_text: nstr, new_text_size: nnum.default(null), new_text_sha256: nstr.default(null), new_text_truncated: z.boolean().default(false),
   need_result: z.boolean(),
   timeout: nnum,
   flow: CommandFlow,
@@ -103,6 +110,12 @@ export const EMPTY_RESULT: LedgerResult = {
   stdout_truncated: false, stderr_truncated: false, exit_code: null, duration_ms: null, output_summary: null,
 };
 
+/** What a record written before the body fields (size, digest, truncated for each body) reads as. */
+const BODY_DEFAULTS = {
+  content_truncated: false, old_text_size: null, old_text_sha256: null, old_text_truncated: false,
+  new_text_size: null, new_text_sha256: null, new_text_truncated: false,
+};
+
 export function riskOf(tool: ToolName): 'low' | 'medium' | 'high' {
   if (tool === 'bash') return 'high';
   if (tool === 'read') return 'low';
@@ -119,18 +132,14 @@ export function decidingRule(ev: EvaluationData): string | null {
 
 export function buildBase(args: {
   session: string; turn: number; command: Command; flow: CommandFlow;
-  evaluation: EvaluationData; now: Date; inlineBytes: number;
+  evaluation: EvaluationData; now: Date; /** THINKFLOW_RECORD_BODY_BYTES */ bodyBytes: number;
 }): LedgerBase {
   const { command: c, evaluation: ev } = args;
-  const size = c.content === undefined ? null : Buffer.byteLength(c.content);
-  const sha = c.content === undefined ? null : createHash('sha256').update(c.content).digest('hex');
   const deciding = decidingRule(ev);
   return {
     session: args.session, turn: args.turn, id: c.id, tool: c.tool,
     path: c.path ?? null, dest: c.dest ?? null, cmd: c.cmd ?? null,
-    content: size !== null && size <= args.inlineBytes ? c.content! : null,
-    content_size: size, content_sha256: sha,
-    old_text: c.old_text ?? null, new_text: c.new_text ?? null,
+    ...boundBodies(c, args.bodyBytes),
     need_result: c.need_result || c.tool === 'read',
     timeout: c.timeout ?? null,
     flow: args.flow, risk: riskOf(c.tool), decision: ev.decision,
@@ -152,7 +161,7 @@ export function recordFromHash(index: number, h: Record<string, string>, validat
   const base = JSON.parse(h.base) as LedgerBase;
   const result = h.result ? (JSON.parse(h.result) as LedgerResult) : EMPTY_RESULT;
   const raw = {
-    ...base, ...EMPTY_RESULT, ...result,
+    ...BODY_DEFAULTS, ...base, ...EMPTY_RESULT, ...result,
     index,
     status: h.status,
     approval: h.approval ? JSON.parse(h.approval) : null,

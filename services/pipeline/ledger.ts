@@ -39,14 +39,15 @@ export type TransitionSpec = {
 export class Ledger {
   readonly #redis: PipelineRedis;
   readonly #keys: Keys;
-  readonly #inlineBytes: number;
+  /** THINKFLOW_RECORD_BODY_BYTES: bodies kept per record */
+  readonly #bodyBytes: number;
   /** events kept per session stream; 0 = all (THINKFLOW_EVENTS_KEEP) */
   readonly #eventsKeep: number;
 
-  constructor(redis: PipelineRedis, keys: Keys, opts: { inlineBytes: number; eventsKeep?: number }) {
+  constructor(redis: PipelineRedis, keys: Keys, opts: { bodyBytes: number; eventsKeep?: number }) {
     this.#redis = redis;
     this.#keys = keys;
-    this.#inlineBytes = opts.inlineBytes;
+    this.#bodyBytes = opts.bodyBytes;
     this.#eventsKeep = opts.eventsKeep ?? 0;
   }
 
@@ -57,7 +58,7 @@ export class Ledger {
     const k = this.#keys;
     const sid = args.session;
     const now = new Date();
-    const base = buildBase({ ...args, now, inlineBytes: this.#inlineBytes });
+    const base = buildBase({ ...args, now, bodyBytes: this.#bodyBytes });
     const final = FINAL_STATUSES.has(args.status);
     const result = final ? args.result ?? EMPTY_RESULT : null;
     const finishedAt = final ? now.toISOString() : null;
@@ -70,7 +71,7 @@ export class Ledger {
     const type: LedgerEventType = final ? 'command_finished' : 'command_queued';
     const res = (await this.#redis.createRecord(
       k.ledgerCounter(sid), k.ledgerIds(sid), k.open(sid), k.turnState(sid, args.turn), k.turnCommands(sid, args.turn),
-      k.eventSeq(sid), k.events(sid), k.busy(),
+      k.eventSeq(sid), k.events(sid), k.busy(), k.sessionMeta(sid),
       k.recordPrefix(sid), `${args.turn}:${args.command.id}`, args.status, final ? '1' : '0',
       FAILURE_STATUSES.has(args.status) ? '1' : '0', args.status === 'skipped' ? '0' : '1',
       JSON.stringify(args.command), JSON.stringify(base), result ? JSON.stringify(result) : '', finishedAt ?? '',
@@ -110,7 +111,7 @@ export class Ledger {
     const events = spec.events.flatMap((type) => ledgerEventArgs(type, { sid, jobId, at, record: next, approval: spec.approval }));
     const becomesFinal = FINAL_STATUSES.has(spec.to) && spec.from.every((s) => !FINAL_STATUSES.has(s));
     const res = (await this.#redis.transition(
-      k.record(sid, record.index), k.open(sid), k.turnState(sid, record.turn), k.eventSeq(sid), k.events(sid),
+      k.record(sid, record.index), k.open(sid), k.turnState(sid, record.turn), k.eventSeq(sid), k.events(sid), k.sessionMeta(sid),
       spec.from.join(' '), spec.to, spec.unlessTurnFailed ? '1' : '0', record.index,
       becomesFinal ? '1' : '0', FAILURE_STATUSES.has(spec.to) ? '1' : '0',
       k.eventChannel(sid), this.#eventsKeep, spec.events.length, ...events, ...pairs,
@@ -239,7 +240,7 @@ export class Ledger {
    */
   async failTurn(sid: string, turn: number, label: string): Promise<number> {
     const last = Number((await this.#redis.get(this.#keys.ledgerCounter(sid))) ?? 0);
-    return Number(await this.#redis.failTurn(this.#keys.turnState(sid, turn), last, label));
+    return Number(await this.#redis.failTurn(this.#keys.turnState(sid, turn), this.#keys.sessionMeta(sid), last, label));
   }
 
   /** The turn's earliest failure: commands with a larger index are skipped. */

@@ -11,6 +11,7 @@ import type { Executor } from './executor.ts';
 import type { Keys } from './keys.ts';
 import { OwnerCaps, type OwnerCapLimits } from './owner-caps.ts';
 import { Ledger } from './ledger.ts';
+import { SessionRetention } from './retention.ts';
 import { FINAL_STATUSES, type LedgerRecord, type LedgerStatus } from './ledger-record.ts';
 import { admit } from './lifecycle/admit.ts';
 import { enqueueErrorResult, SESSION_DELETED, SESSION_DELETED_APPROVAL } from './lifecycle/results.ts';
@@ -35,7 +36,10 @@ export type PipelineDeps = {
   executor: Executor;
   gate: PolicyGate;
   metrics: PipelineMetrics;
-  inlineBytes: number;
+  /** THINKFLOW_RECORD_BODY_BYTES: a command's bodies kept in its record and events */
+  bodyBytes: number;
+  /** THINKFLOW_RETENTION_S: a deleted session's keys expire this long after DELETE */
+  retentionS: number;
   /** per-key caps; omitted = no caps (internal callers, benchmarks) */
   ownerCaps?: OwnerCapLimits;
   /** events kept per session stream; 0 = all, while the session exists (THINKFLOW_EVENTS_KEEP) */
@@ -63,6 +67,7 @@ export class Pipeline {
   /** the session event stream's one writer (files_seeded here; the job runner's events) */
   readonly events: EventWriter;
   readonly caps: OwnerCaps;
+  readonly retention: SessionRetention;
   readonly #d: PipelineDeps;
   /** per-session chain: one process enqueues a session's commands strictly one after the other */
   readonly #chains = new Map<string, Promise<unknown>>();
@@ -70,18 +75,21 @@ export class Pipeline {
 
   constructor(deps: PipelineDeps) {
     this.#d = deps;
-    this.ledger = new Ledger(deps.redis, deps.keys, { inlineBytes: deps.inlineBytes, eventsKeep: deps.eventsKeep ?? 0 });
+    this.ledger = new Ledger(deps.redis, deps.keys, { bodyBytes: deps.bodyBytes, eventsKeep: deps.eventsKeep ?? 0 });
     this.lifecycle = new CommandLifecycle({ ledger: this.ledger, metrics: deps.metrics, executor: deps.executor });
     this.sessions = new Sessions(deps.redis, deps.keys);
     this.approvals = new Approvals(deps.redis, deps.keys);
     this.queues = new SessionQueues(deps.redis, deps.keys);
     this.hub = new EventHub(deps.subscriber, deps.keys);
-    this.events = new EventWriter(deps.redis, deps.keys, deps.eventsKeep ?? 0);
+    this.events = new EventWriter(deps.redis, deps.keys, deps.eventsKeep ?? 0, deps.bodyBytes);
+    this.retention = new SessionRetention(deps.redis, deps.keys, this.queues, deps.retentionS);
     this.caps = new OwnerCaps(deps.redis, deps.keys, deps.ownerCaps ?? { maxSessions: Infinity, maxRunning: Infinity, liveWindowMs: 0 });
   }
 
   get executor(): Executor { return this.#d.executor; }
   get eventsKeep(): number { return this.#d.eventsKeep ?? 0; }
+  get bodyBytes(): number { return this.#d.bodyBytes; }
+  get retentionS(): number { return this.#d.retentionS; }
   get parserOptions(): ParserOptions { return this.#d.parser ?? {}; }
 
   /** `files` (to be seeded later with seedFiles) are checked against the policy here, before anything exists. */
@@ -247,12 +255,16 @@ export class Pipeline {
   uninjected(sid: string): Promise<LedgerRecord[]> { return this.ledger.uninjected(sid); }
   markInjected(sid: string, indexes: number[]): Promise<void> { return this.ledger.markInjected(sid, indexes); }
 
-  /** Removes the sandbox; queued commands become skipped; the ledger stays. */
   /** The sessions with work, busiest first (operators' `/admin/queues`). */
   queueOverview(limit: number): Promise<QueueRow[]> {
     return queueOverview({ redis: this.#d.redis, keys: this.#d.keys, queues: this.queues, sessions: this.sessions }, limit);
   }
 
+  /**
+   * Removes the sandbox; queued commands become skipped; the ledger and
+   * events stay readable for THINKFLOW_RETENTION_S, then every key of the
+   * session expires (even when removing the sandbox failed).
+   */
   async deleteSession(sid: string): Promise<void> {
     const meta = await this.session(sid);
     await this.sessions.markDeleted(sid);
@@ -267,7 +279,10 @@ export class Pipeline {
         await this.approvals.answer(r.approval.token, 'reject', SESSION_DELETED_APPROVAL, 'system');
       }
     }
-    await this.#d.executor.remove(sid);
+    // The keys expire whether or not the sandbox went away; its error is the caller's after that.
+    const failed = await this.#d.executor.remove(sid).then(() => null, (err: unknown) => err);
+    await this.retention.expire(sid, records.flatMap((r) => (r.approval ? [r.approval.token] : [])));
+    if (failed) throw failed;
   }
 
   close(): Promise<void> {

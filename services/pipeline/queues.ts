@@ -56,6 +56,17 @@ export class SessionQueues {
     await this.queue(sid).add('command', { sid, index, turn }, { ...JOB_OPTIONS, jobId: `c${index}` });
   }
 
+  /**
+   * The queue's BullMQ keys, plus those of the jobs of ledger indexes 1..records
+   * (job ids are `c<index>`): what a deleted session's retention expires.
+   */
+  keysOf(sid: string, records: number): string[] {
+    const q = this.queue(sid);
+    const own = Object.values(q.keys).filter((key) => !key.endsWith(':'));
+    const jobs = Array.from({ length: records }, (_, i) => q.toKey(`c${i + 1}`)).flatMap((j) => [j, `${j}:lock`, `${j}:logs`]);
+    return [...own, ...jobs];
+  }
+
   /** Removes the queue's BullMQ keys (waiting jobs included); the ledger is elsewhere. */
   async obliterate(sid: string): Promise<void> {
     await this.queue(sid).obliterate({ force: true });

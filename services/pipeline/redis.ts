@@ -6,19 +6,21 @@ import { log } from '../log/index.ts';
 // steps), registered as ioredis custom commands (EVALSHA with automatic script
 // loading). Scripts live in ./scripts as `<name>-<numKeys>.lua`, each with a
 // KEYS/ARGV header; their keys are built by keys.ts and passed in. A script
-// that writes events gets the shared emitEvent function prepended.
+// gets the shared functions of ./scripts/lib it calls prepended.
 
 /** name → number of KEYS */
-const SCRIPTS = { createRecord: 8, transition: 5, answerApproval: 3, failTurn: 1, appendEvent: 3 } as const;
+const SCRIPTS = { createRecord: 9, transition: 6, answerApproval: 3, failTurn: 2, appendEvent: 4 } as const;
 
 type ScriptFn = (...args: (string | number)[]) => Promise<unknown>;
 export type PipelineRedis = Redis & Record<keyof typeof SCRIPTS, ScriptFn>;
 
 const scriptText = (file: string) => readFileSync(new URL(`./scripts/${file}.lua`, import.meta.url), 'utf8');
-const EMIT_EVENT = scriptText('lib/emitEvent');
+/** Shared functions, in definition order (a Lua local must be defined before it is used). */
+const LIBS = ['followTtl', 'emitEvent'].map((name) => ({ name, lua: scriptText(`lib/${name}`) }));
 const LUA = Object.entries(SCRIPTS).map(([name, keys]) => {
   const body = scriptText(`${name}-${keys}`);
-  return { name, keys, lua: body.includes('emitEvent(') ? `${EMIT_EVENT}\n${body}` : body };
+  const libs = LIBS.filter((l) => body.includes(`${l.name}(`)).map((l) => l.lua);
+  return { name, keys, lua: [...libs, body].join('\n') };
 });
 
 /**
@@ -42,6 +44,19 @@ export function createRedis(url: string, name: string, extra: RedisOptions = {})
   // would crash. It keeps reconnecting, so a warning is enough.
   redis.on('error', (err: Error) => log().warn({ err, connection: name }, 'redis connection error'));
   return redis as PipelineRedis;
+}
+
+/**
+ * True when Redis refused a write because it is at `maxmemory` (policy
+ * noeviction: `OOM command not allowed…`), also inside a script, a discarded
+ * MULTI or an error that wraps it. Nothing of that write happened.
+ */
+export function isStorageFull(err: unknown, depth = 0): boolean {
+  if (!(err instanceof Error) || depth > 4) return false;
+  if (/\bOOM command not allowed\b/.test(err.message)) return true;
+  const previous = (err as { previousErrors?: unknown }).previousErrors;
+  if (Array.isArray(previous) && previous.some((e) => isStorageFull(e, depth + 1))) return true;
+  return isStorageFull(err.cause, depth + 1);
 }
 
 /** Deletes every key matching a pattern (tests and `bench` cleanup). */

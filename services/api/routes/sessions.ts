@@ -63,7 +63,7 @@ const routes = (d: SessionRoutesDeps) => ({
     ok: { 200: { description: "a file's bytes, or a directory's entries", content: { 'application/octet-stream': { schema: z.string() }, 'application/json': { schema: DirectoryListing } } } },
   }),
   remove: route({
-    method: 'delete', path: '/{id}', id: 'deleteSession', summary: 'Remove the sandbox; the ledger stays', auth: 'writer',
+    method: 'delete', path: '/{id}', id: 'deleteSession', summary: 'Remove the sandbox; the ledger and events stay readable for THINKFLOW_RETENTION_S, then expire', auth: 'writer',
     ok: { 204: { description: 'removed' } },
   }),
 });

@@ -34,7 +34,8 @@ export type Transition = {
   events: readonly LedgerEventType[];
   /**
    * When the stored full command is dropped: `always` once it can no longer
-   * run (it never ran), `if_large` after it ran (large write bodies only).
+   * run (it never ran), `if_large` after it ran (only when the record keeps
+   * less than its bodies: the full command is then the only copy of them).
    */
   dropCommand: 'never' | 'always' | 'if_large';
 };

@@ -16,7 +16,7 @@ async function service(env: Record<string, string> = {}) {
   const svc = await startService(env);
   const res = await fetch(`${svc.url}/v1/sessions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{}' });
   const sid = ((await res.json()) as { session_id: string }).session_id;
-  const events = new JobEvents(svc.runtime.redis, svc.runtime.keys, svc.runtime.pipeline.eventsKeep);
+  const events = new JobEvents(svc.runtime.redis, svc.runtime.keys, { keep: svc.runtime.pipeline.eventsKeep, bodyBytes: svc.runtime.pipeline.bodyBytes, retentionS: svc.runtime.pipeline.retentionS });
   /** Appends n text_delta events to the session's stream, as a job runner would. */
   const flood = async (n: number) => {
     for (let i = 0; i < n; i += 2000) {

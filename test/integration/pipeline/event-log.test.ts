@@ -16,7 +16,7 @@ const prefix = testPrefix('eventlog');
 const keys = createKeys(prefix);
 const redis = createRedis(REDIS_URL, 'tft-eventlog');
 const sub = createRedis(REDIS_URL, 'tft-eventlog-sub');
-const writer = new EventWriter(redis, keys, 0);
+const writer = new EventWriter(redis, keys, 0, 65536);
 let n = 0;
 const newSid = () => `ses_evlog${++n}`;
 
@@ -91,7 +91,7 @@ describe('the event log on Redis', () => {
 
   it('trims the stream to about `keep` events when asked, numbering on', async () => {
     const sid = newSid();
-    const trimmed = new EventWriter(redis, keys, 5);
+    const trimmed = new EventWriter(redis, keys, 5, 65536);
     for (let i = 0; i < 300; i++) await trimmed.append(sid, null, SAMPLES.text_delta);
     const page = await readEventPage(redis, keys, sid, 0, 1000);
     expect(page.read).toBeLessThan(300);

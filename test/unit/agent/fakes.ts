@@ -139,6 +139,7 @@ function newRecord(session: string, turn: number, index: number, c: Command, flo
   return {
     session, turn, id: c.id, tool: c.tool, path: c.path ?? null, dest: c.dest ?? null, cmd: c.cmd ?? null,
     content: c.content ?? null, content_size: null, content_sha256: null, old_text: c.old_text ?? null, new_text: c.new_text ?? null,
+    content_truncated: false, old_text_size: null, old_text_sha256: null, old_text_truncated: false, new_text_size: null, new_text_sha256: null, new_text_truncated: false,
     need_result: c.need_result, timeout: c.timeout ?? null, flow, risk: 'medium', decision: 'allow', matched_rule: null, matched_rules: [],
     justification: null, policy_reason: null, enqueued_at: new Date().toISOString(),
     error: null, error_code: null, bytes_written: null, stdout: null, stderr: null, stdout_truncated: false, stderr_truncated: false,

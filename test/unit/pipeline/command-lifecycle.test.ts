@@ -13,6 +13,7 @@ function record(index: number, status: LedgerStatus, extra: Partial<LedgerRecord
   return {
     ...EMPTY_RESULT, session: 's1', turn: 1, id: String(index), tool: 'bash', path: null, dest: null, cmd: 'true',
     content: null, content_size: null, content_sha256: null, old_text: null, new_text: null, need_result: false,
+    content_truncated: false, old_text_size: null, old_text_sha256: null, old_text_truncated: false, new_text_size: null, new_text_sha256: null, new_text_truncated: false,
     timeout: null, flow: 'api', risk: 'high', decision: 'allow', matched_rule: null, matched_rules: [], justification: null,
     policy_reason: null, enqueued_at: new Date(Date.now() - 1000).toISOString(), index, status, approval: null, injected: false,
     started_at: null, finished_at: null, executed_by: null, ...extra,
@@ -94,9 +95,9 @@ describe('CommandLifecycle', () => {
     expect((await metrics.queueWait.get()).values.find((v) => v.metricName?.endsWith('_count'))?.value).toBe(1);
   });
 
-  it('a large command ran is dropped when final; one that never ran always is', async () => {
-    const { ledger, life } = setup([record(1, 'running', { content_size: 70_000 }), record(2, 'running', { content_size: 10 }), record(3, 'queued')]);
-    await life.apply(record(1, 'running', { content_size: 70_000 }), 'succeed', { result: EMPTY_RESULT });
+  it('a command ran whose record keeps less than its bodies is dropped when final; one that never ran always is', async () => {
+    const { ledger, life } = setup([record(1, 'running', { new_text_truncated: true }), record(2, 'running', { content_size: 10 }), record(3, 'queued')]);
+    await life.apply(record(1, 'running', { new_text_truncated: true }), 'succeed', { result: EMPTY_RESULT });
     await life.apply(record(2, 'running', { content_size: 10 }), 'succeed', { result: EMPTY_RESULT });
     await life.skip(record(3, 'queued'), 'skipped: test');
     expect(ledger.specs.map((s) => s.dropCommand)).toEqual([true, false, true]);

@@ -8,6 +8,7 @@ import type { EventBody, LedgerRecord, PublicApproval, SessionEventType } from '
 export const RECORD: LedgerRecord = {
   session: 'ses_1', turn: 1, id: '1', tool: 'write', path: 'a.txt', dest: null, cmd: null,
   content: 'hi', content_size: 2, content_sha256: 'x'.repeat(64), old_text: null, new_text: null,
+  content_truncated: false, old_text_size: null, old_text_sha256: null, old_text_truncated: false, new_text_size: null, new_text_sha256: null, new_text_truncated: false,
   need_result: false, timeout: null, flow: 'text', risk: 'medium', decision: 'allow',
   matched_rule: null, matched_rules: [], justification: null, policy_reason: null, enqueued_at: '2026-01-01T00:00:00.000Z',
   error: null, error_code: null, bytes_written: 2, stdout: null, stderr: null, stdout_truncated: false, stderr_truncated: false,

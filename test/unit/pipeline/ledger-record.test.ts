@@ -7,18 +7,19 @@ import {
 const allow = { decision: 'allow' as const, matched_rules: [], reason: '' };
 
 describe('ledger record', () => {
-  it('keeps small contents inline and large ones as digest + size only', () => {
+  it('keeps small contents whole and of large ones the first bytes, with full size, digest and truncated', () => {
     const now = new Date('2026-01-02T03:04:05.000Z');
-    const small = buildBase({ session: 's', turn: 1, command: { id: '1', tool: 'write', path: 'a', content: 'hé', need_result: false }, flow: 'text', evaluation: allow, now, inlineBytes: 3 });
+    const small = buildBase({ session: 's', turn: 1, command: { id: '1', tool: 'write', path: 'a', content: 'hé', need_result: false }, flow: 'text', evaluation: allow, now, bodyBytes: 3 });
     expect(small).toMatchObject({ content: 'hé', content_size: 3, content_sha256: createHash('sha256').update('hé').digest('hex'), enqueued_at: '2026-01-02T03:04:05.000Z' });
-    const big = buildBase({ session: 's', turn: 1, command: { id: '1', tool: 'write', path: 'a', content: 'abcd', need_result: false }, flow: 'text', evaluation: allow, now, inlineBytes: 3 });
-    expect(big).toMatchObject({ content: null, content_size: 4, content_sha256: createHash('sha256').update('abcd').digest('hex') });
-    const bash = buildBase({ session: 's', turn: 2, command: { id: '7', tool: 'bash', cmd: 'ls', need_result: false }, flow: 'native', evaluation: allow, now, inlineBytes: 3 });
+    const big = buildBase({ session: 's', turn: 1, command: { id: '1', tool: 'write', path: 'a', content: 'abcd', need_result: false }, flow: 'text', evaluation: allow, now, bodyBytes: 3 });
+    expect(big).toMatchObject({ content: 'abc', content_size: 4, content_sha256: createHash('sha256').update('abcd').digest('hex'), content_truncated: true });
+    expect(small.content_truncated).toBe(false);
+    const bash = buildBase({ session: 's', turn: 2, command: { id: '7', tool: 'bash', cmd: 'ls', need_result: false }, flow: 'native', evaluation: allow, now, bodyBytes: 3 });
     expect(bash).toMatchObject({ content: null, content_size: null, content_sha256: null, cmd: 'ls', risk: 'high', path: null });
   });
 
   it('read is always need_result; risk follows the tool kind', () => {
-    const b = buildBase({ session: 's', turn: 1, command: { id: '1', tool: 'read', path: 'a', need_result: false }, flow: 'api', evaluation: allow, now: new Date(), inlineBytes: 10 });
+    const b = buildBase({ session: 's', turn: 1, command: { id: '1', tool: 'read', path: 'a', need_result: false }, flow: 'api', evaluation: allow, now: new Date(), bodyBytes: 10 });
     expect(b.need_result).toBe(true);
     expect([riskOf('read'), riskOf('write'), riskOf('copy'), riskOf('bash')]).toEqual(['low', 'medium', 'medium', 'high']);
   });
@@ -31,12 +32,12 @@ describe('ledger record', () => {
     ];
     expect(decidingRule({ decision: 'prompt', matched_rules: rules, reason: '' })).toBe('p');
     expect(decidingRule({ decision: 'prompt', matched_rules: [rules[0]!], reason: 'default' })).toBeNull();
-    const base = buildBase({ session: 's', turn: 1, command: { id: '1', tool: 'bash', cmd: 'x', need_result: false }, flow: 'api', evaluation: { decision: 'prompt', matched_rules: rules, reason: 'r' }, now: new Date(), inlineBytes: 1 });
+    const base = buildBase({ session: 's', turn: 1, command: { id: '1', tool: 'bash', cmd: 'x', need_result: false }, flow: 'api', evaluation: { decision: 'prompt', matched_rules: rules, reason: 'r' }, now: new Date(), bodyBytes: 1 });
     expect(base).toMatchObject({ matched_rule: 'p', justification: 'ask', policy_reason: 'r' });
   });
 
   it('renders a stored hash into a validated record, and refuses a corrupt one', () => {
-    const base = buildBase({ session: 's', turn: 1, command: { id: '1', tool: 'touch', path: 'a', need_result: false }, flow: 'api', evaluation: allow, now: new Date(), inlineBytes: 10 });
+    const base = buildBase({ session: 's', turn: 1, command: { id: '1', tool: 'touch', path: 'a', need_result: false }, flow: 'api', evaluation: allow, now: new Date(), bodyBytes: 10 });
     const rec = recordFromHash(4, { base: JSON.stringify(base), status: 'running', injected: '1', started_at: '2026-01-01T00:00:00.000Z' });
     expect(LedgerRecord.parse(rec)).toEqual(rec);
     expect(rec).toMatchObject({ index: 4, status: 'running', injected: true, approval: null, finished_at: null, error: null, stdout_truncated: false });

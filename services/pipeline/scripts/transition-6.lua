@@ -4,14 +4,14 @@
   change single-winner: a skip racing a start, a recovery racing a finish.
 
   KEYS[1] record hash   KEYS[2] open-command counter   KEYS[3] turn state hash
-  KEYS[4] event seq counter   KEYS[5] event stream
+  KEYS[4] event seq counter   KEYS[5] event stream   KEYS[6] session meta hash (see followTtl)
   ARGV[1] expected statuses, space separated   ARGV[2] new status
   ARGV[3] "1" refuse when the turn failed at an earlier command (smaller index)   ARGV[4] record index
   ARGV[5] "1" new status is final (and the old one was not)   ARGV[6] "1" new status fails the turn
   ARGV[7] event channel   ARGV[8] events kept per session (0 = all)
   ARGV[9] number of events E, then E pairs (type, JSON without seq), then field/value pairs to HSET
   Returns {1, last seq} | {0, current status} | {2, failure marker}
-  Uses emitEvent (lib/emitEvent.lua).
+  Uses emitEvent (lib/emitEvent.lua) and followTtl (lib/followTtl.lua).
 ]]
 local cur = redis.call('HGET', KEYS[1], 'status')
 if not cur then return {0, ''} end
@@ -40,4 +40,5 @@ local seq = 0
 for k = 0, e - 1 do
   seq = emitEvent(KEYS[4], KEYS[5], ARGV[7], ARGV[8], ARGV[4], ARGV[10 + 2 * k], ARGV[11 + 2 * k])
 end
+followTtl(KEYS[6], KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5])
 return {1, seq}

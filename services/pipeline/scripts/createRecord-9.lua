@@ -6,6 +6,7 @@
   KEYS[3] open-command counter  KEYS[4] turn state hash (field "failed")
   KEYS[5] turn commands list    KEYS[6] event seq counter
   KEYS[7] event stream          KEYS[8] busy sessions zset
+  KEYS[9] session meta hash (its TTL, once deleted, is given to every key written here)
   ARGV[1] record key prefix (same hash tag as KEYS)   ARGV[2] "turn:id"
   ARGV[3] status    ARGV[4] "1" status is final    ARGV[5] "1" status fails the turn
   ARGV[6] "1" refuse when the turn already failed (caller then records it skipped);
@@ -15,7 +16,7 @@
   ARGV[13] session id   ARGV[14] now (ms)  ARGV[15] event type  ARGV[16] event JSON without seq/index
   Returns {1, index, seq, open} | {0, existing index} (duplicate id) | {2, failure marker}
   (open = the session's non-final count after this record: 1 means it was idle)
-  Uses emitEvent (lib/emitEvent.lua).
+  Uses emitEvent (lib/emitEvent.lua) and followTtl (lib/followTtl.lua).
 ]]
 local existing = redis.call('HGET', KEYS[2], ARGV[2])
 if existing then return {0, tonumber(existing)} end
@@ -47,4 +48,5 @@ local data = ARGV[16]
 local s, e = string.find(data, '"index":-1', 1, true)
 if s then data = string.sub(data, 1, s - 1) .. '"index":' .. n .. string.sub(data, e + 1) end
 local seq = emitEvent(KEYS[6], KEYS[7], ARGV[11], ARGV[12], n, ARGV[15], data)
+followTtl(KEYS[9], KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7], rec)
 return {1, n, seq, open}

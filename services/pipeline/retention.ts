@@ -1,0 +1,50 @@
+import { withIds } from '../log/index.ts';
+import type { Keys } from './keys.ts';
+import type { SessionQueues } from './queues.ts';
+import type { PipelineRedis } from './redis.ts';
+
+// A deleted session's keys expire after THINKFLOW_RETENTION_S: its ledger and
+// events stay readable that long, then Redis frees them without a sweeper.
+// The keys are enumerated from the session's counters (keys.ts) and its queue
+// (BullMQ's own names), never by a SCAN of the keyspace. A key written after
+// this (a command that was running finishes) takes the same TTL in the script
+// that writes it (scripts/lib/followTtl.lua).
+
+const CHUNK = 1000;
+
+export class SessionRetention {
+  readonly #redis: PipelineRedis;
+  readonly #keys: Keys;
+  readonly #queues: SessionQueues;
+  readonly #ttlS: number;
+
+  constructor(redis: PipelineRedis, keys: Keys, queues: SessionQueues, retentionS: number) {
+    this.#redis = redis;
+    this.#keys = keys;
+    this.#queues = queues;
+    this.#ttlS = retentionS;
+  }
+
+  get retentionS(): number { return this.#ttlS; }
+
+  /** Gives every key of the session the retention TTL; returns how many keys exist. `tokens`: its approvals. */
+  async expire(sid: string, tokens: string[]): Promise<number> {
+    const k = this.#keys;
+    const [records, turns] = (await this.#redis.mget(k.ledgerCounter(sid), k.turnCounter(sid))).map((v) => Number(v ?? 0));
+    const keys = [
+      ...k.sessionKeys(sid, { records: records!, turns: turns!, tokens }),
+      ...this.#queues.keysOf(sid, records!),
+    ];
+    let expired = 0;
+    for (let i = 0; i < keys.length; i += CHUNK) {
+      const p = this.#redis.pipeline();
+      for (const key of keys.slice(i, i + CHUNK)) p.expire(key, this.#ttlS);
+      for (const [err, res] of (await p.exec()) ?? []) {
+        if (err) throw err;
+        expired += Number(res);
+      }
+    }
+    withIds({ session_id: sid }).info({ keys: expired, retention_s: this.#ttlS }, 'session keys expire after the retention');
+    return expired;
+  }
+}
