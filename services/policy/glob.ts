@@ -56,7 +56,7 @@ export function compileReachMatcher(glob: string): (dir: string, dotOk: boolean)
   const alternatives = expandBraces(glob).map((g) => g.split('/').map((s): SegmentTest => {
     if (s === '**') return 'star';
     // `.` and `..` never name an entry of a normalised path.
-    if (s === '.' || s === '..') return { test: () => false, dot: true };
+    if (s === '.' || s === '..') return { test: () => false, dot: true, never: true };
     const m = compileWildcard(parseSegment(s));
     return { test: (seg: string) => m(seg), dot: s.startsWith('.') };
   }));
@@ -66,7 +66,7 @@ export function compileReachMatcher(glob: string): (dir: string, dotOk: boolean)
   };
 }
 
-type SegmentTest = 'star' | { test: (seg: string) => boolean; dot: boolean };
+type SegmentTest = 'star' | { test: (seg: string) => boolean; dot: boolean; never?: boolean };
 
 /** NFA walk over the directory's segments; then one more segment must be possible. */
 function reaches(glob: readonly SegmentTest[], dir: readonly string[], dotOk: boolean): boolean {
@@ -84,7 +84,7 @@ function reaches(glob: readonly SegmentTest[], dir: readonly string[], dotOk: bo
   }
   for (const j of states) {
     const g = glob[j];
-    if (g === 'star' || (g !== undefined && (dotOk || !g.dot))) return true;
+    if (g === 'star' || (g !== undefined && g.never !== true && (dotOk || !g.dot))) return true;
   }
   return false;
 }

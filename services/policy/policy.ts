@@ -13,6 +13,7 @@ import { describeOp, matchOp, unsureReason } from './op-match.ts';
 import { prefixRunsAnything } from './runs-anything.ts';
 import { scriptTooLarge, splitScript, type SimpleCommand, type SplitScript } from './shell-split.ts';
 import { newWrapBudget, unwrap, type Unwrapped, type WrapBudget } from './wrappers.ts';
+import { newBudget, spend, type Budget } from './budget.ts';
 
 export type Evaluation = { decision: Decision; matched_rules: MatchedRule[]; reason: string };
 
@@ -58,23 +59,26 @@ function attach(e: Evaluation, d: EvaluationDetail): Evaluation {
   return e;
 }
 
-export function evaluate(layers: PolicyLayers, command: Command, grants: readonly Grant[] = []): Evaluation {
-  return command.tool === 'bash' ? evaluateBash(layers, command, grants) : evaluateFile(layers, command, grants);
+/** `budget`: the steps this evaluation may take (budget.ts); explainBash shares one across the parts it judges. */
+export function evaluate(layers: PolicyLayers, command: Command, grants: readonly Grant[] = [], budget: Budget = newBudget()): Evaluation {
+  return command.tool === 'bash' ? evaluateBash(layers, command, grants, budget) : evaluateFile(layers, command, grants);
 }
 
 /** A script read into what it runs: its simple commands, what their wrappers run, and the files its redirections touch. */
 type Reading = { split: SplitScript; inner: Unwrapped[]; ops: FileOp[]; innerOps: FileOp[]; budget: WrapBudget; complex?: string };
 
-function read(cmd: string): Reading {
+function read(cmd: string, steps: Budget): Reading {
   const split = splitScript(cmd);
-  const budget = newWrapBudget();
+  const budget = newWrapBudget(steps);
+  // Matching each simple command's argv against the rules.
+  spend(steps, split.simple.length);
   const inner = split.simple.map((c) => unwrap(c.argv, budget));
   const nested = inner.flatMap((u) => u.commands);
-  const outer = touchesFiles(split.simple) ? fileOpsOf(split.simple) : NO_OPS;
-  const all = touchesFiles(nested) ? fileOpsOf([...split.simple, ...nested]) : outer;
+  const outer = touchesFiles(split.simple) ? fileOpsOf(split.simple, steps) : NO_OPS;
+  const all = touchesFiles(nested) ? fileOpsOf([...split.simple, ...nested], steps) : outer;
   const own = all === outer ? undefined : new Set(outer.ops.map(opKey));
   const innerOps = own === undefined ? [] : all.ops.filter((o) => !own.has(opKey(o)));
-  const complex = split.complex ?? inner.find((u) => u.complex !== undefined)?.complex ?? all.complex;
+  const complex = split.complex ?? inner.find((u) => u.complex !== undefined)?.complex ?? all.complex ?? steps.over;
   return { split, inner, ops: outer.ops, innerOps, budget, complex };
 }
 
@@ -84,11 +88,11 @@ function opKey(o: FileOp): string {
   return `${o.tool}\0${o.path}\0${o.via ?? ''}\0${o.scope ?? ''}\0${o.dotOk === true}`;
 }
 
-function evaluateBash(layers: PolicyLayers, command: Command, grants: readonly Grant[]): Evaluation {
+function evaluateBash(layers: PolicyLayers, command: Command, grants: readonly Grant[], budget: Budget): Evaluation {
   const cmd = command.cmd ?? '';
   const big = scriptTooLarge(cmd);
   if (big !== undefined) return refuse('bash', big);
-  const r = read(cmd);
+  const r = read(cmd, budget);
   const complex = r.complex ?? unsureReason(layers, r.ops) ?? unsureReason(layers, r.innerOps);
   if (complex !== undefined) return evaluateComplex(layers, r, complex);
   const matched = new Set<Rule>();

@@ -15,6 +15,7 @@ import { splitScript, type SimpleCommand } from './shell-split.ts';
 import type { Word } from './shell-lexer.ts';
 import { newWrapBudget, unwrap } from './wrappers.ts';
 import { commandTargets, isPathAware } from './file-commands/index.ts';
+import { FILE_OP_STEPS, newBudget, spend, type Budget } from './budget.ts';
 
 /**
  * A workspace file a command touches. `via: 'operand'`: a path argument of a
@@ -44,7 +45,7 @@ export function redirectFileOps(cmd: string): FileOp[] {
   // Scripts run through wrappers (`bash -c "echo x > f"`) redirect too.
   const budget = newWrapBudget();
   const nested = simple.flatMap((c) => unwrap(c.argv, budget).commands);
-  return fileOpsOf([...simple, ...nested]).ops.filter((o) => o.via === undefined);
+  return fileOpsOf([...simple, ...nested], budget.steps).ops.filter((o) => o.via === undefined);
 }
 
 /** Whether fileOpsOf has anything to read in these commands (most scripts: nothing). */
@@ -55,12 +56,15 @@ export function touchesFiles(commands: readonly SimpleCommand[]): boolean {
 const PROCESS_LINK = /^\/(proc|dev\/fd)(\/|$)/;
 
 /** File operations of simple commands in script order; `complex` when a target cannot be known from the text. */
-export function fileOpsOf(commands: readonly SimpleCommand[]): FileOps {
+export function fileOpsOf(commands: readonly SimpleCommand[], budget: Budget = newBudget()): FileOps {
   const ops: FileOp[] = [];
   const seen = new Set<string>();
   let cwds: string[] | null = [WORKSPACE_ROOT];
   let complex: string | undefined;
   for (const c of commands) {
+    // Every target is resolved against every possible working directory, then matched: paid up front.
+    const targets = c.redirs.length + (c.argv.length > 0 && isPathAware(c.argv[0]!) ? c.argv.length : 0);
+    if (targets > 0 && !spend(budget, targets * FILE_OP_STEPS * (cwds?.length ?? 1))) { complex ??= budget.over; break; }
     for (const r of c.redirs) {
       const tools = toolsOf(r.op, r.target);
       if (tools.length === 0) continue;
