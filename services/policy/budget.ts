@@ -7,7 +7,7 @@
 // script gets the same decision on every machine and in the CLI. A script
 // whose reading runs out of steps is complex: the policy's default, plus
 // every restriction read before the budget ran out — never an allow.
-export const MAX_POLICY_STEPS = 100_000;
+export const MAX_POLICY_STEPS = 50_000;
 export const BUDGET_REASON = `policy evaluation budget exceeded (${MAX_POLICY_STEPS.toLocaleString('en-US')} steps); split the script or write it to a file`;
 
 export type Budget = { left: number; over?: string };
