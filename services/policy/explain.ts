@@ -9,6 +9,7 @@ import type { MatchedRule } from './matched-rule.ts';
 import { evaluate, type Evaluation, type Grant } from './policy.ts';
 import { splitScript } from './shell-split.ts';
 import type { Decision } from './decision.ts';
+import { newBudget, spend } from './budget.ts';
 
 export type Segment = {
   /** the simple command as a shell would read it back (argv, quoted) */
@@ -28,22 +29,33 @@ export type BashExplanation = {
 /**
  * Each simple command of a bash script, evaluated on its own with the same
  * layers and grants. A complex script is one segment carrying the whole
- * script's evaluation, since its parts cannot be judged apart.
+ * script's evaluation, since its parts cannot be judged apart; so is one
+ * whose parts cost more than one evaluation budget to judge (budget.ts):
+ * the explanation costs at most two evaluations of the script.
  * @example explainBash(layers, 'ls && rm -rf build').segments.map((s) => s.decision) // ['allow', 'prompt']
  */
 export function explainBash(layers: PolicyLayers, cmd: string, grants: readonly Grant[] = []): BashExplanation {
   const split = splitScript(cmd);
-  if (split.complex !== undefined) {
-    const whole = evaluate(layers, { id: '0', tool: 'bash', cmd, need_result: false }, grants);
-    return { complex: split.complex, segments: [{ text: cmd, argv: [], ...pick(whole) }] };
+  if (split.complex !== undefined) return wholeScript(layers, cmd, grants, split.complex);
+  const budget = newBudget();
+  const segments: Segment[] = [];
+  for (const argv of split.commands) {
+    // Quoting and reading the part again cost its length.
+    if (!spend(budget, argv.reduce((n, a) => n + a.length + 1, 0))) break;
+    const text = quote(argv);
+    const e = evaluate(layers, bashCommand(text), grants, budget);
+    if (budget.over !== undefined) break;
+    segments.push({ text, argv, ...pick(e) });
   }
-  return {
-    complex: null,
-    segments: split.commands.map((argv) => {
-      const text = quote(argv);
-      return { text, argv, ...pick(evaluate(layers, { id: '0', tool: 'bash', cmd: text, need_result: false }, grants)) };
-    }),
-  };
+  return budget.over !== undefined ? wholeScript(layers, cmd, grants, budget.over) : { complex: null, segments };
+}
+
+function wholeScript(layers: PolicyLayers, cmd: string, grants: readonly Grant[], why: string): BashExplanation {
+  return { complex: why, segments: [{ text: cmd, argv: [], ...pick(evaluate(layers, bashCommand(cmd), grants)) }] };
+}
+
+function bashCommand(cmd: string): Command {
+  return { id: '0', tool: 'bash', cmd, need_result: false };
 }
 
 function pick(e: Evaluation): Pick<Segment, 'decision' | 'matched_rules' | 'reason'> {

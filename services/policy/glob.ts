@@ -43,6 +43,58 @@ function segmentsOf(path: string): readonly string[] {
   return lastSegs;
 }
 
+/**
+ * Whether some path strictly under `dir` (a normalised workspace path, `.`
+ * for the root) can match the glob: what a recursive delete or an
+ * extraction there may reach. `dotOk` false: the entry right under `dir`
+ * cannot start with a dot (it comes from a shell pattern like `*.o`). Sound
+ * for the rules' purpose: it may say yes for a path no file has.
+ * @example compileReachMatcher('.git/**')('.', true) // true
+ */
+export function compileReachMatcher(glob: string): (dir: string, dotOk: boolean) => boolean {
+  checkLimits(glob);
+  const alternatives = expandBraces(glob).map((g) => g.split('/').map((s): SegmentTest => {
+    if (s === '**') return 'star';
+    // `.` and `..` never name an entry of a normalised path.
+    if (s === '.' || s === '..') return { test: () => false, dot: true, never: true };
+    const m = compileWildcard(parseSegment(s));
+    return { test: (seg: string) => m(seg), dot: s.startsWith('.') };
+  }));
+  return (dir, dotOk) => {
+    const segs = dir === '.' ? [] : dir.split('/');
+    return alternatives.some((a) => reaches(a, segs, dotOk));
+  };
+}
+
+type SegmentTest = 'star' | { test: (seg: string) => boolean; dot: boolean; never?: boolean };
+
+/** NFA walk over the directory's segments; then one more segment must be possible. */
+function reaches(glob: readonly SegmentTest[], dir: readonly string[], dotOk: boolean): boolean {
+  let states = closure(glob, new Set([0]));
+  for (const seg of dir) {
+    const next = new Set<number>();
+    for (const j of states) {
+      const g = glob[j];
+      if (g === undefined) continue;
+      if (g === 'star') next.add(j);
+      else if (g.test(seg)) next.add(j + 1);
+    }
+    states = closure(glob, next);
+    if (states.size === 0) return false;
+  }
+  for (const j of states) {
+    const g = glob[j];
+    if (g === 'star' || (g !== undefined && g.never !== true && (dotOk || !g.dot))) return true;
+  }
+  return false;
+}
+
+/** `**` may match zero segments: its state also stands for the next one. */
+function closure(glob: readonly SegmentTest[], states: Set<number>): Set<number> {
+  for (const j of states) if (glob[j] === 'star') states.add(j + 1);
+  return states;
+}
+
 /** Characters to compile once `{a,b}` alternatives are expanded (for budgets); 0 when the glob is refused anyway. */
 export function expandedGlobChars(glob: string): number {
   try {

@@ -27,3 +27,5 @@ export { splitScript } from './shell-split.ts';
 export type { SplitScript } from './shell-split.ts';
 export { explainBash, describeGrant } from './explain.ts';
 export type { Segment, BashExplanation } from './explain.ts';
+export { MAX_POLICY_STEPS, BUDGET_REASON } from './budget.ts';
+export { DESCRIPTORS as FILE_COMMANDS, checkExamples as checkFileCommandExamples, commandTargets } from './file-commands/index.ts';

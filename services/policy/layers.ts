@@ -73,6 +73,11 @@ export class PolicyLayers {
     return (this.byTool.get(tool) ?? []).filter((r) => ruleMatchesPath(r, path));
   }
 
+  /** Every rule of a file tool, in layer order. */
+  rulesOf(tool: ToolName): readonly Rule[] {
+    return this.byTool.get(tool) ?? [];
+  }
+
   defaultFor(key: DefaultKey): ResolvedDefault {
     return this.defaults.get(key)!;
   }

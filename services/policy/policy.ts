@@ -8,10 +8,12 @@ import type { MatchedRule } from './matched-rule.ts';
 import { normalizeWorkspacePath } from './path.ts';
 import { prefixLength, type Layer, type Rule } from './rule.ts';
 import type { DefaultKey } from './schema.ts';
-import { fileOpsOf, type FileOp, type FileOps } from './redirects.ts';
+import { fileOpsOf, touchesFiles, type FileOp, type FileOps } from './redirects.ts';
+import { describeOp, matchOp, unsureReason } from './op-match.ts';
 import { prefixRunsAnything } from './runs-anything.ts';
 import { scriptTooLarge, splitScript, type SimpleCommand, type SplitScript } from './shell-split.ts';
 import { newWrapBudget, unwrap, type Unwrapped, type WrapBudget } from './wrappers.ts';
+import { newBudget, spend, type Budget } from './budget.ts';
 
 export type Evaluation = { decision: Decision; matched_rules: MatchedRule[]; reason: string };
 
@@ -29,9 +31,11 @@ export type Part = {
   /** bash: the argv; file tools: the normalised path and which field it was. */
   argv?: string[];
   path?: string;
-  field?: 'path' | 'dest' | 'redirect';
-  /** A redirection target is checked as this file tool (§7). */
+  field?: 'path' | 'dest' | 'redirect' | 'operand';
+  /** A redirection target or path argument is checked as this file tool (§7). */
   fileTool?: 'write' | 'read';
+  /** A path argument's scope (redirects.ts FileOp). */
+  scope?: 'tree' | 'some';
   /** The rule that decided this part, absent when a default did. */
   rule?: Rule;
   /** Longest literal prefix among the prompt rules of this part (0: none). */
@@ -55,39 +59,42 @@ function attach(e: Evaluation, d: EvaluationDetail): Evaluation {
   return e;
 }
 
-export function evaluate(layers: PolicyLayers, command: Command, grants: readonly Grant[] = []): Evaluation {
-  return command.tool === 'bash' ? evaluateBash(layers, command, grants) : evaluateFile(layers, command, grants);
+/** `budget`: the steps this evaluation may take (budget.ts); explainBash shares one across the parts it judges. */
+export function evaluate(layers: PolicyLayers, command: Command, grants: readonly Grant[] = [], budget: Budget = newBudget()): Evaluation {
+  return command.tool === 'bash' ? evaluateBash(layers, command, grants, budget) : evaluateFile(layers, command, grants);
 }
 
 /** A script read into what it runs: its simple commands, what their wrappers run, and the files its redirections touch. */
 type Reading = { split: SplitScript; inner: Unwrapped[]; ops: FileOp[]; innerOps: FileOp[]; budget: WrapBudget; complex?: string };
 
-function read(cmd: string): Reading {
+function read(cmd: string, steps: Budget): Reading {
   const split = splitScript(cmd);
-  const budget = newWrapBudget();
+  const budget = newWrapBudget(steps);
+  // Matching each simple command's argv against the rules.
+  spend(steps, split.simple.length);
   const inner = split.simple.map((c) => unwrap(c.argv, budget));
   const nested = inner.flatMap((u) => u.commands);
-  const redirects = split.simple.some((c) => c.redirs.length > 0);
-  const outer = redirects ? fileOpsOf(split.simple) : NO_OPS;
-  const all = nested.some((c) => c.redirs.length > 0) ? fileOpsOf([...split.simple, ...nested]) : outer;
+  const outer = touchesFiles(split.simple) ? fileOpsOf(split.simple, steps) : NO_OPS;
+  const all = touchesFiles(nested) ? fileOpsOf([...split.simple, ...nested], steps) : outer;
   const own = all === outer ? undefined : new Set(outer.ops.map(opKey));
   const innerOps = own === undefined ? [] : all.ops.filter((o) => !own.has(opKey(o)));
-  const complex = split.complex ?? inner.find((u) => u.complex !== undefined)?.complex ?? all.complex;
+  const complex = split.complex ?? inner.find((u) => u.complex !== undefined)?.complex ?? all.complex ?? steps.over;
   return { split, inner, ops: outer.ops, innerOps, budget, complex };
 }
 
 const NO_OPS: FileOps = { ops: [] };
 
 function opKey(o: FileOp): string {
-  return `${o.tool}\0${o.path}`;
+  return `${o.tool}\0${o.path}\0${o.via ?? ''}\0${o.scope ?? ''}\0${o.dotOk === true}`;
 }
 
-function evaluateBash(layers: PolicyLayers, command: Command, grants: readonly Grant[]): Evaluation {
+function evaluateBash(layers: PolicyLayers, command: Command, grants: readonly Grant[], budget: Budget): Evaluation {
   const cmd = command.cmd ?? '';
   const big = scriptTooLarge(cmd);
   if (big !== undefined) return refuse('bash', big);
-  const r = read(cmd);
-  if (r.complex !== undefined) return evaluateComplex(layers, r, r.complex);
+  const r = read(cmd, budget);
+  const complex = r.complex ?? unsureReason(layers, r.ops) ?? unsureReason(layers, r.innerOps);
+  if (complex !== undefined) return evaluateComplex(layers, r, complex);
   const matched = new Set<Rule>();
   const parts: Part[] = [];
   r.split.simple.forEach((c, k) => {
@@ -99,15 +106,15 @@ function evaluateBash(layers: PolicyLayers, command: Command, grants: readonly G
     parts.push(partFrom(layers, 'bash', rules, { argv: c.argv }, grants, inner));
   });
   for (const op of r.ops) {
-    const rules = layers.matchPath(op.tool, op.path);
+    const rules = matchOp(layers, op).rules;
     for (const x of rules) matched.add(x);
-    parts.push(partFrom(layers, op.tool, rules, { path: op.path, field: 'redirect', fileTool: op.tool }, grants));
+    parts.push(partFrom(layers, op.tool, rules, opWhere(op), grants));
   }
   for (const op of r.innerOps) {
-    const rules = layers.matchPath(op.tool, op.path).filter((x) => x.decision !== 'allow');
+    const rules = matchOp(layers, op).rules.filter((x) => x.decision !== 'allow');
     if (rules.length === 0) continue;
     for (const x of rules) matched.add(x);
-    parts.push(partFrom(layers, op.tool, rules, { path: op.path, field: 'redirect', fileTool: op.tool }, grants));
+    parts.push(partFrom(layers, op.tool, rules, opWhere(op), grants));
   }
   if (parts.length === 0) {
     const d = layers.defaultFor('bash');
@@ -144,7 +151,7 @@ function evaluateComplex(layers: PolicyLayers, r: Reading, why: string): Evaluat
       for (const x of restrictionsOf(layers, nested, own)) hit(x, show(argv));
     }
   });
-  for (const op of [...r.ops, ...r.innerOps]) for (const x of layers.matchPath(op.tool, op.path)) hit(x, `${op.tool} of ${op.path} (redirection)`);
+  for (const op of [...r.ops, ...r.innerOps]) for (const x of matchOp(layers, op).rules) hit(x, describeOp(op));
   const parts: Part[] = [{ decision, promptPrefix: 0, granted: false }];
   const reason = decisive ? ruleReason(decisive.rule, decisive.subject) : `complex_command default (${defaultSource(dflt.layer)}): ${decision}`;
   return finish(layers, { tool: 'bash', complex: why, parts }, matched, `complex script (${why}); ${reason}`);
@@ -169,11 +176,19 @@ function evaluateFile(layers: PolicyLayers, command: Command, grants: readonly G
   return finish(layers, { tool: command.tool, parts }, matched);
 }
 
+type Where = Pick<Part, 'argv' | 'path' | 'field' | 'fileTool' | 'scope'>;
+
+function opWhere(op: FileOp): Where {
+  const w: Where = { path: op.path, field: op.via === 'operand' ? 'operand' : 'redirect', fileTool: op.tool };
+  if (op.scope !== undefined) w.scope = op.scope;
+  return w;
+}
+
 function partFrom(
   layers: PolicyLayers,
   tool: ToolName,
   rules: Rule[],
-  where: { argv?: string[]; path?: string; field?: 'path' | 'dest' | 'redirect'; fileTool?: 'write' | 'read' },
+  where: Where,
   grants: readonly Grant[],
   inner: readonly Rule[] = [],
 ): Part {
@@ -229,7 +244,9 @@ function restrictionsOf(layers: PolicyLayers, inner: readonly SimpleCommand[], o
 
 function partReason(layers: PolicyLayers, detail: EvaluationDetail, p: Part, decision: Decision): string {
   // Built only for the deciding part: formatting every part is measurable.
-  const subject = p.argv ? show(p.argv) : p.fileTool ? `${p.fileTool} of ${p.path} (redirection)` : `${detail.tool} ${p.field ?? 'path'} ${p.path ?? ''}`;
+  const subject = p.argv
+    ? show(p.argv)
+    : p.fileTool ? describeOp({ tool: p.fileTool, path: p.path ?? '', via: p.field === 'operand' ? 'operand' : undefined, scope: p.scope }) : `${detail.tool} ${p.field ?? 'path'} ${p.path ?? ''}`;
   if (p.granted && p.decision === 'prompt' && decision === 'allow') return `prompt for ${subject} satisfied by a session grant`;
   if (p.rule) return ruleReason(p.rule, subject);
   const key: DefaultKey = p.fileTool ?? detail.tool;

@@ -1,4 +1,6 @@
-// Redirections are file operations (POLICY.md §7): `echo x >> .git/config`
+// Redirections are file operations (POLICY.md §7), and so are the path
+// arguments of path-aware commands (`mv`, `sed -i`, `tar -x -C` …, read by
+// file-commands/): `echo x >> .git/config`
 // writes .git/config just as a `write` tool call would, so each redirection
 // target in the workspace is checked as a `write` (output) or a `read`
 // (input) under the path rules. Targets outside the workspace (/dev/null,
@@ -12,8 +14,16 @@ import { normalizeWorkspacePath, WORKSPACE_ROOT } from './path.ts';
 import { splitScript, type SimpleCommand } from './shell-split.ts';
 import type { Word } from './shell-lexer.ts';
 import { newWrapBudget, unwrap } from './wrappers.ts';
+import { commandTargets, isPathAware } from './file-commands/index.ts';
+import { FILE_OP_STEPS, newBudget, spend, type Budget } from './budget.ts';
 
-export type FileOp = { tool: 'write' | 'read'; path: string };
+/**
+ * A workspace file a command touches. `via: 'operand'`: a path argument of a
+ * path-aware command (file-commands/), with its scope — `tree` the path and
+ * everything under it, `some` unknown entries under it (`dotOk`: they may
+ * start with a dot); absent: a redirection, or the path itself.
+ */
+export type FileOp = { tool: 'write' | 'read'; path: string; via?: 'operand'; scope?: 'tree' | 'some'; dotOk?: boolean };
 export type FileOps = { ops: FileOp[]; complex?: string };
 
 const OUTPUT = new Set(['>', '>>', '>|', '&>', '&>>', '>&']);
@@ -35,18 +45,26 @@ export function redirectFileOps(cmd: string): FileOp[] {
   // Scripts run through wrappers (`bash -c "echo x > f"`) redirect too.
   const budget = newWrapBudget();
   const nested = simple.flatMap((c) => unwrap(c.argv, budget).commands);
-  return fileOpsOf([...simple, ...nested]).ops;
+  return fileOpsOf([...simple, ...nested], budget.steps).ops.filter((o) => o.via === undefined);
+}
+
+/** Whether fileOpsOf has anything to read in these commands (most scripts: nothing). */
+export function touchesFiles(commands: readonly SimpleCommand[]): boolean {
+  return commands.some((c) => c.redirs.length > 0 || (c.argv.length > 0 && isPathAware(c.argv[0]!)));
 }
 
 const PROCESS_LINK = /^\/(proc|dev\/fd)(\/|$)/;
 
 /** File operations of simple commands in script order; `complex` when a target cannot be known from the text. */
-export function fileOpsOf(commands: readonly SimpleCommand[]): FileOps {
+export function fileOpsOf(commands: readonly SimpleCommand[], budget: Budget = newBudget()): FileOps {
   const ops: FileOp[] = [];
   const seen = new Set<string>();
   let cwds: string[] | null = [WORKSPACE_ROOT];
   let complex: string | undefined;
   for (const c of commands) {
+    // Every target is resolved against every possible working directory, then matched: paid up front.
+    const targets = c.redirs.length + (c.argv.length > 0 && isPathAware(c.argv[0]!) ? c.argv.length : 0);
+    if (targets > 0 && !spend(budget, targets * FILE_OP_STEPS * (cwds?.length ?? 1))) { complex ??= budget.over; break; }
     for (const r of c.redirs) {
       const tools = toolsOf(r.op, r.target);
       if (tools.length === 0) continue;
@@ -66,9 +84,32 @@ export function fileOpsOf(commands: readonly SimpleCommand[]): FileOps {
         }
       }
     }
+    if (c.argv.length > 0 && isPathAware(c.argv[0]!)) complex ??= operandOps(c, cwds, ops, seen);
     if (CHDIR.has(c.argv[0] ?? '')) cwds = chdir(cwds, c);
   }
   return complex === undefined ? { ops } : { ops, complex };
+}
+
+/** The write targets of a path-aware command's arguments, resolved against every possible working directory; the reason when they cannot be known. */
+function operandOps(c: SimpleCommand, cwds: string[] | null, ops: FileOp[], seen: Set<string>): string | undefined {
+  const t = commandTargets(c.words);
+  for (const target of t.targets) {
+    const rel = !target.path.startsWith('/');
+    if (rel && cwds === null) return 'relative path argument after a cd that cannot be followed';
+    if (PROCESS_LINK.test(target.path.replace(/\/{2,}/g, '/'))) return `path argument through a process link (${target.path})`;
+    for (const base of rel ? cwds! : ['']) {
+      const abs = absolute(rel ? `${base}/${target.path}` : target.path);
+      // A tree or extraction at `/` reaches the workspace too.
+      const n = abs === '/' && target.scope !== 'self' ? { ok: true as const, path: '.' } : normalizeWorkspacePath(abs);
+      if (!n.ok) continue; // outside the workspace: left to the sandbox
+      const op: FileOp = { tool: 'write', path: n.path, via: 'operand' };
+      if (target.scope !== 'self') op.scope = target.scope;
+      if (target.scope === 'some') op.dotOk = target.dotOk || abs === '/';
+      const key = `o\0${target.scope}\0${op.dotOk === true}\0${n.path}`;
+      if (!seen.has(key)) { seen.add(key); ops.push(op); }
+    }
+  }
+  return t.complex;
 }
 
 /** `>&2`, `2>&1`, `<&0`, `>&-` duplicate or close descriptors; `>&file` is `&>file`. */

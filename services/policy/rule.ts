@@ -2,14 +2,19 @@
 // (globs to regexes, patterns to token sets) so evaluation is lookups only.
 import type { ToolName } from '../protocol/index.ts';
 import type { Decision } from './decision.ts';
-import { compileGlobMatcher } from './glob.ts';
+import { compileGlobMatcher, compileReachMatcher } from './glob.ts';
 
 export type Layer = 'global' | 'project' | 'session';
 
 /** One position of an argv prefix: any token, or one of a set of literals. */
 export type PatternToken = { any: true } | { any: false; alts: ReadonlySet<string> };
 export type CommandPattern = readonly PatternToken[];
-export type PathMatcher = { glob: string; test: (path: string) => boolean };
+export type PathMatcher = {
+  glob: string;
+  test: (path: string) => boolean;
+  /** Some path strictly under a directory may match (glob.ts compileReachMatcher). */
+  reaches: (dir: string, dotOk: boolean) => boolean;
+};
 
 export type Rule = {
   id: string;
@@ -90,5 +95,6 @@ export function compileGlob(glob: string): PathMatcher {
   const test = compileGlobMatcher(glob);
   // The workspace root "." is zero segments: only `**`-only globs (or ".") reach it.
   const root = glob === '.' || /^\*\*(\/\*\*)*$/.test(glob);
-  return { glob, test: (p) => (p === '.' ? root : test(p)) };
+  const reach = glob === '.' ? () => false : compileReachMatcher(glob);
+  return { glob, test: (p) => (p === '.' ? root : test(p)), reaches: reach };
 }

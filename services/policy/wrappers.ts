@@ -11,6 +11,7 @@
 // reading its script from stdin) is reported `complex`, and then every
 // argument that could be a command or a script is read for restrictions.
 import { splitScript, type SimpleCommand } from './shell-split.ts';
+import { newBudget, spend, type Budget } from './budget.ts';
 
 export type Unwrapped = { commands: SimpleCommand[]; complex?: string };
 
@@ -61,13 +62,14 @@ const MAX_COMMANDS = 256;
 export function unwrap(argv: readonly string[], budget: WrapBudget = newWrapBudget()): Unwrapped {
   const r = unwrapAt(argv, 0, budget);
   if (budget.left <= 0) r.complex ??= `more than ${MAX_COMMANDS} wrapped commands in one script`;
+  if (budget.steps.over !== undefined) r.complex ??= budget.steps.over;
   return r;
 }
 
-/** Shared by every command of one script, so a script of many wrappers stays bounded too. */
-export type WrapBudget = { left: number };
-export function newWrapBudget(): WrapBudget {
-  return { left: MAX_COMMANDS };
+/** Shared by every command of one script, so a script of many wrappers stays bounded too; `steps` is the script's evaluation budget. */
+export type WrapBudget = { left: number; steps: Budget };
+export function newWrapBudget(steps: Budget = newBudget()): WrapBudget {
+  return { left: MAX_COMMANDS, steps };
 }
 
 /** The argv of every command `argv` runs through wrappers (tests, diagnostics). */
@@ -76,9 +78,9 @@ export function innerCommands(argv: readonly string[]): string[][] {
 }
 
 /** `budget` bounds the whole unwrapping: guessed readings could otherwise fan out at every level. */
-function unwrapAt(argv: readonly string[], depth: number, budget: { left: number }): Unwrapped {
-  if (argv.length === 0 || budget.left <= 0) return { commands: [] };
-  const direct = unwrapOnce(baseName(argv[0]!), argv);
+function unwrapAt(argv: readonly string[], depth: number, budget: WrapBudget): Unwrapped {
+  if (argv.length === 0 || budget.left <= 0 || budget.steps.left <= 0) return { commands: [] };
+  const direct = unwrapOnce(baseName(argv[0]!), argv, budget.steps);
   const out: SimpleCommand[] = [];
   let complex = direct.complex;
   for (const inner of direct.commands) {
@@ -86,7 +88,7 @@ function unwrapAt(argv: readonly string[], depth: number, budget: { left: number
     if (--budget.left < 0) break;
     out.push(inner);
     if (depth + 1 >= MAX_DEPTH) {
-      if (inner.argv.length > 0 && unwrapOnce(baseName(inner.argv[0]!), inner.argv).commands.length > 0) complex ??= 'wrappers nested too deeply';
+      if (inner.argv.length > 0 && unwrapOnce(baseName(inner.argv[0]!), inner.argv, budget.steps).commands.length > 0) complex ??= 'wrappers nested too deeply';
       continue;
     }
     const deeper = unwrapAt(inner.argv, depth + 1, budget);
@@ -100,11 +102,11 @@ function baseName(p: string): string {
   return p.slice(p.lastIndexOf('/') + 1);
 }
 
-function unwrapOnce(program: string, argv: readonly string[]): Unwrapped {
-  if (SHELLS.has(program)) return shellScript(program, argv);
-  if (SCRIPT_JOINERS.has(program)) return program === 'watch' ? guess(argv, 'watch runs its arguments as a script') : script(argv.slice(1).join(' '));
-  if (program === 'find') return findExec(argv);
-  if (GUESSED.has(program)) return guess(argv, `${program} runs a command line that is not parsed here`);
+function unwrapOnce(program: string, argv: readonly string[], steps: Budget): Unwrapped {
+  if (SHELLS.has(program)) return shellScript(program, argv, steps);
+  if (SCRIPT_JOINERS.has(program)) return program === 'watch' ? guess(argv, 'watch runs its arguments as a script', steps) : script(argv.slice(1).join(' '), steps);
+  if (program === 'find') return findExec(argv, steps);
+  if (GUESSED.has(program)) return guess(argv, `${program} runs a command line that is not parsed here`, steps);
   const s = WRAPPERS[program];
   if (s === undefined) return { commands: [] };
   // `command -v x` / `-V` only print where x is.
@@ -122,38 +124,40 @@ function unwrapOnce(program: string, argv: readonly string[]): Unwrapped {
     if (s.values.has(a)) { k += 2; continue; }
     // A short valued option with its value glued on (`stdbuf -oL`, `nice -n5`).
     if (!a.startsWith('--') && s.values.has(a.slice(0, 2))) { k++; continue; }
-    return guess(argv, `${program} option '${a}' is not understood`);
+    return guess(argv, `${program} option '${a}' is not understood`, steps);
   }
   k += s.operands ?? 0; // timeout's duration, flock's lock file, chrt's priority
-  return k < argv.length ? { commands: [plain(argv.slice(k))] } : { commands: [] };
+  if (k >= argv.length || !spend(steps, argv.length - k)) return { commands: [] };
+  return { commands: [plain(argv.slice(k))] };
 }
 
 /**
  * `bash -c 'script' [name args…]` and `bash FILE [args…]` are understood;
  * any other option, or a shell that reads its script from stdin, is not.
  */
-function shellScript(program: string, argv: readonly string[]): Unwrapped {
+function shellScript(program: string, argv: readonly string[], steps: Budget): Unwrapped {
   // (`bash -c -- 'x'` and `bash -c -e 'x'` take options after -c: not this form.)
-  if (argv.length >= 3 && argv[1] === '-c' && !/^[-+]/.test(argv[2]!)) return script(argv[2]!);
+  if (argv.length >= 3 && argv[1] === '-c' && !/^[-+]/.test(argv[2]!)) return script(argv[2]!, steps);
   if (argv.length >= 2 && !/^[-+]/.test(argv[1]!)) return { commands: [] }; // runs a file we cannot see: prompts as itself
   if (argv.length === 1) return { commands: [], complex: `${program} reads its script from standard input` };
-  return guess(argv, `${program} invoked with options that are not fully understood ('${argv.slice(1, 4).join(' ')}')`);
+  return guess(argv, `${program} invoked with options that are not fully understood ('${argv.slice(1, 4).join(' ')}')`, steps);
 }
 
 /** `find … -exec CMD … ;` runs CMD; every such clause counts. */
-function findExec(argv: readonly string[]): Unwrapped {
+function findExec(argv: readonly string[], steps: Budget): Unwrapped {
   const out: SimpleCommand[] = [];
   for (let k = 1; k < argv.length; k++) {
     if (!FIND_EXEC.has(argv[k]!)) continue;
     let end = k + 1;
     while (end < argv.length && argv[end] !== ';' && argv[end] !== '+') end++;
-    if (end > k + 1) out.push(plain(argv.slice(k + 1, end)));
+    if (end > k + 1 && spend(steps, end - k)) out.push(plain(argv.slice(k + 1, end)));
     k = end;
   }
   return { commands: out };
 }
 
-function script(text: string): Unwrapped {
+function script(text: string, steps: Budget): Unwrapped {
+  if (!spend(steps, text.length)) return { commands: [] };
   const s = splitScript(text);
   return s.complex === undefined ? { commands: s.simple } : { commands: s.simple, complex: s.complex };
 }
@@ -163,13 +167,15 @@ function script(text: string): Unwrapped {
  * script, so each is read both ways. Restrictions only: this can add a
  * forbid, never remove one.
  */
-function guess(argv: readonly string[], reason: string): Unwrapped {
+function guess(argv: readonly string[], reason: string, steps: Budget): Unwrapped {
   const out: SimpleCommand[] = [];
   for (let k = 1; k < argv.length && k <= MAX_GUESSES; k++) {
     const a = argv[k]!;
     if (a.startsWith('-') || a.length === 0) continue;
+    // Each reading copies the rest of the argv: a long one read 32 times is the costly case.
+    if (!spend(steps, argv.length - k)) break;
     out.push(plain(argv.slice(k)));
-    if (/[\s;&|<>$`()]/.test(a)) out.push(...splitScript(a).simple);
+    if (/[\s;&|<>$`()]/.test(a) && spend(steps, a.length)) out.push(...splitScript(a).simple);
   }
   return { commands: out, complex: reason };
 }

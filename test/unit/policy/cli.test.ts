@@ -82,6 +82,8 @@ describe('thinkflow policy check: output', () => {
       matched_rules: [
         { id: 'git-readonly', layer: 'global', decision: 'allow', justification: 'read-only git' },
         { id: 'rm-root', layer: 'global', decision: 'forbid', justification: 'whole-tree delete' },
+        // `rm -rf /` deletes the workspace too: its path argument meets the path rules (§7).
+        { id: 'protect-git-dir', layer: 'global', decision: 'forbid', justification: '' },
       ],
       reason: expect.stringContaining('rm-root'),
     });

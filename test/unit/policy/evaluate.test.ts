@@ -73,9 +73,12 @@ describe('evaluate: bash rules (argv prefix, alternatives, "*", except)', () => 
     ['wget x', 'forbid', ['no-network']],
     ['/usr/bin/curl x', 'forbid', ['no-network']], // path-qualified program still hits a forbid
     ['/usr/bin/ls', 'prompt', []], // …but never earns an allow
-    ['rm -rf /', 'forbid', ['rm-root', 'rm']], // matched_rules lists looser ones too
-    ['rm -rf build', 'allow', ['rm']],
-    ['rm -rf / --no-preserve-root', 'forbid', ['rm-root', 'rm']],
+    // matched_rules lists looser ones too; a recursive delete of / writes the
+    // whole workspace, so every restriction on a path there matches as well (§7).
+    ['rm -rf /', 'forbid', ['rm-root', 'rm', 'protect-git-dir', 'src-star', 'build-out']],
+    ['rm -rf dist', 'allow', ['rm']],
+    ['rm -rf build', 'prompt', ['rm', 'build-out']], // deletes build/**, which build-out guards
+    ['rm -rf / --no-preserve-root', 'forbid', ['rm-root', 'rm', 'protect-git-dir', 'src-star', 'build-out']],
     ['npm install left-pad', 'prompt', ['npm-install']],
     ['npm test', 'prompt', []],
     ['terraform apply', 'prompt', ['terraform']],
@@ -139,7 +142,7 @@ describe('evaluate: complex scripts are never allowed by a rule', () => {
     ['x=$(whoami)', 'prompt', []],
     // forbid/prompt rules matching any readable simple command still count
     ['echo $(curl x)', 'forbid', ['ls', 'no-network']],
-    ['(cd /; rm -rf /)', 'forbid', ['rm-root', 'rm']],
+    ['(cd /; rm -rf /)', 'forbid', ['rm-root', 'rm', 'protect-git-dir', 'src-star', 'build-out']],
     ['if true; then curl x; fi', 'forbid', ['no-network']],
     ['ls $(npm install y)', 'prompt', ['ls', 'npm-install']],
     ['for f in *; do terraform apply; done', 'prompt', ['terraform']],
