@@ -6,8 +6,9 @@
 // another reason, so it reports `workspace_full`.
 import { statfsSync } from 'node:fs';
 
-// GNU tools, Python and Node all print strerror(ENOSPC) or EDQUOT's text.
-const NO_SPACE = /No space left on device|ENOSPC|Disk quota exceeded|EDQUOT/;
+// GNU tools, Python and Node print strerror's text. EFBIG comes from the
+// file-size limit (RLIMIT_FSIZE = the quota), which stops one file first.
+const NO_SPACE = /No space left on device|ENOSPC|Disk quota exceeded|EDQUOT|File too large|EFBIG/;
 const MiB = 1024 ** 2;
 
 export class FilesystemQuota {
