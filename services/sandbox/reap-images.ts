@@ -12,7 +12,7 @@ export type ImageReapOptions = {
   lastUsedBySlug: (slug: string) => number | undefined;
 };
 
-type Pass = { idleTtlMs: number; liveSessions?: Set<string>; keep: Set<string>; now: number };
+type Pass = { idleTtlMs: number; liveSessions?: Set<string>; keep: Set<string>; dropped: Set<string>; now: number };
 type Counts = { removedImages: number };
 type Attempt = (session: string, what: string, fn: () => Promise<void>) => Promise<void>;
 
@@ -22,9 +22,12 @@ const STALE_TEMPORARY_MS = 10 * 60_000;
 export async function reapImages(o: ImageReapOptions, pass: Pass, result: Counts, attempt: Attempt): Promise<void> {
   const live = pass.liveSessions && new Set([...pass.liveSessions].map(sessionSlug));
   const keep = new Set([...pass.keep].filter(Boolean).map(sessionSlug));
+  const dropped = new Set([...pass.dropped].filter(Boolean).map(sessionSlug));
   for (const img of await o.images.list()) {
     if (keep.has(img.slug)) continue;
-    const gone = live !== undefined && !live.has(img.slug);
+    // Writes through the loop device move the mtime late (at writeback): a
+    // session whose container the pass judged idle or gone goes regardless.
+    const gone = dropped.has(img.slug) || (live !== undefined && !live.has(img.slug));
     // The image's mtime is set when its session stops (and by its creation).
     const last = Math.max(img.mtimeMs, o.lastUsedBySlug(img.slug) ?? 0);
     if (!gone && pass.now - last <= pass.idleTtlMs) continue;

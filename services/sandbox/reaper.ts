@@ -50,6 +50,7 @@ export async function reapSandboxes(docker: Docker, o: ReapOptions): Promise<Rea
     }
   };
   const keep = new Set<string>();
+  const dropped = new Set<string>(); // sessions whose container went for good this pass: their images go too
   const containers = await docker.listContainers({ all: true, filters: managed });
   for (const c of containers) {
     if (!c.Names.some((n) => n.replace(/^\//, '').startsWith(o.namePrefix))) continue;
@@ -70,6 +71,7 @@ export async function reapSandboxes(docker: Docker, o: ReapOptions): Promise<Rea
       }
       o.forget(session);
       await docker.getContainer(c.Id).remove({ force: true }).catch(ignoreNotFound);
+      dropped.add(session);
       result.removedContainers++;
     });
   }
@@ -95,7 +97,7 @@ export async function reapSandboxes(docker: Docker, o: ReapOptions): Promise<Rea
       }
     });
   }
-  if (o.images) await reapImages(o.images, { ...o, now, keep }, result, attempt);
+  if (o.images) await reapImages(o.images, { ...o, now, keep, dropped }, result, attempt);
   return result;
 }
 
