@@ -255,9 +255,8 @@ export class Pipeline {
 
   async deleteSession(sid: string): Promise<void> {
     const meta = await this.session(sid);
+    // Marked first, so no new work starts a container for it meanwhile.
     await this.sessions.markDeleted(sid);
-    await this.caps.releaseSession(meta.owner, sid);
-    await this.caps.releaseLive(meta.owner, sid);
     const records = await this.ledger.list(sid);
     for (const r of records) {
       if (r.status === 'queued') await this.lifecycle.skip(r, SESSION_DELETED);
@@ -267,7 +266,17 @@ export class Pipeline {
         await this.approvals.answer(r.approval.token, 'reject', SESSION_DELETED_APPROVAL, 'system');
       }
     }
-    await this.#d.executor.remove(sid);
+    try {
+      await this.#d.executor.remove(sid);
+    } catch (err) {
+      // Not deleted while its sandbox is still on the host: the caller can
+      // DELETE again, and the caps stay held until nothing is left.
+      await this.sessions.unmarkDeleted(sid);
+      log().error({ err, session_id: sid }, 'session delete: its sandbox could not be removed; the session stays');
+      throw new PipelineError('cleanup_failed', `the sandbox of session ${sid} could not be removed; try DELETE again`);
+    }
+    await this.caps.releaseSession(meta.owner, sid);
+    await this.caps.releaseLive(meta.owner, sid);
   }
 
   close(): Promise<void> {
