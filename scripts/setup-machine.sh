@@ -16,11 +16,20 @@ command -v debootstrap >/dev/null || need_pkgs+=(debootstrap)
 command -v chromium >/dev/null || need_pkgs+=(chromium)
 # promtool (Debian's prometheus package) checks /metrics in the tests
 command -v promtool >/dev/null || need_pkgs+=(prometheus)
+# Each workspace is an ext4 image on a loop device (services/sandbox/workspace-fs.ts).
+command -v mkfs.ext4 >/dev/null && command -v debugfs >/dev/null || need_pkgs+=(e2fsprogs)
+command -v losetup >/dev/null || need_pkgs+=(mount)
 if [ ${#need_pkgs[@]} -gt 0 ]; then
   log "installing ${need_pkgs[*]}"
   as_root apt-get update -qq
   DEBIAN_FRONTEND=noninteractive as_root apt-get install -y -qq "${need_pkgs[@]}" >/dev/null
 fi
+
+if [ ! -e /dev/loop-control ]; then
+  log "loading the loop module (per-session workspace filesystems)"
+  as_root modprobe loop || log "no loop devices: workspaces fall back to the quota watchdog"
+fi
+as_root mkdir -p -m 0700 /var/lib/thinkflow/workspaces
 
 if ! docker info >/dev/null 2>&1; then
   log "starting dockerd"

@@ -1,6 +1,6 @@
 // `bash --noprofile --norc -c cmd` in the workspace, as the command user with
 // no capability, a clean environment and an empty HOME: own process group, wall-clock
-// timeout, capped output, workspace quota watchdog. When it ends (or times
+// timeout, capped output, workspace quota watchdog (where the kernel does not enforce it). When it ends (or times
 // out, or is cancelled) its group is killed and then every other process of
 // the command user (setsid escapes included), before the result is sent.
 import { spawn } from 'node:child_process';
@@ -66,15 +66,16 @@ export async function runBash(cmd, limits, signal, quota) {
     if (err instanceof StraysSurvived) return { ...r, ok: false, error_code: 'sandbox_broken', error: `${err.message}; the sandbox is replaced` };
     throw err;
   }
-  // Writes faster than the watchdog's tick are caught here; a command that
-  // failed with the workspace at its quota failed for lack of space (EFBIG
-  // from the file-size limit, with SIGXFSZ handled or ignored).
-  if (r.error_code !== 'workspace_full' && quota.exceeds(limits.workspaceQuotaBytes, r.ok ? 0 : 1)) return { ...r, ...quotaFailure(limits) };
+  // Watchdog: writes faster than its tick are caught here. Either way, a
+  // command that failed with the workspace full failed for lack of space
+  // (ENOSPC, or EFBIG from the file-size limit with SIGXFSZ handled).
+  if (r.error_code !== 'workspace_full' && quota.commandHitLimit(r, limits.workspaceQuotaBytes)) return { ...r, ...quotaFailure(limits, quota) };
   return r;
 }
 
-function quotaFailure(limits) {
+function quotaFailure(limits, quota) {
   const mb = Math.round(limits.workspaceQuotaBytes / 1024 ** 2);
+  if (quota.kernel) return { ok: false, error_code: 'workspace_full', error: `workspace full: its ${mb} MiB filesystem has no space or no inode left` };
   return { ok: false, error_code: 'workspace_full', error: `workspace quota of ${mb} MiB exceeded; command stopped` };
 }
 
@@ -102,7 +103,8 @@ function runGroup(script, limits, signal, quota) {
       killGroup(child.pid);
     };
     const timer = setTimeout(() => stop('timeout'), timeoutMs);
-    const watchdog = setInterval(() => {
+    // Only where the kernel does not enforce the quota (no filesystem per workspace on this host).
+    const watchdog = quota.kernel ? undefined : setInterval(() => {
       if (quota.exceeds(limits.workspaceQuotaBytes, 0, { watchdog: true })) stop('workspace_full');
     }, QUOTA_TICK_MS);
     const onAbort = () => stop('aborted');
@@ -116,7 +118,7 @@ function runGroup(script, limits, signal, quota) {
       signal?.removeEventListener('abort', onAbort);
       child.stdout.destroy();
       child.stderr.destroy();
-      resolve(toResult(exit, reason, limits, out, err));
+      resolve(toResult(exit, reason, limits, out, err, quota));
     };
     const closed = () => {
       if (--open === 0 && exit) finish();
@@ -138,7 +140,7 @@ function runGroup(script, limits, signal, quota) {
   });
 }
 
-function toResult(exit, reason, limits, out, err) {
+function toResult(exit, reason, limits, out, err, quota) {
   const timeoutMs = limits.bashTimeoutMs;
   const exitCode = exit.code ?? 128 + (constants.signals[exit.signal] ?? 0);
   const base = {
@@ -153,7 +155,7 @@ function toResult(exit, reason, limits, out, err) {
   }
   if (reason === 'aborted') return { ...base, ok: false, error_code: 'aborted', error: 'cancelled; process group killed' };
   // RLIMIT_FSIZE (the container's fsize ulimit) stops a single file at the quota.
-  if (reason === 'workspace_full' || exit.signal === 'SIGXFSZ') return { ...base, ...quotaFailure(limits) };
+  if (reason === 'workspace_full' || exit.signal === 'SIGXFSZ') return { ...base, ...quotaFailure(limits, quota) };
   if (exitCode === 0) return { ...base, ok: true };
   const how = exit.signal ? `killed by ${exit.signal}` : `exit code ${exitCode}`;
   return { ...base, ok: false, error_code: exit.signal ? 'killed' : 'nonzero_exit', error: how };

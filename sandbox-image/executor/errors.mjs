@@ -9,7 +9,8 @@ const ERRNO = {
   EACCES: 'permission_denied',
   EPERM: 'permission_denied',
   EROFS: 'permission_denied',
-  ENOSPC: 'no_space',
+  // On a workspace that is its own filesystem, out of space means its quota; on a shared disk, the host's.
+  ENOSPC: process.env.THINKFLOW_WORKSPACE_FS === 'loop' ? 'workspace_full' : 'no_space',
   EDQUOT: 'workspace_full',
   EFBIG: 'workspace_full',
   ENAMETOOLONG: 'bad_request',

@@ -144,7 +144,8 @@ export async function copy(cmd, limits, quota) {
   // cp(1) semantics: copying onto an existing directory puts the source inside it.
   if (destStat && destStat.isDirectory()) dest = await resolveInside(path.join(dest, path.basename(src)));
   if (dest === src) throw new ToolError('bad_request', 'source and destination are the same');
-  reserve(quota, limits, srcStat.isDirectory() ? await treeBytes(src) : srcStat.size);
+  // Where the kernel enforces the quota there is nothing to reserve (and no tree to walk).
+  if (!quota?.kernel) reserve(quota, limits, srcStat.isDirectory() ? await treeBytes(src) : srcStat.size);
   if (srcStat.isDirectory()) {
     if (dest.startsWith(src + '/')) throw new ToolError('bad_request', 'cannot copy a directory into itself');
     await mkdir(path.dirname(dest), { recursive: true });

@@ -14,6 +14,7 @@ import * as files from './file-tools.mjs';
 import { dropToCommandUser } from './identity.mjs';
 import path from 'node:path';
 import { resolveInside, ToolError, WORKSPACE } from './paths.mjs';
+import { FilesystemQuota } from './fs-quota.mjs';
 import { WorkspaceQuota } from './quota.mjs';
 import { readPath } from './read-path.mjs';
 import { killStrays } from './strays.mjs';
@@ -27,7 +28,8 @@ const DEFAULT_LIMITS = {
   readPathCapBytes: 16_777_216,
   workspaceQuotaBytes: 2048 * 1024 ** 2,
 };
-const quota = new WorkspaceQuota(WORKSPACE);
+// The host says whether the workspace is a filesystem of its own (the kernel enforces the quota) or a plain volume (watched here).
+const quota = process.env.THINKFLOW_WORKSPACE_FS === 'loop' ? new FilesystemQuota(WORKSPACE) : new WorkspaceQuota(WORKSPACE);
 
 /** A counting semaphore: at most `n` calls of run() at once, the rest wait in order. */
 function slots(n) {

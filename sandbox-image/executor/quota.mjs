@@ -1,4 +1,5 @@
-// Workspace quota without filesystem support. The volume lives on the
+// Workspace quota without filesystem support: the fallback where the host
+// cannot give each workspace its own filesystem (see fs-quota.mjs). The volume lives on the
 // host's disk with no quota of its own, so usage is tracked two ways:
 // statfs (one cheap syscall) tells how much free space the host lost since
 // the last exact count, and an exact count — a walk of the workspace
@@ -15,6 +16,9 @@ import { asRoot, RUN_AS } from './identity.mjs';
 const MIN_WALK_GAP_MS = 250;
 
 export class WorkspaceQuota {
+  /** The kernel does not enforce this quota: the executor watches it (bash-tool.mjs) and reserves before writes. */
+  kernel = false;
+
   constructor(root) {
     this.root = root;
     this.base = null; // { usage, free, at } from the last exact count
@@ -49,6 +53,11 @@ export class WorkspaceQuota {
     return this.base.usage + (this.base.free - free);
   }
 
+  /** After a command: usage over the quota (by one byte when it failed: a write cut short at the quota failed for it). */
+  commandHitLimit(result, quotaBytes) {
+    return this.exceeds(quotaBytes, result.ok ? 0 : 1);
+  }
+
   /**
    * True when usage plus `extra` bytes is over `quotaBytes`, confirmed by an
    * exact count. `watchdog` (the periodic check while a command runs) trusts
@@ -64,6 +73,9 @@ export class WorkspaceQuota {
 
 // Descends with process.chdir() and relative names (synchronous, so nothing
 // else of the executor runs meanwhile), then returns to where it started.
+// Iterative, with its own stack of directories: a chain tens of thousands of
+// levels deep must not overflow the call stack (that killed the executor and
+// with it the quota).
 function countWorkspace(root, seen) {
   const cwd = process.cwd();
   let bytes = 0;
@@ -75,34 +87,47 @@ function countWorkspace(root, seen) {
     }
     bytes += st.blocks * 512;
   };
-  const walk = (depth) => {
-    for (const name of readdirSync('.')) {
-      let st;
-      try {
-        st = lstatSync(name);
-      } catch (err) {
-        if (err.code === 'ENOENT') continue; // removed meanwhile
-        throw err;
-      }
-      add(st);
-      if (!st.isDirectory()) continue;
-      try {
-        process.chdir(name);
-      } catch (err) {
-        if (err.code === 'ENOENT' || err.code === 'ENOTDIR') continue;
-        throw err;
-      }
-      walk(depth + 1);
-      process.chdir('..');
-    }
-  };
+  const stack = [];
   try {
     process.chdir(root);
-    walk(0);
+    stack.push({ names: readdirSync('.'), next: 0 });
+    while (stack.length > 0) {
+      const top = stack[stack.length - 1];
+      if (top.next >= top.names.length) {
+        stack.pop();
+        if (stack.length > 0) process.chdir('..');
+        continue;
+      }
+      const name = top.names[top.next++];
+      const st = lstatOrNull(name);
+      if (!st) continue; // removed meanwhile
+      add(st);
+      if (!st.isDirectory() || !enter(name)) continue;
+      stack.push({ names: readdirSync('.'), next: 0 });
+    }
   } finally {
     process.chdir(cwd);
   }
   return bytes;
+}
+
+function lstatOrNull(name) {
+  try {
+    return lstatSync(name);
+  } catch (err) {
+    if (err.code === 'ENOENT') return null;
+    throw err;
+  }
+}
+
+function enter(name) {
+  try {
+    process.chdir(name);
+    return true;
+  } catch (err) {
+    if (err.code === 'ENOENT' || err.code === 'ENOTDIR') return false;
+    throw err;
+  }
 }
 
 // Deleted files a command process still holds open take host disk space

@@ -51,6 +51,10 @@ export const EnvSchema = z.object({
   THINKFLOW_RUNNER_TTL_S: z.coerce.number().int().min(1).max(3600).default(20),
   /** workspace quota per session in MiB; a command that writes past it fails with workspace_full */
   THINKFLOW_WORKSPACE_QUOTA_MB: z.coerce.number().int().min(1).default(2048),
+  /** each workspace is an ext4 image (size = quota) on a loop device: `auto` when the host can (root, /dev/loop-control), else the watchdog, said loudly */
+  THINKFLOW_WORKSPACE_FS: z.enum(['auto', 'loop', 'watchdog']).default('auto'),
+  THINKFLOW_WORKSPACE_DIR: z.string().min(1).default('/var/lib/thinkflow/workspaces'),
+  THINKFLOW_WORKSPACE_INODES: z.coerce.number().int().min(1024).default(100_000),
   /** per-key caps (429 too_many): open sessions, sessions with work in progress, open SSE streams */
   THINKFLOW_MAX_SESSIONS_PER_KEY: z.coerce.number().int().min(1).default(100),
   THINKFLOW_MAX_RUNNING_PER_KEY: z.coerce.number().int().min(1).default(20),
@@ -108,6 +112,7 @@ export type Config = {
   runnerTtlS: number;
   replayScripts: string | null;
   workspaceQuotaMb: number;
+  workspace: { fs: 'auto' | 'loop' | 'watchdog'; dir: string; inodes: number };
   caps: { maxSessionsPerKey: number; maxRunningPerKey: number; maxStreamsPerKey: number };
   sandboxIdleStopS: number;
   sandboxReapIntervalS: number;
@@ -201,6 +206,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     runnerTtlS: e.THINKFLOW_RUNNER_TTL_S,
     replayScripts: e.THINKFLOW_REPLAY_SCRIPTS ?? null,
     workspaceQuotaMb: e.THINKFLOW_WORKSPACE_QUOTA_MB,
+    workspace: { fs: e.THINKFLOW_WORKSPACE_FS, dir: e.THINKFLOW_WORKSPACE_DIR, inodes: e.THINKFLOW_WORKSPACE_INODES },
     caps: {
       maxSessionsPerKey: e.THINKFLOW_MAX_SESSIONS_PER_KEY,
       maxRunningPerKey: e.THINKFLOW_MAX_RUNNING_PER_KEY,

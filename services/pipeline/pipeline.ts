@@ -267,9 +267,8 @@ export class Pipeline {
    */
   async deleteSession(sid: string): Promise<void> {
     const meta = await this.session(sid);
+    // Marked first, so no new work starts a container for it meanwhile.
     await this.sessions.markDeleted(sid);
-    await this.caps.releaseSession(meta.owner, sid);
-    await this.caps.releaseLive(meta.owner, sid);
     const records = await this.ledger.list(sid);
     for (const r of records) {
       if (r.status === 'queued') await this.lifecycle.skip(r, SESSION_DELETED);
@@ -279,10 +278,18 @@ export class Pipeline {
         await this.approvals.answer(r.approval.token, 'reject', SESSION_DELETED_APPROVAL, 'system');
       }
     }
-    // The keys expire whether or not the sandbox went away; its error is the caller's after that.
-    const failed = await this.#d.executor.remove(sid).then(() => null, (err: unknown) => err);
+    try {
+      await this.#d.executor.remove(sid);
+    } catch (err) {
+      // Not deleted while its sandbox is still on the host: the caller can
+      // DELETE again, and the caps stay held (and the keys kept) until nothing is left.
+      await this.sessions.unmarkDeleted(sid);
+      log().error({ err, session_id: sid }, 'session delete: its sandbox could not be removed; the session stays');
+      throw new PipelineError('cleanup_failed', `the sandbox of session ${sid} could not be removed; try DELETE again`);
+    }
+    await this.caps.releaseSession(meta.owner, sid);
+    await this.caps.releaseLive(meta.owner, sid);
     await this.retention.expire(sid, records.flatMap((r) => (r.approval ? [r.approval.token] : [])));
-    if (failed) throw failed;
   }
 
   close(): Promise<void> {

@@ -76,6 +76,12 @@ export class Sessions {
     this.#cache.delete(sid);
   }
 
+  /** Undoes markDeleted() when the delete could not finish (its sandbox is still there). */
+  async unmarkDeleted(sid: string): Promise<void> {
+    await this.#redis.hdel(this.#keys.sessionMeta(sid), 'deleted_at');
+    this.#cache.delete(sid);
+  }
+
   async isDeleted(sid: string): Promise<boolean> {
     return (await this.#redis.hexists(this.#keys.sessionMeta(sid), 'deleted_at')) === 1;
   }

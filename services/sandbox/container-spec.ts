@@ -14,14 +14,20 @@ export const EXECUTOR_CAPS = ['SETUID', 'SETGID', 'SETPCAP', 'DAC_READ_SEARCH'];
  * The one boundary from options to dockerode. The only mount is the
  * session's named volume: no host path and no Docker socket ever goes in.
  */
-export function toContainerSpec(sessionId: string, volume: string, o: ResolvedSandboxOptions): Docker.ContainerCreateOptions {
+export function toContainerSpec(
+  sessionId: string,
+  volume: string,
+  o: ResolvedSandboxOptions,
+  fsMode: 'loop' | 'watchdog' = 'watchdog',
+): Docker.ContainerCreateOptions {
   return {
     name: containerName(o.namePrefix, sessionId),
     Image: o.image,
     Labels: labelsFor(sessionId, 'sandbox'),
     // The executor is root (with EXECUTOR_CAPS only); commands run as o.user.
     User: '0:0',
-    Env: [`THINKFLOW_RUN_AS=${o.user}`],
+    // The executor watches the quota itself only when the kernel does not (fsMode 'watchdog').
+    Env: [`THINKFLOW_RUN_AS=${o.user}`, `THINKFLOW_WORKSPACE_FS=${fsMode}`],
     WorkingDir: WORKSPACE,
     Hostname: 'sandbox',
     // The executor talks over the attached stdio; stdin must outlive any one

@@ -1,6 +1,7 @@
 import type Docker from 'dockerode';
 import { LABEL_MANAGED, LABEL_SESSION } from './names.ts';
 import { sandboxLog } from './log.ts';
+import { reapImages, type ImageReapOptions } from './reap-images.ts';
 
 export type ReapOptions = {
   idleTtlMs: number;
@@ -16,10 +17,15 @@ export type ReapOptions = {
   probe: (containerId: string) => Promise<number | undefined>;
   /** Called before a session's container is removed, to drop local state. */
   forget: (sessionId: string) => void;
+  /** Stops an idle session (default: `docker stop`; with per-session filesystems the manager also detaches the image). */
+  stop?: (sessionId: string, containerId: string) => Promise<void>;
+  /** The workspace images, when each workspace is its own filesystem. */
+  images?: ImageReapOptions;
   now?: number;
 };
 
-export type ReapResult = { removedContainers: number; removedVolumes: number; stoppedContainers: number };
+/** `failed`: items a pass could not clean (each logged with its session); the next pass tries them again. */
+export type ReapResult = { removedContainers: number; removedVolumes: number; stoppedContainers: number; removedImages: number; failed: number };
 
 const managed = { label: [`${LABEL_MANAGED}=true`] };
 const ignoreNotFound = (err: unknown) => {
@@ -33,30 +39,41 @@ const ignoreNotFound = (err: unknown) => {
  */
 export async function reapSandboxes(docker: Docker, o: ReapOptions): Promise<ReapResult> {
   const now = o.now ?? Date.now();
-  const result: ReapResult = { removedContainers: 0, removedVolumes: 0, stoppedContainers: 0 };
+  const result: ReapResult = { removedContainers: 0, removedVolumes: 0, stoppedContainers: 0, removedImages: 0, failed: 0 };
+  // One session that cannot be cleaned (a stuck mount, a dockerd error) must not keep the others.
+  const attempt = async (session: string, what: string, fn: () => Promise<void>) => {
+    try {
+      await fn();
+    } catch (err) {
+      result.failed++;
+      sandboxLog(session || undefined).warn({ err }, `reaper: ${what} failed; the next pass tries again`);
+    }
+  };
   const keep = new Set<string>();
+  const dropped = new Set<string>(); // sessions whose container went for good this pass: their images go too
   const containers = await docker.listContainers({ all: true, filters: managed });
   for (const c of containers) {
     if (!c.Names.some((n) => n.replace(/^\//, '').startsWith(o.namePrefix))) continue;
     const session = c.Labels[LABEL_SESSION] ?? '';
-    const gone = o.liveSessions !== undefined && !o.liveSessions.has(session);
-    const idleFor = gone ? Infinity : now - (await lastActive(docker, c, o));
-    if (idleFor <= o.idleTtlMs) {
-      keep.add(session);
-      // An idle sandbox is not left running: a stopped one holds no memory
-      // and no place under the key's cap of live containers.
-      if (c.State === 'running' && o.idleStopMs !== undefined && idleFor > o.idleStopMs) {
-        o.forget(session);
-        await docker.getContainer(c.Id).stop({ t: 2 }).catch((err: { statusCode?: number }) => {
-          if (err.statusCode !== 304 && err.statusCode !== 404) throw err;
-        });
-        result.stoppedContainers++;
+    await attempt(session, `container ${c.Id.slice(0, 12)}`, async () => {
+      const gone = o.liveSessions !== undefined && !o.liveSessions.has(session);
+      const idleFor = gone ? Infinity : now - (await lastActive(docker, c, o));
+      if (idleFor <= o.idleTtlMs) {
+        keep.add(session);
+        // An idle sandbox is not left running: a stopped one holds no memory
+        // and no place under the key's cap of live containers.
+        if (c.State === 'running' && o.idleStopMs !== undefined && idleFor > o.idleStopMs) {
+          o.forget(session);
+          await (o.stop ? o.stop(session, c.Id) : stopContainer(docker, c.Id));
+          result.stoppedContainers++;
+        }
+        return;
       }
-      continue;
-    }
-    o.forget(session);
-    await docker.getContainer(c.Id).remove({ force: true }).catch(ignoreNotFound);
-    result.removedContainers++;
+      o.forget(session);
+      await docker.getContainer(c.Id).remove({ force: true }).catch(ignoreNotFound);
+      dropped.add(session);
+      result.removedContainers++;
+    });
   }
   const { Volumes } = await docker.listVolumes({ filters: managed });
   for (const v of Volumes ?? []) {
@@ -69,16 +86,25 @@ export async function reapSandboxes(docker: Docker, o: ReapOptions): Promise<Rea
     const created = Date.parse((v as { CreatedAt?: string }).CreatedAt ?? '') || 0;
     const last = Math.max(created, o.lastUsed(session) ?? 0);
     if (!gone && now - last <= o.idleTtlMs) continue;
-    try {
-      await docker.getVolume(v.Name).remove();
-      result.removedVolumes++;
-    } catch (err) {
-      // 409: still in use by a container that appeared meanwhile; next round.
-      const status = (err as { statusCode?: number }).statusCode;
-      if (status !== 404 && status !== 409) throw err;
-    }
+    await attempt(session, `volume ${v.Name}`, async () => {
+      try {
+        await docker.getVolume(v.Name).remove();
+        result.removedVolumes++;
+      } catch (err) {
+        // 409: still in use by a container that appeared meanwhile; next round.
+        const status = (err as { statusCode?: number }).statusCode;
+        if (status !== 404 && status !== 409) throw err;
+      }
+    });
   }
+  if (o.images) await reapImages(o.images, { ...o, now, keep, dropped }, result, attempt);
   return result;
+}
+
+async function stopContainer(docker: Docker, id: string): Promise<void> {
+  await docker.getContainer(id).stop({ t: 2 }).catch((err: { statusCode?: number }) => {
+    if (err.statusCode !== 304 && err.statusCode !== 404) throw err;
+  });
 }
 
 async function lastActive(docker: Docker, c: Docker.ContainerInfo, o: ReapOptions): Promise<number> {

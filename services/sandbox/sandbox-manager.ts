@@ -1,12 +1,15 @@
 import Docker from 'dockerode';
 import { DockerSandbox } from './docker-sandbox.ts';
 import type { ExecutorClient } from './executor-client.ts';
-import { containerName, volumeName } from './names.ts';
+import { containerName, sessionSlug } from './names.ts';
 import { reapSandboxes, type ReapResult } from './reaper.ts';
 import { resolveSandboxOptions, type ResolvedSandboxOptions, type SandboxOptions } from './sandbox-options.ts';
 import { attachExecutor, connectSession, inspectOrNull } from './session-container.ts';
 import type { Sandbox } from './types.ts';
 import { sandboxLog, settled } from './log.ts';
+import { teardownSession } from './teardown.ts';
+import { WorkspaceImages } from './workspace-fs.ts';
+import { resolveWorkspaceMode, type WorkspaceFsMode } from './workspace-mode.ts';
 
 type Entry = { sandbox: DockerSandbox; client?: ExecutorClient; connecting?: Promise<ExecutorClient>; lastUsed: number; inflight: number };
 export type ManagerStatus = 'idle' | 'starting' | 'ready' | 'closing' | 'closed';
@@ -30,6 +33,7 @@ export class SandboxManager {
   #starting?: Promise<void>;
   #closing?: Promise<void>;
   #timer?: NodeJS.Timeout;
+  #fs?: Promise<WorkspaceImages | null>;
 
   constructor(options: SandboxOptions & { docker?: Docker } = {}) {
     const { docker, ...rest } = options;
@@ -41,6 +45,16 @@ export class SandboxManager {
     return this.#status;
   }
 
+  /** How workspaces get their quota on this host (resolved once; `auto` warns when it falls back to the watchdog). */
+  async workspaceMode(): Promise<WorkspaceFsMode> {
+    return (await this.#images()) ? 'loop' : 'watchdog';
+  }
+
+  /** The session's workspace image, when workspaces are filesystems of their own (tests and operators look at it). */
+  async workspaceImage(sessionId: string): Promise<string | null> {
+    return (await this.#images())?.imageOf(sessionId) ?? null;
+  }
+
   /**
    * Reaps what a crashed predecessor left idle past the TTL, then reaps
    * periodically. Memoized; sandboxFor() calls it, so calling it is optional.
@@ -48,6 +62,7 @@ export class SandboxManager {
   start(): Promise<void> {
     this.#starting ??= (async () => {
       this.#status = 'starting';
+      await this.#images();
       await this.reap();
       if (this.options.reapIntervalMs > 0) {
         let running = false; // a slow engine must not stack up reaps
@@ -79,39 +94,56 @@ export class SandboxManager {
     return entry.sandbox;
   }
 
-  /** Stops the session's container, keeping it and its workspace for a later sandboxFor(). */
+  /**
+   * Stops the session's sandbox, keeping its workspace for a later
+   * sandboxFor(). With a filesystem per workspace the container and volume
+   * go too and the image is detached: a volume names a loop device, and a
+   * detached device number may be given to another session.
+   */
   async stop(sessionId: string): Promise<void> {
     const entry = this.#entries.get(sessionId);
     await settled(entry?.connecting, sessionId, 'container start');
     entry?.client?.close();
+    const images = await this.#images();
+    if (images) return teardownSession(this.#docker, this.options.namePrefix, sessionId, images, true);
     const c = this.#docker.getContainer(containerName(this.options.namePrefix, sessionId));
     await c.stop({ t: 2 }).catch((err: { statusCode?: number }) => {
       if (err.statusCode !== 304 && err.statusCode !== 404) throw err;
     });
   }
 
-  /** Removes the session's container and its workspace volume. */
+  /** Removes the session's container, volume and workspace image; fails (after trying every part) when one stays. */
   async remove(sessionId: string): Promise<void> {
     await settled(this.#entries.get(sessionId)?.connecting, sessionId, 'container start');
     this.#detach(sessionId);
-    const c = this.#docker.getContainer(containerName(this.options.namePrefix, sessionId));
-    await c.remove({ force: true }).catch(notFoundOk);
-    await this.#docker.getVolume(volumeName(this.options.namePrefix, sessionId)).remove().catch(notFoundOk);
+    await teardownSession(this.#docker, this.options.namePrefix, sessionId, await this.#images(), false);
   }
 
-  /** Removes containers and volumes of sessions not in `liveSessions` (when given) or idle past the TTL. */
-  reap(opts: { idleTtlMs?: number; liveSessions?: Set<string> } = {}): Promise<ReapResult> {
+  /** Removes containers, volumes and images of sessions not in `liveSessions` (when given) or idle past the TTL. */
+  async reap(opts: { idleTtlMs?: number; liveSessions?: Set<string> } = {}): Promise<ReapResult> {
+    const images = await this.#images();
+    const lastUsed = (s: string) => {
+      const e = this.#entries.get(s);
+      return e && (e.inflight > 0 || e.connecting) ? Date.now() : e?.lastUsed;
+    };
     return reapSandboxes(this.#docker, {
       idleTtlMs: opts.idleTtlMs ?? this.options.idleTtlMs,
       idleStopMs: this.options.idleStopMs,
       namePrefix: this.options.namePrefix,
       liveSessions: opts.liveSessions,
-      lastUsed: (s) => {
-        const e = this.#entries.get(s);
-        return e && e.inflight > 0 ? Date.now() : e?.lastUsed;
-      },
+      lastUsed,
       probe: (id) => this.#probe(id),
       forget: (s) => this.#detach(s),
+      ...(images && {
+        stop: (s: string) => teardownSession(this.#docker, this.options.namePrefix, s, images, true),
+        images: {
+          images,
+          lastUsedBySlug: (slug: string) => {
+            const sid = [...this.#entries.keys()].find((k) => sessionSlug(k) === slug);
+            return sid === undefined ? undefined : lastUsed(sid);
+          },
+        },
+      }),
     });
   }
 
@@ -174,7 +206,7 @@ export class SandboxManager {
     if (this.#status === 'closing' || this.#status === 'closed') {
       return Promise.reject(new Error('sandbox manager is closed'));
     }
-    entry.connecting ??= connectSession(this.#docker, sessionId, this.options)
+    entry.connecting ??= this.#open(sessionId)
       .then((client) => {
         entry.client = client;
         if (this.#entries.get(sessionId) !== entry) client.close(); // removed meanwhile
@@ -184,6 +216,24 @@ export class SandboxManager {
         entry.connecting = undefined;
       });
     return entry.connecting;
+  }
+
+  async #open(sessionId: string): Promise<ExecutorClient> {
+    const images = await this.#images();
+    const dev = images ? await images.attach(sessionId) : null;
+    return connectSession(this.#docker, sessionId, this.options, dev ? WorkspaceImages.volumeOptions(dev) : undefined);
+  }
+
+  #images(): Promise<WorkspaceImages | null> {
+    this.#fs ??= resolveWorkspaceMode(this.options.workspaceFs, this.#docker).then((mode) => {
+      if (mode === 'watchdog') return null;
+      const [uid, gid] = this.options.user.split(':');
+      return new WorkspaceImages({
+        dir: this.options.workspaceDir, namePrefix: this.options.namePrefix,
+        bytes: this.options.workspaceQuotaBytes, inodes: this.options.workspaceInodes, owner: `${uid}:${gid ?? uid}`,
+      });
+    });
+    return this.#fs;
   }
 
   // The executor misbehaved or stopped answering: its container is removed

@@ -63,6 +63,16 @@ export interface SandboxOptions {
    * @default 2147483648 (2048 MiB)
    */
   workspaceQuotaBytes?: number;
+  /**
+   * How the quota is enforced (THINKFLOW_WORKSPACE_FS): `loop` gives each
+   * workspace its own ext4 image on a loop device, `watchdog` a plain volume
+   * watched by the executor, `auto` the first when the host can. @default 'auto'
+   */
+  workspaceFs?: 'auto' | 'loop' | 'watchdog';
+  /** Directory of the workspace images (THINKFLOW_WORKSPACE_DIR). @default '/var/lib/thinkflow/workspaces' */
+  workspaceDir?: string;
+  /** Inodes of each workspace filesystem (THINKFLOW_WORKSPACE_INODES). @default 100000 */
+  workspaceInodes?: number;
   /** Largest line the host accepts from an executor; past it the container is declared broken. @default 33554432 */
   maxFrameBytes?: number;
   /** Host-side limit for a non-bash request (bash gets its timeout plus this). @default 30000 */
@@ -117,6 +127,9 @@ export function resolveSandboxOptions(o: SandboxOptions = {}): ResolvedSandboxOp
     readCapBytes: o.readCapBytes ?? 1_048_576,
     readPathCapBytes: o.readPathCapBytes ?? 16_777_216,
     workspaceQuotaBytes: o.workspaceQuotaBytes ?? 2048 * 1024 ** 2,
+    workspaceFs: o.workspaceFs ?? 'auto',
+    workspaceDir: o.workspaceDir ?? '/var/lib/thinkflow/workspaces',
+    workspaceInodes: o.workspaceInodes ?? 100_000,
     maxFrameBytes: o.maxFrameBytes ?? 32 * 1024 ** 2,
     requestTimeoutMs: o.requestTimeoutMs ?? 30_000,
     startTimeoutMs: o.startTimeoutMs ?? 30_000,

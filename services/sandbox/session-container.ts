@@ -41,13 +41,19 @@ export async function attachExecutor(
  * starting it when stopped, and returns an attached, answering executor.
  * Safe against another process doing the same at the same time (409/304).
  */
-export async function connectSession(docker: Docker, sessionId: string, o: ResolvedSandboxOptions): Promise<ExecutorClient> {
+export async function connectSession(
+  docker: Docker,
+  sessionId: string,
+  o: ResolvedSandboxOptions,
+  volumeOpts?: Record<string, string>,
+): Promise<ExecutorClient> {
   const name = containerName(o.namePrefix, sessionId);
+  if (volumeOpts) await dropStaleVolume(docker, sessionId, o, volumeOpts);
   let info = await inspectOrNull(docker.getContainer(name));
   if (info && info.Config.Labels?.[LABEL_SESSION] !== sessionId) {
     throw new Error(`container ${name} exists but is not labelled for session ${sessionId}`);
   }
-  if (!info) info = await create(docker, sessionId, o);
+  if (!info) info = await create(docker, sessionId, o, volumeOpts);
   const container = docker.getContainer(info.Id);
   const client = await attachExecutor(docker, container, { sessionId, maxFrameBytes: o.maxFrameBytes });
   try {
@@ -68,11 +74,11 @@ export async function connectSession(docker: Docker, sessionId: string, o: Resol
   }
 }
 
-async function create(docker: Docker, sessionId: string, o: ResolvedSandboxOptions): Promise<Docker.ContainerInspectInfo> {
+async function create(docker: Docker, sessionId: string, o: ResolvedSandboxOptions, volumeOpts?: Record<string, string>): Promise<Docker.ContainerInspectInfo> {
   const volume = volumeName(o.namePrefix, sessionId);
-  await docker.createVolume({ Name: volume, Labels: labelsFor(sessionId, 'workspace') });
+  await docker.createVolume({ Name: volume, Labels: labelsFor(sessionId, 'workspace'), ...(volumeOpts ? { Driver: 'local', DriverOpts: volumeOpts } : {}) });
   try {
-    const c = await docker.createContainer(toContainerSpec(sessionId, volume, o));
+    const c = await docker.createContainer(toContainerSpec(sessionId, volume, o, volumeOpts ? 'loop' : 'watchdog'));
     return await c.inspect();
   } catch (err) {
     if (statusOf(err) === 409) return await inspectCreatedElsewhere(docker.getContainer(containerName(o.namePrefix, sessionId)));
@@ -94,4 +100,28 @@ async function inspectCreatedElsewhere(c: Docker.Container): Promise<Docker.Cont
     if (attempt >= 50) throw new Error(`container ${c.id} was being created elsewhere but never appeared`);
     await new Promise((r) => setTimeout(r, 20));
   }
+}
+
+/**
+ * A volume names its loop device, and device numbers are reused: one left
+ * from before a detach (a crash, a reboot) could name another session's
+ * filesystem. Unless it names the session's device now, it and its container
+ * go (the data is in the image, not in them) and are made again. A plain
+ * volume of a session from before loop mode stays: its container watches its
+ * quota itself (THINKFLOW_WORKSPACE_FS=watchdog in its environment).
+ */
+async function dropStaleVolume(docker: Docker, sessionId: string, o: ResolvedSandboxOptions, want: Record<string, string>): Promise<void> {
+  const volume = docker.getVolume(volumeName(o.namePrefix, sessionId));
+  const info = (await volume.inspect().catch((err: unknown) => {
+    if (statusOf(err) === 404) return null;
+    throw err;
+  })) as { Options?: Record<string, string> | null } | null;
+  const device = info?.Options?.device;
+  if (info && (device === undefined || device === want.device)) return;
+  await docker.getContainer(containerName(o.namePrefix, sessionId)).remove({ force: true }).catch(notFound);
+  if (info) await volume.remove().catch(notFound);
+}
+
+function notFound(err: unknown): void {
+  if (statusOf(err) !== 404) throw err;
 }

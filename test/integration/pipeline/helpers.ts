@@ -68,6 +68,16 @@ export async function removeSandboxes(prefix: string): Promise<void> {
   if (containers.length) execFileSync('docker', ['rm', '-f', ...containers], { stdio: 'ignore' });
   const volumes = ids('volume');
   if (volumes.length) execFileSync('docker', ['volume', 'rm', '-f', ...volumes], { stdio: 'ignore' });
+  // Each workspace is also an image file on a loop device (services/sandbox/workspace-fs.ts).
+  const { readdirSync, rmSync } = await import('node:fs');
+  const dir = '/var/lib/thinkflow/workspaces';
+  let names: string[] = [];
+  try { names = readdirSync(dir).filter((n) => n.startsWith(prefix)); } catch { /* no image made on this host */ }
+  for (const name of names) {
+    const devs = execFileSync('losetup', ['-n', '-O', 'NAME', '-j', `${dir}/${name}`], { encoding: 'utf8' }).split('\n').filter(Boolean);
+    for (const dev of devs) execFileSync('losetup', ['-d', dev], { stdio: 'ignore' });
+    rmSync(`${dir}/${name}`, { force: true });
+  }
 }
 
 /** A small HTTP client for the API under test. */

@@ -43,7 +43,9 @@ describe('toContainerSpec', () => {
     expect(spec.Labels).toMatchObject({ 'thinkflow.managed': 'true', 'thinkflow.session': 'ses_abc' });
     // The executor is root with three capabilities; commands run as the configured user with none.
     expect(spec.User).toBe('0:0');
-    expect(spec.Env).toEqual(['THINKFLOW_RUN_AS=1000:1000']);
+    expect(spec.Env).toEqual(['THINKFLOW_RUN_AS=1000:1000', 'THINKFLOW_WORKSPACE_FS=watchdog']);
+    // The executor watches the quota only when the kernel does not.
+    expect(toContainerSpec('ses_abc', 'vol-1', resolveSandboxOptions({}), 'loop').Env).toContain('THINKFLOW_WORKSPACE_FS=loop');
     expect(spec.HostConfig?.CapAdd).toEqual(['SETUID', 'SETGID', 'SETPCAP', 'DAC_READ_SEARCH']);
     expect(spec.HostConfig).toMatchObject({
       NetworkMode: 'none',

@@ -1,5 +1,6 @@
 import Docker from 'dockerode';
 import { createHash, randomBytes } from 'node:crypto';
+import { execFileSync } from 'node:child_process';
 import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -57,15 +58,34 @@ export function cmd(partial: Partial<Command> & Pick<Command, 'tool'>): Command 
 
 export const bash = (sb: Sandbox, script: string, extra: Partial<Command> = {}) => sb.execute(cmd({ tool: 'bash', cmd: script, ...extra }));
 
-/** Every container and volume left under a prefix (the afterAll assertion of each file). */
-export async function leftovers(prefix: string): Promise<{ containers: string[]; volumes: string[] }> {
+/** Where the service keeps workspace images unless told otherwise (SandboxOptions.workspaceDir). */
+export const WORKSPACE_DIR = '/var/lib/thinkflow/workspaces';
+
+/** Workspace images and the loop devices attached to them, under a name prefix. */
+export function hostLeftovers(prefix: string, dir = WORKSPACE_DIR): { images: string[]; loops: string[] } {
+  let names: string[] = [];
+  try {
+    names = readdirSync(dir);
+  } catch {
+    // no image was ever made on this host
+  }
+  const images = names.filter((n) => n.startsWith(prefix));
+  const loops = execFileSync('losetup', ['--list', '--noheadings', '--raw', '--output', 'NAME,BACK-FILE'], { encoding: 'utf8' })
+    .split('\n')
+    .filter((l) => l.includes(`${dir}/${prefix}`))
+    .map((l) => l.split(' ')[0]!);
+  return { images, loops };
+}
+
+/** Every container, volume, workspace image and loop device left under a prefix (the afterAll assertion of each file). */
+export async function leftovers(prefix: string): Promise<{ containers: string[]; volumes: string[]; images: string[]; loops: string[] }> {
   const containers = (await docker.listContainers({ all: true, filters: { label: ['thinkflow.managed=true'] } }))
     .flatMap((c) => c.Names.map((n) => n.replace(/^\//, '')))
     .filter((n) => n.startsWith(prefix));
   const volumes = ((await docker.listVolumes({ filters: { label: ['thinkflow.managed=true'] } })).Volumes ?? [])
     .map((v) => v.Name)
     .filter((n) => n.startsWith(prefix));
-  return { containers, volumes };
+  return { containers, volumes, ...hostLeftovers(prefix) };
 }
 
 /** afterAll body: the reaper removes everything of this file's sessions, and nothing is left. */
@@ -73,7 +93,7 @@ export async function reapAll(manager: SandboxManager, prefix: string): Promise<
   await manager.reap({ liveSessions: new Set() });
   await manager.close();
   const left = await leftovers(prefix);
-  if (left.containers.length + left.volumes.length > 0) {
+  if (left.containers.length + left.volumes.length + left.images.length + left.loops.length > 0) {
     throw new Error(`reaper left behind ${JSON.stringify(left)}`);
   }
 }

@@ -1,7 +1,8 @@
 // Create, reuse, restart, recover and remove one container per session.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { containerName, SandboxManager, volumeName } from '../../../services/sandbox/index.ts';
-import { bash, cmd, docker, dockerExecRoot, leftovers, newManager, reapAll, requireImage, sessionId, testPrefix } from './helpers.ts';
+import path from 'node:path';
+import { bash, cmd, docker, dockerExecRoot, hostLeftovers, leftovers, newManager, reapAll, requireImage, sessionId, testPrefix } from './helpers.ts';
 
 const prefix = testPrefix('life');
 let manager: SandboxManager;
@@ -54,7 +55,10 @@ describe('one container per session', () => {
     const sb = await manager.sandboxFor(sid);
     await sb.execute(cmd({ tool: 'write', path: 'f.txt', content: 'persist' }));
     await manager.stop(sid);
-    expect((await inspect(sid)).State.Running).toBe(false);
+    // A workspace on its own filesystem: container and volume go, the image stays, detached.
+    await expect(inspect(sid)).rejects.toMatchObject({ statusCode: 404 });
+    const image = (await manager.workspaceImage(sid))!;
+    expect(hostLeftovers(prefix)).toMatchObject({ images: [path.basename(image)], loops: [] });
     expect((await (await manager.sandboxFor(sid)).execute(cmd({ tool: 'read', path: 'f.txt' }))).stdout).toBe('persist');
     await docker.getContainer(containerName(prefix, sid)).kill();
     // The same Sandbox object brings its container back on the next command.
@@ -131,12 +135,13 @@ describe('one container per session', () => {
     await other.close();
   });
 
-  it('remove() deletes the container and the volume', async () => {
+  it('remove() deletes the container, the volume and the workspace image', async () => {
     const sid = sessionId();
     await manager.sandboxFor(sid);
     await manager.remove(sid);
     await expect(inspect(sid)).rejects.toMatchObject({ statusCode: 404 });
     await expect(docker.getVolume(volumeName(prefix, sid)).inspect()).rejects.toMatchObject({ statusCode: 404 });
+    expect(hostLeftovers(prefix).images.filter((n) => n.includes(sid))).toEqual([]);
     await manager.remove(sid); // idempotent
   });
 

@@ -1,7 +1,8 @@
-// Workspace quota (issue 9): no session can fill the host disk. The volume
-// has no filesystem quota on this host, so the executor enforces it with
-// RLIMIT_FSIZE and a watchdog (README: "Workspace quota"); these tests
-// measure the overshoot against what the README states.
+// Workspace quota, the watchdog fallback (issue 9): where the host cannot give
+// each workspace its own filesystem (workspace-fs.test.ts), the executor
+// enforces the quota with RLIMIT_FSIZE and a watchdog (README: "Workspace
+// quota"); these tests force that mode and measure the overshoot against
+// what the README states.
 import { statfsSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type Sandbox, type SandboxManager } from '../../../services/sandbox/index.ts';
@@ -17,7 +18,8 @@ let sb: Sandbox;
 
 beforeAll(async () => {
   await requireImage();
-  manager = newManager(prefix, { workspaceQuotaBytes: QUOTA });
+  manager = newManager(prefix, { workspaceQuotaBytes: QUOTA, workspaceFs: 'watchdog' });
+  expect(await manager.workspaceMode()).toBe('watchdog');
   sb = await manager.sandboxFor(sessionId());
 });
 afterAll(() => reapAll(manager, prefix));
@@ -28,7 +30,7 @@ const hostFree = () => {
 };
 const usage = async () => Number((await bash(sb, 'du -sB1 /workspace | cut -f1')).stdout!.trim());
 
-describe('workspace quota', () => {
+describe('workspace quota (watchdog fallback)', () => {
   it('one file past the quota fails with workspace_full', async () => {
     const r = await bash(sb, 'head -c 200M /dev/zero > big.bin');
     expect(r).toMatchObject({ ok: false, error_code: 'workspace_full' });
@@ -96,4 +98,29 @@ describe('workspace quota', () => {
     expect(r).toMatchObject({ ok: false, error_code: 'workspace_full' });
     await bash(sb, 'chmod 700 hidden; rm -rf hidden');
   });
+
+  it('a 30,000-deep chain neither crashes the executor nor lifts the quota (the walk is iterative)', async () => {
+    // The recursive walk overflowed the stack at this depth: the executor died on every check and the quota was off.
+    // 30,000 directories take 120 MiB: this session gets 256 MiB.
+    const big = 256 * MiB;
+    const deep = newManager(prefix, { workspaceQuotaBytes: big, workspaceFs: 'watchdog' });
+    const box = await deep.sandboxFor(sessionId());
+    const chain = await bash(box, `python3 -c '
+import os
+os.mkdir("chain"); os.chdir("chain")
+for i in range(30000):
+    os.mkdir("d"); os.chdir("d")
+'`, { timeout: 120 });
+    expect(chain, chain.stderr).toMatchObject({ ok: true });
+    // One file cut at the file-size limit: the check after it counts the whole tree, chain included, once.
+    const r = await bash(box, 'head -c 300M /dev/zero > c1.bin', { timeout: 60 });
+    expect(r).toMatchObject({ ok: false, error_code: 'workspace_full' });
+    // The executor still answers (it died here before); over quota, the watchdog marks every command workspace_full.
+    expect(await bash(box, 'echo alive')).toMatchObject({ stdout: 'alive\n' });
+    const used = Number((await bash(box, 'du -sB1 /workspace | cut -f1')).stdout!.trim());
+    expect(used).toBeLessThanOrEqual(big + OVERSHOOT);
+    // GNU rm walks without recursion too; a plain volume holding this tree is what dockerd once failed to remove.
+    expect(await bash(box, 'rm -rf c*.bin chain', { timeout: 120 })).toMatchObject({ ok: true });
+    await deep.close();
+  }, 180_000);
 });

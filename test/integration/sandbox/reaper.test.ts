@@ -28,7 +28,7 @@ describe('reap', () => {
     await manager.sandboxFor(live);
     await manager.sandboxFor(gone);
     const r = await manager.reap({ liveSessions: new Set([live]) });
-    expect(r).toEqual({ removedContainers: 1, removedVolumes: 1, stoppedContainers: 0 });
+    expect(r).toEqual({ removedContainers: 1, removedVolumes: 1, stoppedContainers: 0, removedImages: 1, failed: 0 });
     expect(await exists(gone)).toBe(false);
     expect(await volumeExists(gone)).toBe(false);
     expect(await exists(live)).toBe(true);
@@ -43,7 +43,7 @@ describe('reap', () => {
     const sbBusy = await manager.sandboxFor(busy);
     await sbBusy.execute(cmd({ tool: 'touch', path: 'x' }));
     const r = await manager.reap({ idleTtlMs: 1_000 });
-    expect(r).toEqual({ removedContainers: 1, removedVolumes: 1, stoppedContainers: 0 });
+    expect(r).toEqual({ removedContainers: 1, removedVolumes: 1, stoppedContainers: 0, removedImages: 1, failed: 0 });
     expect(await exists(idle)).toBe(false);
     expect(await exists(busy)).toBe(true);
     // A reaped session comes back empty on its next use.
@@ -74,7 +74,7 @@ describe('reap', () => {
     expect(await exists(recent)).toBe(true);
     expect(await volumeExists(orphan)).toBe(true); // created 1 s ago: could be a setup in progress
     await new Promise((r) => setTimeout(r, 1_200));
-    expect(await next.reap()).toEqual({ removedContainers: 1, removedVolumes: 2, stoppedContainers: 0 });
+    expect(await next.reap()).toEqual({ removedContainers: 1, removedVolumes: 2, stoppedContainers: 0, removedImages: 1, failed: 0 });
     expect(await volumeExists(orphan)).toBe(false);
     await next.close();
     await crashed.close();
@@ -86,9 +86,9 @@ describe('reap', () => {
     const running = sb.execute(cmd({ tool: 'bash', cmd: 'sleep 2.5' }));
     await new Promise((r) => setTimeout(r, 1_500));
     // Judged locally (in-flight command) and by another process (the executor reports it busy).
-    expect(await manager.reap({ idleTtlMs: 500 })).toEqual({ removedContainers: 0, removedVolumes: 0, stoppedContainers: 0 });
+    expect(await manager.reap({ idleTtlMs: 500 })).toEqual({ removedContainers: 0, removedVolumes: 0, stoppedContainers: 0, removedImages: 0, failed: 0 });
     const otherProcess = newManager(prefix);
-    expect(await otherProcess.reap({ idleTtlMs: 500 })).toEqual({ removedContainers: 0, removedVolumes: 0, stoppedContainers: 0 });
+    expect(await otherProcess.reap({ idleTtlMs: 500 })).toEqual({ removedContainers: 0, removedVolumes: 0, stoppedContainers: 0, removedImages: 0, failed: 0 });
     await otherProcess.close();
     expect((await running).ok).toBe(true);
     await manager.remove(sid);
@@ -105,8 +105,9 @@ describe('reap', () => {
     expect(await m.reap()).toMatchObject({ stoppedContainers: 0 });
     expect((await busy).ok).toBe(true);
     await new Promise((r) => setTimeout(r, 500));
-    expect(await m.reap()).toEqual({ removedContainers: 0, removedVolumes: 0, stoppedContainers: 1 });
-    expect((await docker.getContainer(containerName(prefix, sid)).inspect()).State.Running).toBe(false);
+    expect(await m.reap()).toEqual({ removedContainers: 0, removedVolumes: 0, stoppedContainers: 1, removedImages: 0, failed: 0 });
+    // Stopped: with a filesystem per workspace its container goes and its image is detached (kept).
+    expect(await docker.getContainer(containerName(prefix, sid)).inspect().then((i) => i.State.Running, () => false)).toBe(false);
     expect(await sb.execute(cmd({ tool: 'read', path: 'kept.txt' }))).toMatchObject({ ok: true, stdout: 'kept' });
     await m.remove(sid);
     await m.close();
@@ -117,7 +118,7 @@ describe('reap', () => {
     expect((await leftovers(prefix)).containers.length).toBeGreaterThanOrEqual(3);
     const r = await manager.reap({ liveSessions: new Set() });
     expect(r.removedContainers).toBeGreaterThanOrEqual(3);
-    expect(await leftovers(prefix)).toEqual({ containers: [], volumes: [] });
+    expect(await leftovers(prefix)).toEqual({ containers: [], volumes: [], images: [], loops: [] });
     // Every other test file asserts the same for its own prefix in afterAll (helpers.reapAll).
   });
 });

@@ -17,6 +17,14 @@ describe('config', () => {
     expect(resolveSandboxOptions({})).toMatchObject({ workspaceQuotaBytes: 2048 * 1024 ** 2, maxFrameBytes: 32 * 1024 ** 2 });
   });
 
+  it('gives each workspace its own filesystem when the host can, in /var/lib/thinkflow/workspaces with 100,000 inodes', () => {
+    expect(loadConfig({}).workspace).toEqual({ fs: 'auto', dir: '/var/lib/thinkflow/workspaces', inodes: 100_000 });
+    expect(resolveSandboxOptions({})).toMatchObject({ workspaceFs: 'auto', workspaceDir: '/var/lib/thinkflow/workspaces', workspaceInodes: 100_000 });
+    expect(loadConfig({ THINKFLOW_WORKSPACE_INODES: '20000', THINKFLOW_WORKSPACE_FS: 'watchdog' }).workspace).toMatchObject({ fs: 'watchdog', inodes: 20_000 });
+    expect(() => loadConfig({ THINKFLOW_WORKSPACE_FS: 'xfs' })).toThrow(/THINKFLOW_WORKSPACE_FS/);
+    expect(() => loadConfig({ THINKFLOW_WORKSPACE_INODES: '10' })).toThrow(/THINKFLOW_WORKSPACE_INODES/);
+  });
+
   it('refuses a quota or a cap that is not a positive whole number, naming the setting', () => {
     for (const [name, value] of [['THINKFLOW_WORKSPACE_QUOTA_MB', '0'], ['THINKFLOW_MAX_SESSIONS_PER_KEY', '-1'], ['THINKFLOW_MAX_RUNNING_PER_KEY', 'many'], ['THINKFLOW_MAX_STREAMS_PER_KEY', '1.5']] as [string, string][]) {
       expect(() => loadConfig({ [name]: value }), name).toThrow(name);

@@ -1,0 +1,65 @@
+import { execFile } from 'node:child_process';
+
+// The host programs behind per-session filesystems (losetup, mkfs.ext4,
+// debugfs, cp), started with argument arrays and no shell, each with a time
+// limit, so a hung tool fails one session instead of holding the process.
+
+export const HOST_TOOL_TIMEOUT_MS = 30_000;
+
+export class HostToolError extends Error {
+  readonly code = 'host_tool_failed';
+  constructor(
+    readonly tool: string,
+    readonly args: string[],
+    readonly stderr: string,
+    cause: unknown,
+  ) {
+    super(`${tool} ${args.join(' ')} failed: ${stderr.trim() || (cause as Error)?.message || String(cause)}`, { cause });
+  }
+}
+
+/** Runs `file args…` and resolves with its stdout; rejects with a HostToolError naming the call and its stderr. */
+export function runHostTool(file: string, args: string[], timeoutMs = HOST_TOOL_TIMEOUT_MS): Promise<string> {
+  return new Promise((resolve, reject) => {
+    execFile(file, args, { timeout: timeoutMs, killSignal: 'SIGKILL', encoding: 'utf8', maxBuffer: 4 * 1024 * 1024 }, (err, stdout, stderr) => {
+      if (err) reject(new HostToolError(file, args, stderr, err));
+      else resolve(stdout);
+    });
+  });
+}
+
+/** Loop devices attached to `file` (normally zero or one). */
+export async function loopsOf(file: string): Promise<string[]> {
+  const out = await runHostTool('losetup', ['--noheadings', '--output', 'NAME', '--associated', file]);
+  return out.split('\n').map((l) => l.trim()).filter(Boolean);
+}
+
+/** Attaches `file` to the first free loop device and returns its path. */
+export async function attachLoop(file: string): Promise<string> {
+  const dev = (await runHostTool('losetup', ['--find', '--show', file])).trim();
+  if (!/^\/dev\/loop\d+$/.test(dev)) throw new Error(`losetup attached ${file} to an unexpected device ${JSON.stringify(dev)}`);
+  return dev;
+}
+
+/** Detaches a loop device; one already gone is fine. A mounted one is freed by the kernel at its unmount (autoclear). */
+export async function detachLoop(dev: string): Promise<void> {
+  try {
+    await runHostTool('losetup', ['--detach', dev]);
+  } catch (err) {
+    if (err instanceof HostToolError && /No such device|not a loop|No such file/i.test(err.stderr)) return;
+    throw err;
+  }
+}
+
+/** Every attached loop device with its backing file (`(deleted)` marks one whose file was unlinked). */
+export async function listLoops(): Promise<{ dev: string; file: string; deleted: boolean }[]> {
+  const out = await runHostTool('losetup', ['--list', '--noheadings', '--raw', '--output', 'NAME,BACK-FILE']);
+  return out.split('\n').flatMap((line) => {
+    const m = /^(\/dev\/loop\d+) (.*)$/.exec(line.trim());
+    if (!m) return [];
+    // --raw escapes blanks as \x20; our image names have none, so the suffix is the marker.
+    const back = m[2]!.replace(/\\x20/g, ' ');
+    const deleted = back.endsWith(' (deleted)');
+    return [{ dev: m[1]!, file: deleted ? back.slice(0, -' (deleted)'.length) : back, deleted }];
+  });
+}

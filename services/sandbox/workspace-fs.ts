@@ -1,0 +1,149 @@
+import { readdir, stat, unlink, utimes } from 'node:fs/promises';
+import path from 'node:path';
+import { cloneTemplate, ensureTemplate, type FsShape } from './fs-template.ts';
+import { attachLoop, detachLoop, listLoops, loopsOf } from './host-tools.ts';
+import { sandboxLog } from './log.ts';
+import { sessionSlug } from './names.ts';
+
+/**
+ * Each session's workspace is its own ext4 filesystem: a sparse image file
+ * of the quota's size and a fixed inode count, attached to a loop device and
+ * mounted by dockerd as a `local` volume. The kernel then enforces bytes,
+ * fallocate and inodes exactly. Deleting a workspace is detach + unlink, one
+ * file whatever the tree inside.
+ */
+export type WorkspaceFsOptions = { dir: string; namePrefix: string } & FsShape;
+
+/** Mount options dockerd gets: no setuid or device files from a workspace, no background zeroing of the (hole) inode tables. */
+export const WORKSPACE_MOUNT_OPTIONS = 'nosuid,nodev,noinit_itable';
+
+export type ImageInfo = { slug: string; file: string; mtimeMs: number };
+
+// One operation at a time per image file in this process, whichever manager
+// asks: two connects of one session must not attach two loop devices.
+const locks = new Map<string, Promise<unknown>>();
+
+export class WorkspaceImages {
+  readonly #o: WorkspaceFsOptions;
+
+  constructor(o: WorkspaceFsOptions) {
+    this.#o = o;
+  }
+
+  get dir(): string {
+    return this.#o.dir;
+  }
+
+  imageOf(sessionId: string): string {
+    return this.#fileOf(sessionSlug(sessionId));
+  }
+
+  /** DriverOpts of the session's volume on `dev`. */
+  static volumeOptions(dev: string): Record<string, string> {
+    return { type: 'ext4', device: dev, o: WORKSPACE_MOUNT_OPTIONS };
+  }
+
+  /**
+   * The loop device of the session's image, creating the image and attaching
+   * it when needed. An attachment that survived a restart of this process is
+   * found again (`losetup -j`), so a session never gets two devices.
+   */
+  attach(sessionId: string): Promise<string> {
+    const file = this.imageOf(sessionId);
+    return this.#locked(file, async () => {
+      if (!(await exists(file))) await cloneTemplate(await ensureTemplate(this.#o.dir, this.#o), file);
+      const [dev, ...extra] = await loopsOf(file);
+      // Two devices on one image would mean two mounts of one ext4: keep the first.
+      for (const d of extra) await detachLoop(d);
+      return dev ?? (await attachLoop(file));
+    });
+  }
+
+  /** Detaches the session's image (kept for a later attach); its mtime becomes the session's last use for the reaper. */
+  detach(sessionId: string): Promise<void> {
+    return this.#detachFile(this.imageOf(sessionId), true);
+  }
+
+  /** Detaches and unlinks the session's image. Idempotent. */
+  destroy(sessionId: string): Promise<void> {
+    return this.destroyFile(this.imageOf(sessionId));
+  }
+
+  destroyFile(file: string): Promise<void> {
+    return this.#locked(file, async () => {
+      // Detached first: `losetup -j` finds a device by its file, not after the unlink.
+      for (const d of await loopsOf(file).catch(notFoundEmpty)) await detachLoop(d);
+      await unlink(file).catch(notFoundOk);
+    });
+  }
+
+  /** The images of this name prefix (templates and half-made copies excluded). */
+  async list(): Promise<ImageInfo[]> {
+    const names = await readdir(this.#o.dir).catch((err: NodeJS.ErrnoException) => (err.code === 'ENOENT' ? [] : Promise.reject(err)));
+    const out: ImageInfo[] = [];
+    for (const name of names) {
+      if (!name.startsWith(this.#o.namePrefix) || !name.endsWith('.img')) continue;
+      const file = path.join(this.#o.dir, name);
+      const st = await stat(file).catch(() => null); // removed meanwhile
+      if (st) out.push({ slug: name.slice(this.#o.namePrefix.length, -'.img'.length), file, mtimeMs: st.mtimeMs });
+    }
+    return out;
+  }
+
+  /** Half-made copies older than `ageMs` (a crash mid-copy), for the reaper. */
+  async staleTemporaries(ageMs: number, now = Date.now()): Promise<string[]> {
+    const names = await readdir(this.#o.dir).catch(() => [] as string[]);
+    const out: string[] = [];
+    for (const name of names) {
+      if (!name.startsWith(this.#o.namePrefix) || !/\.img\.tmp-[0-9a-f]+$/.test(name)) continue;
+      const st = await stat(path.join(this.#o.dir, name)).catch(() => null);
+      if (st && now - st.mtimeMs > ageMs) out.push(path.join(this.#o.dir, name));
+    }
+    return out;
+  }
+
+  /** Loop devices left on images of this prefix that were unlinked (a crash between detach and unlink's order, or an outside rm). */
+  async orphanLoops(): Promise<string[]> {
+    const prefix = path.join(this.#o.dir, this.#o.namePrefix);
+    return (await listLoops()).filter((l) => l.deleted && l.file.startsWith(prefix)).map((l) => l.dev);
+  }
+
+  #fileOf(slug: string): string {
+    return path.join(this.#o.dir, `${this.#o.namePrefix}${slug}.img`);
+  }
+
+  #detachFile(file: string, touch: boolean): Promise<void> {
+    return this.#locked(file, async () => {
+      for (const d of await loopsOf(file).catch(notFoundEmpty)) await detachLoop(d);
+      if (touch) {
+        const now = new Date();
+        await utimes(file, now, now).catch(notFoundOk);
+      }
+    });
+  }
+
+  #locked<T>(file: string, fn: () => Promise<T>): Promise<T> {
+    const prev = locks.get(file) ?? Promise.resolve();
+    const run = prev.then(fn, fn);
+    const tail = run.catch((err: unknown) => sandboxLog().debug({ err, file }, 'workspace image operation failed (reported to its caller)'));
+    locks.set(file, tail);
+    void tail.then(() => {
+      if (locks.get(file) === tail) locks.delete(file);
+    });
+    return run;
+  }
+}
+
+async function exists(file: string): Promise<boolean> {
+  return stat(file).then(() => true, (err: NodeJS.ErrnoException) => (err.code === 'ENOENT' ? false : Promise.reject(err)));
+}
+
+function notFoundOk(err: NodeJS.ErrnoException): void {
+  if (err.code !== 'ENOENT') throw err;
+}
+
+// `losetup -j` on a file that is gone fails; nothing is attached to it then.
+function notFoundEmpty(err: unknown): string[] {
+  if (/No such file/i.test(String((err as { stderr?: string }).stderr ?? ''))) return [];
+  throw err;
+}
