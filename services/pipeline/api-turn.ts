@@ -42,8 +42,9 @@ export function parseTurnBody(text: string, max: number, options: Pipeline['pars
   const outputs: ParserOutput[] = [];
   let commands = 0;
   const take = (out: readonly ParserOutput[]) => {
+    // A parse error counts as a (failed) command of the turn (API.md), so 20,000 broken tags are capped too.
     for (const o of out) {
-      if (o.type === 'command' && ++commands > max) {
+      if (++commands > max) {
         throw new PipelineError('too_many_commands', `a turn may hold at most ${max} commands (THINKFLOW_MAX_COMMANDS_PER_TURN); nothing of this one was run`, { limit: max });
       }
       outputs.push(o);

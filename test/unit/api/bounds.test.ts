@@ -34,10 +34,12 @@ describe('bounds: defaults', () => {
 describe('bounds: commands per turn', () => {
   const tags = (n: number) => Array.from({ length: n }, (_, i) => `<tf-bash id="${i}" cmd="true" />`).join('\n');
 
-  it('keeps up to the cap, parse errors included', () => {
-    const out = parseTurnBody(`${tags(3)}<tf-bogus id="x" />`, 3);
-    expect(out.filter((o) => o.type === 'command')).toHaveLength(3);
-    expect(out.filter((o) => o.type === 'error')).toHaveLength(1);
+  it('keeps up to the cap; a parse error counts as a (failed) command', () => {
+    const out = parseTurnBody(`${tags(2)}<tf-bash id="x" cmd="true" />`, 3);
+    expect(out.map((o) => o.type)).toEqual(['command', 'command', 'error']);
+    expect(() => parseTurnBody(`${tags(3)}<tf-bash id="x" cmd="true" />`, 3)).toThrow(expect.objectContaining({ code: 'too_many_commands' }));
+    const broken = Array.from({ length: 20_000 }, () => '<tf-bash id="x" cmd="true" />').join('');
+    expect(() => parseTurnBody(broken, 1000)).toThrow(expect.objectContaining({ code: 'too_many_commands' }));
   });
 
   it('20,000 tags: too_many_commands as soon as the cap is passed, in well under a second', () => {
