@@ -113,7 +113,10 @@ export class DockerSandbox implements Sandbox {
       if (code === 'sandbox_timeout' || code === 'sandbox_broken') await this.#recover(code);
       // The session's own commands can change the path under the read (a
       // symlink or directory swapped mid-way): that is the caller's answer, not a fault.
-      if (code === 'executor_error') return { kind: 'unreadable', reason: firstLine(errorMessage(err)) };
+      if (code === 'executor_error') {
+        const reason = firstLine(errorMessage(err));
+        return { kind: 'unreadable', loop: /ELOOP|too many levels of symbolic links/.test(reason), reason };
+      }
       throw err;
     }
     return r.kind === 'file' ? { kind: 'file', bytes: Buffer.from(r.base64, 'base64') } : r;

@@ -30,8 +30,8 @@ export type ReadPathResult =
   | { kind: 'dir'; entries: DirEntry[] }
   | { kind: 'missing' }
   | { kind: 'outside' }
-  /** The read failed in the sandbox, e.g. the path was swapped (symlink, directory) while it was read. */
-  | { kind: 'unreadable'; reason: string };
+  /** The read failed in the sandbox: a symbolic link loop (`loop`), or the path was swapped (symlink, directory) while it was read. */
+  | { kind: 'unreadable'; loop: boolean; reason: string };
 
 /** Resolutions a policy check was made on; the executor refuses (`path_changed`) when they no longer hold. */
 export type ExpectedResolution = { path?: string | null; dest?: string | null };

@@ -171,6 +171,7 @@ async function readPath(c: Context<AppEnv>, p: Pipeline): Promise<Response> {
     case 'outside': throw outside();
     case 'missing': throw new AppError(404, 'not_found', `${norm.path}: no such file or directory`);
     case 'unreadable':
+      if (got.loop) throw new AppError(400, 'invalid_path', `${norm.path}: a loop of symbolic links`, { details: { path: norm.path } });
       throw new AppError(409, 'path_changed', `${norm.path} changed while it was read (${got.reason}); try again`, { details: { path: norm.path } });
     case 'dir': return c.json({ entries: got.entries });
     case 'file':
