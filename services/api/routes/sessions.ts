@@ -58,11 +58,11 @@ const routes = (d: SessionRoutesDeps) => ({
     ok: { 200: json(z.object({ entries: z.array(LedgerRecordRef) }), 'the ledger') },
   }),
   root: route({
-    method: 'get', path: '/{id}/files', id: 'listWorkspace', summary: 'The workspace root, listed', auth: 'any',
+    method: 'get', path: '/{id}/files', id: 'listWorkspace', summary: 'The workspace root, listed', auth: 'any', capped: true,
     ok: { 200: json(DirectoryListing, 'the workspace root') },
   }),
   file: route({
-    method: 'get', path: '/{id}/files/{path{.*}}', id: 'getFile', summary: "A workspace file's bytes, or a directory listing", auth: 'any',
+    method: 'get', path: '/{id}/files/{path{.*}}', id: 'getFile', summary: "A workspace file's bytes, or a directory listing", auth: 'any', capped: true,
     ok: { 200: { description: "a file's bytes, or a directory's entries", content: { 'application/octet-stream': { schema: z.string() }, 'application/json': { schema: DirectoryListing } } } },
   }),
   remove: route({
