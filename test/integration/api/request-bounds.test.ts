@@ -3,8 +3,9 @@
 // another key runs; the HTTP server bounds slow and silent clients and the
 // connections of one address.
 import net from 'node:net';
-import { beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it, onTestFinished } from 'vitest';
 import { createRedis } from '../../../services/pipeline/redis.ts';
+import { startHarness } from '../jobs/harness.ts';
 import { client, REDIS_URL } from '../pipeline/helpers.ts';
 import { servicesForSuite, suiteService } from '../suite-service.ts';
 
@@ -152,4 +153,21 @@ describe('the HTTP server bounds its clients', () => {
     expect(await closedWithin(idle, 4000)).toBe(true);
     expect(idle.data()).toMatch(/^HTTP\/1\.1 200/);
   }, 30_000);
+});
+
+describe('commands per model call (a job)', () => {
+  it('20,000 tags in one model call: cut at the cap, the turn failed and the job failed with too_many_commands', async () => {
+    const tags = Array.from({ length: 20_000 }, (_, i) => `<tf-write id="${i + 1}" path="f${i}.txt">x</tf-write>`).join('\n');
+    const h = await startHarness('bounds-job', [{ name: 'flood', match: 'flood the turn', chunk: 4096, delay_ms: 0, turns: [{ text: tags }] }],
+      { THINKFLOW_MAX_COMMANDS_PER_TURN: '50' });
+    onTestFinished(() => h.close());
+    const job = await h.submit({ task: 'flood the turn', limits: { max_turns: 2, max_commands: 100_000, timeout_s: 120 } });
+    const view = await h.waitFinal(job.job_id, 60_000);
+    expect(view).toMatchObject({ status: 'failed', turns: 1 });
+    expect(view.error).toContain('too_many_commands');
+    expect(view.error).toContain('THINKFLOW_MAX_COMMANDS_PER_TURN');
+    const ledger = await h.ledger(job.session_id);
+    expect(ledger.length).toBeLessThanOrEqual(50);
+    expect(ledger.every((r) => ['succeeded', 'skipped'].includes(r.status as string))).toBe(true);
+  }, 120_000);
 });
