@@ -48,7 +48,9 @@ async function startService(port: number): Promise<ChildProcess> {
     cwd: ROOT, stdio: ['ignore', 'ignore', 'pipe'],
     env: { ...process.env, PORT: String(port), HOST: '127.0.0.1', REDIS_URL, THINKFLOW_REDIS_PREFIX: PREFIX, THINKFLOW_SANDBOX_PREFIX: BOXES, THINKFLOW_API_KEYS: '', THINKFLOW_WORKER_IDLE_MS: '2000',
       // One load generator stands for 200 tenants: lift the per-key caps it would otherwise hit (100 sessions, 20 busy).
-      THINKFLOW_MAX_SESSIONS_PER_KEY: '1000', THINKFLOW_MAX_RUNNING_PER_KEY: '1000' },
+      THINKFLOW_MAX_SESSIONS_PER_KEY: '1000', THINKFLOW_MAX_RUNNING_PER_KEY: '1000',
+      // 200 sessions of one key at once, each with its own connection.
+      THINKFLOW_MAX_TURNS_PER_KEY: '1000', THINKFLOW_MAX_CONNECTIONS_PER_ADDRESS: '1000' },
   });
   await new Promise<void>((resolve, reject) => {
     let log = '';

@@ -15,6 +15,8 @@ export type StopReason =
   | { kind: 'command_failed'; commandId: string }
   /** The job's max_commands would be exceeded by the next command. */
   | { kind: 'budget_exceeded'; budget: number }
+  /** One turn issued more than THINKFLOW_MAX_COMMANDS_PER_TURN: nothing further is parsed. */
+  | { kind: 'too_many_commands'; limit: number }
   /** The job was cancelled, timed out or the service shuts down. */
   | { kind: 'aborted'; reason: unknown };
 
@@ -36,12 +38,14 @@ export interface DispatchState {
   readonly turn: number;
   /** Commands this turn may issue (what is left of the job's max_commands). */
   readonly budget: number;
+  /** Commands one turn may issue, whatever the budget (THINKFLOW_MAX_COMMANDS_PER_TURN). */
+  readonly perTurn: number;
   readonly issued: number;
   readonly stopped: StopReason | null;
 }
 
-export function startDispatch(turn: number, budget: number): DispatchState {
-  return { turn, budget, issued: 0, stopped: null };
+export function startDispatch(turn: number, budget: number, perTurn = Infinity): DispatchState {
+  return { turn, budget, perTurn, issued: 0, stopped: null };
 }
 
 export function dispatch(state: DispatchState, input: DispatchInput): { state: DispatchState; decision: Decision } {
@@ -65,6 +69,10 @@ function parsed(state: DispatchState, o: ParserOutput): { state: DispatchState; 
   }
   if (state.issued >= state.budget) {
     const reason = { kind: 'budget_exceeded', budget: state.budget } as const;
+    return { state: { ...state, stopped: reason }, decision: { kind: 'stop', reason } };
+  }
+  if (state.issued >= state.perTurn) {
+    const reason = { kind: 'too_many_commands', limit: state.perTurn } as const;
     return { state: { ...state, stopped: reason }, decision: { kind: 'stop', reason } };
   }
   const stop = o.command.need_result ? ({ kind: 'need_result', commandId: o.command.id } as const) : null;

@@ -141,6 +141,10 @@ async function oneTurn<V extends JobState>(deps: JobRunnerDeps<V>, view: V, c: T
     await pipeline.failTurn(sid, turn, 'max_commands reached');
     throw new JobStopped('failed', `max_commands (${view.limits.max_commands}) exceeded`);
   }
+  if (report.stop.kind === 'too_many_commands') {
+    await pipeline.failTurn(sid, turn, 'too_many_commands');
+    throw new JobStopped('failed', `too_many_commands: a model call issued more than ${report.stop.limit} commands (THINKFLOW_MAX_COMMANDS_PER_TURN)`);
+  }
   const outcome = decideTurnOutcome({ records: report.records, stop: report.stop, nativeCalls: report.toolCalls.length });
   await refreshCounts(pipeline, view);
   await deps.emit({ type: 'turn_ended', turn, api_call: c.call, outcome: outcome.kind === 'interrupt' ? outcome.interruption.kind : outcome.kind });

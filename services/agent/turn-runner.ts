@@ -16,7 +16,7 @@ import { commandFromToolCall, nativeTools } from './native-tools.ts';
 import { estimateUsage, type Usage } from './usage.ts';
 
 /** The part of the pipeline a turn uses. */
-export type TurnPipeline = Pick<Pipeline, 'parserOptions' | 'enqueue' | 'failTurn' | 'awaitResult' | 'drainTurn'> & {
+export type TurnPipeline = Pick<Pipeline, 'parserOptions' | 'enqueue' | 'failTurn' | 'awaitResult' | 'drainTurn'> & Partial<Pick<Pipeline, 'maxCommandsPerTurn'>> & {
   hub: Pick<Pipeline['hub'], 'subscribe'>;
 };
 
@@ -95,7 +95,7 @@ class TurnRun {
   };
 
   constructor(private readonly deps: TurnDeps, private readonly input: TurnInput) {
-    this.#state = startDispatch(input.turn, input.commandBudget);
+    this.#state = startDispatch(input.turn, input.commandBudget, deps.pipeline.maxCommandsPerTurn);
     this.#parser = new TurnParser({ ...deps.pipeline.parserOptions, usedIds: input.burntIds });
     this.#out = new DeltaEvents(deps.emit, input.turn);
     this.#tools = nativeTools(input.flow.nativeTools);

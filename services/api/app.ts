@@ -23,7 +23,7 @@ import { sessionEventRoutes } from './routes/session-events.ts';
 import { sessionRoutes } from './routes/sessions.ts';
 import { systemRoutes } from './routes/system.ts';
 import { jobRoutes } from './routes/jobs.ts';
-import { StreamCaps } from './stream-caps.ts';
+import { StreamCaps, TurnCaps } from './stream-caps.ts';
 import { validationHook } from './validate.ts';
 
 /** What the API uses, and nothing more. Building the app touches none of it: that happens per request. */
@@ -33,7 +33,8 @@ export type AppDeps = {
   /** dev mode's extra Host names and the origins allowed cross-origin; @default none */
   web?: { allowedHosts: string[]; corsOrigins: string[] };
   apiKeyNames: Map<string, string>;
-  limits: { maxJsonBytes: number; maxCommandsBytes: number; maxStreamsPerKey: number };
+  /** maxTurnsPerKey omitted = no cap */
+  limits: { maxJsonBytes: number; maxCommandsBytes: number; maxStreamsPerKey: number; maxTurnsPerKey?: number };
   pipeline: Pipeline;
   gate: PolicyGate;
   /** every session's events and approval answers, for the cross-session streams */
@@ -61,6 +62,7 @@ export function createApp(d: AppDeps): OpenAPIHono<AppEnv> {
   const { pipeline, gate, firehose, redis, keys, jobs } = d;
   const { maxJsonBytes, maxCommandsBytes } = d.limits;
   const streams = new StreamCaps(d.limits.maxStreamsPerKey);
+  const turns = new TurnCaps(d.limits.maxTurnsPerKey ?? Infinity);
   const ping = { redis: async () => (await redis.ping()) === 'PONG', docker: () => pipeline.executor.ping() };
   const app = new OpenAPIHono<AppEnv>({ defaultHook: validationHook });
 
@@ -74,7 +76,7 @@ export function createApp(d: AppDeps): OpenAPIHono<AppEnv> {
   app.route('/admin', adminRoutes({ pipeline }));
   if (jobs) app.route('/v1/jobs', jobEventRoutes({ firehose, streams, jobs }));
   if (jobs) app.route('/v1/jobs', jobRoutes({ jobs, pipeline, redis, keys, streams, maxJsonBytes }));
-  app.route('/v1/sessions', sessionRoutes({ pipeline, maxJsonBytes, maxCommandsBytes }));
+  app.route('/v1/sessions', sessionRoutes({ pipeline, maxJsonBytes, maxCommandsBytes, turns }));
   app.route('/v1/sessions', sessionEventRoutes({ pipeline, redis, keys, streams }));
   // Every approvals path, routed or not, is for operators.
   app.use('/v1/approvals', requireRole('operator', 'admin'));

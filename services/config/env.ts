@@ -59,6 +59,16 @@ export const EnvSchema = z.object({
   THINKFLOW_MAX_SESSIONS_PER_KEY: z.coerce.number().int().min(1).default(100),
   THINKFLOW_MAX_RUNNING_PER_KEY: z.coerce.number().int().min(1).default(20),
   THINKFLOW_MAX_STREAMS_PER_KEY: z.coerce.number().int().min(1).default(50),
+  /** POST /commands turns of one key running at once in this process (each holds its body in memory) */
+  THINKFLOW_MAX_TURNS_PER_KEY: z.coerce.number().int().min(1).default(8),
+  /** commands in one turn (a POST /commands, or a job's model call): past it `too_many_commands` */
+  THINKFLOW_MAX_COMMANDS_PER_TURN: z.coerce.number().int().min(1).default(1000),
+  /** HTTP server: time to receive a request's headers, its whole body, and the idle time between keep-alive requests */
+  THINKFLOW_HEADERS_TIMEOUT_MS: z.coerce.number().int().min(1).default(10_000),
+  THINKFLOW_REQUEST_TIMEOUT_MS: z.coerce.number().int().min(1).default(120_000),
+  THINKFLOW_KEEPALIVE_TIMEOUT_MS: z.coerce.number().int().min(1).default(5_000),
+  /** open connections per client address; more are closed at once (behind a proxy, raise it) */
+  THINKFLOW_MAX_CONNECTIONS_PER_ADDRESS: z.coerce.number().int().min(1).default(128),
   /** a session's container is stopped after this long unused (kept with its workspace; the next command starts it) */
   THINKFLOW_SANDBOX_IDLE_STOP_S: z.coerce.number().int().min(1).default(600),
   /** how often the worker's reaper runs (stops idle containers, removes those of deleted or long-idle sessions) */
@@ -113,7 +123,9 @@ export type Config = {
   replayScripts: string | null;
   workspaceQuotaMb: number;
   workspace: { fs: 'auto' | 'loop' | 'watchdog'; dir: string; inodes: number };
-  caps: { maxSessionsPerKey: number; maxRunningPerKey: number; maxStreamsPerKey: number };
+  caps: { maxSessionsPerKey: number; maxRunningPerKey: number; maxStreamsPerKey: number; maxTurnsPerKey: number };
+  maxCommandsPerTurn: number;
+  http: { headersTimeoutMs: number; requestTimeoutMs: number; keepAliveTimeoutMs: number; maxConnectionsPerAddress: number };
   sandboxIdleStopS: number;
   sandboxReapIntervalS: number;
   logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
@@ -211,6 +223,12 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       maxSessionsPerKey: e.THINKFLOW_MAX_SESSIONS_PER_KEY,
       maxRunningPerKey: e.THINKFLOW_MAX_RUNNING_PER_KEY,
       maxStreamsPerKey: e.THINKFLOW_MAX_STREAMS_PER_KEY,
+      maxTurnsPerKey: e.THINKFLOW_MAX_TURNS_PER_KEY,
+    },
+    maxCommandsPerTurn: e.THINKFLOW_MAX_COMMANDS_PER_TURN,
+    http: {
+      headersTimeoutMs: e.THINKFLOW_HEADERS_TIMEOUT_MS, requestTimeoutMs: e.THINKFLOW_REQUEST_TIMEOUT_MS,
+      keepAliveTimeoutMs: e.THINKFLOW_KEEPALIVE_TIMEOUT_MS, maxConnectionsPerAddress: e.THINKFLOW_MAX_CONNECTIONS_PER_ADDRESS,
     },
     sandboxIdleStopS: e.THINKFLOW_SANDBOX_IDLE_STOP_S,
     sandboxReapIntervalS: e.THINKFLOW_SANDBOX_REAP_INTERVAL_S,

@@ -1,9 +1,11 @@
 import { serve, type ServerType } from '@hono/node-server';
+import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { createApp, ViewPool } from '../api/index.ts';
 import { Firehose } from '../pipeline/index.ts';
 import type { Config } from '../config/index.ts';
 import { log, type Logger } from '../log/index.ts';
+import { guardConnections, httpServerOptions } from './http-guard.ts';
 import { startJobs, type JobsRuntime } from './jobs.ts';
 import { createRuntime, type Runtime, type RuntimeOverrides } from './runtime.ts';
 
@@ -34,12 +36,13 @@ export async function startService(config: Config, overrides: RuntimeOverrides =
     jobsRuntime = await startJobs(runtime, logger);
     const app = createApp({
       apiKeys: config.apiKeys, apiKeyNames: config.apiKeyNames, web: config.web,
-      limits: { maxJsonBytes: config.maxJsonBytes, maxCommandsBytes: config.maxCommandsBytes, maxStreamsPerKey: config.caps.maxStreamsPerKey },
+      limits: { maxJsonBytes: config.maxJsonBytes, maxCommandsBytes: config.maxCommandsBytes, maxStreamsPerKey: config.caps.maxStreamsPerKey, maxTurnsPerKey: config.caps.maxTurnsPerKey },
       pipeline: runtime.pipeline, gate: runtime.gate, redis: runtime.redis, keys: runtime.keys, metrics: runtime.metrics,
       firehose: new Firehose(runtime.subscriber, runtime.keys), jobs: jobsRuntime.jobs, viewPool,
     });
     server = await new Promise<ServerType>((resolve) => {
-      const s = serve({ fetch: app.fetch, port: config.port, hostname: config.host }, () => resolve(s));
+      const s = serve({ fetch: app.fetch, port: config.port, hostname: config.host, serverOptions: httpServerOptions(config.http) }, () => resolve(s));
+      guardConnections(s as Server, config.http);
     });
     const addr = server.address() as AddressInfo;
     url = `http://${addr.family === 'IPv6' ? `[${addr.address}]` : addr.address}:${addr.port}`;

@@ -1,6 +1,7 @@
 import { z } from 'zod';
-import type { Command, ParseError } from '../protocol/index.ts';
-import { parseAll, ToolName } from '../protocol/index.ts';
+import type { Command, ParseError, ParserOutput } from '../protocol/index.ts';
+import { ToolName, TurnParser } from '../protocol/index.ts';
+import { PipelineError } from './errors.ts';
 import { LedgerStatus, type LedgerRecord } from './ledger-record.ts';
 import { parseErrorLabel } from './lifecycle/results.ts';
 import type { CommandHandle, Pipeline } from './pipeline.ts';
@@ -32,9 +33,40 @@ export function toResult(r: LedgerRecord): CommandResult {
   return out;
 }
 
+/** Parsed slice by slice, so a body of tens of thousands of tags stops at the cap, before anything is recorded. */
+const PARSE_SLICE = 64 * 1024;
+
+/** The body's commands and parse errors; `too_many_commands` as soon as it holds more than `max` commands. */
+export function parseTurnBody(text: string, max: number, options: Pipeline['parserOptions'] = {}): ParserOutput[] {
+  const parser = new TurnParser(options);
+  const outputs: ParserOutput[] = [];
+  let commands = 0;
+  const take = (out: readonly ParserOutput[]) => {
+    // A parse error counts as a (failed) command of the turn (API.md), so 20,000 broken tags are capped too.
+    for (const o of out) {
+      if (++commands > max) {
+        throw new PipelineError('too_many_commands', `a turn may hold at most ${max} commands (THINKFLOW_MAX_COMMANDS_PER_TURN); nothing of this one was run`, { limit: max });
+      }
+      outputs.push(o);
+    }
+  };
+  for (let at = 0; at < text.length;) {
+    let end = Math.min(at + PARSE_SLICE, text.length);
+    // Never between the two halves of a surrogate pair.
+    if (end < text.length && /[\uD800-\uDBFF]/.test(text[end - 1]!)) end -= 1;
+    take(parser.feed('text', text.slice(at, end)));
+    at = end;
+  }
+  take(parser.end());
+  return outputs;
+}
+
 export async function runCommandsTurn(p: Pipeline, sid: string, text: string, opts: { signal?: AbortSignal } = {}): Promise<TurnOutcome> {
-  const { outputs } = parseAll(text, p.parserOptions);
-  return runParsedTurn(p, sid, outputs.map((o) => (o.type === 'command' ? { command: o.command } : { error: o.error })), opts.signal);
+  return runParsedTurn(p, sid, turnItems(parseTurnBody(text, p.maxCommandsPerTurn, p.parserOptions)), opts.signal);
+}
+
+export function turnItems(outputs: readonly ParserOutput[]): ({ command: Command } | { error: ParseError })[] {
+  return outputs.map((o) => (o.type === 'command' ? { command: o.command } : { error: o.error }));
 }
 
 export async function runParsedTurn(

@@ -3,7 +3,7 @@ export { Pipeline } from './pipeline.ts';
 export type { CommandHandle, PipelineDeps } from './pipeline.ts';
 export { createRedis, isStorageFull } from './redis.ts';
 export type { PipelineRedis } from './redis.ts';
-export { runCommandsTurn, runParsedTurn, toResult, CommandResult } from './api-turn.ts';
+export { parseTurnBody, runCommandsTurn, runParsedTurn, toResult, turnItems, CommandResult } from './api-turn.ts';
 export type { TurnOutcome } from './api-turn.ts';
 export {
   LedgerRecord, LedgerStatus, LedgerApproval, ApprovalDecision, LEDGER_STATUSES, FINAL_STATUSES, FAILURE_STATUSES, isFinal, targetOf,

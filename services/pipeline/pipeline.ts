@@ -46,6 +46,8 @@ export type PipelineDeps = {
   eventsKeep?: number;
   /** how the session's tf-* text is parsed (THINKFLOW_LEGACY_TAGS, THINKFLOW_MAX_TAG_BODY_BYTES) */
   parser?: ParserOptions;
+  /** commands in one turn, REST or model (THINKFLOW_MAX_COMMANDS_PER_TURN); omitted = no cap */
+  maxCommandsPerTurn?: number;
 };
 
 /** A file written into a new session's workspace before any command (not a command: never in the ledger). */
@@ -91,6 +93,7 @@ export class Pipeline {
   get bodyBytes(): number { return this.#d.bodyBytes; }
   get retentionS(): number { return this.#d.retentionS; }
   get parserOptions(): ParserOptions { return this.#d.parser ?? {}; }
+  get maxCommandsPerTurn(): number { return this.#d.maxCommandsPerTurn ?? Infinity; }
 
   /** `files` (to be seeded later with seedFiles) are checked against the policy here, before anything exists. */
   async createSession(input: {

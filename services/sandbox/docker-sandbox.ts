@@ -111,6 +111,12 @@ export class DockerSandbox implements Sandbox {
     } catch (err) {
       const code = (err as { code?: string }).code;
       if (code === 'sandbox_timeout' || code === 'sandbox_broken') await this.#recover(code);
+      // The session's own commands can change the path under the read (a
+      // symlink or directory swapped mid-way): that is the caller's answer, not a fault.
+      if (code === 'executor_error') {
+        const reason = firstLine(errorMessage(err));
+        return { kind: 'unreadable', loop: /ELOOP|too many levels of symbolic links/.test(reason), reason };
+      }
       throw err;
     }
     return r.kind === 'file' ? { kind: 'file', bytes: Buffer.from(r.base64, 'base64') } : r;
@@ -126,6 +132,10 @@ export class DockerSandbox implements Sandbox {
     const client = await this.#hooks.connect();
     return (await client.request<{ cancelled: number }>('cancelAll', {}, this.#opts.requestTimeoutMs)).cancelled;
   }
+}
+
+function firstLine(s: string): string {
+  return s.split('\n', 1)[0]!.slice(0, 300);
 }
 
 function errorMessage(err: unknown): string {

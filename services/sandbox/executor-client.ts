@@ -16,6 +16,10 @@ export class ExecutorTimeoutError extends Error {
 export class ExecutorBrokenError extends Error {
   readonly code = 'sandbox_broken';
 }
+/** The executor is fine and answered, but the request itself failed there (e.g. a file system error mid-read). */
+export class ExecutorRequestError extends Error {
+  readonly code = 'executor_error';
+}
 
 export type ExecutorClientOptions = {
   /** Largest line accepted; past it the client declares the executor broken and detaches. */
@@ -193,7 +197,7 @@ export class ExecutorClient {
     this.#pending.delete(msg.rid);
     clearTimeout(p.timer);
     this.#markReady();
-    if (msg.error !== undefined) p.reject(new Error(`executor error: ${msg.error}`));
+    if (msg.error !== undefined) p.reject(new ExecutorRequestError(`executor error: ${msg.error}`));
     else p.resolve(msg.result);
   }
 

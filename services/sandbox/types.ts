@@ -29,7 +29,9 @@ export type ReadPathResult =
   | { kind: 'file'; bytes: Buffer }
   | { kind: 'dir'; entries: DirEntry[] }
   | { kind: 'missing' }
-  | { kind: 'outside' };
+  | { kind: 'outside' }
+  /** The read failed in the sandbox: a symbolic link loop (`loop`), or the path was swapped (symlink, directory) while it was read. */
+  | { kind: 'unreadable'; loop: boolean; reason: string };
 
 /** Resolutions a policy check was made on; the executor refuses (`path_changed`) when they no longer hold. */
 export type ExpectedResolution = { path?: string | null; dest?: string | null };

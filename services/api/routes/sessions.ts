@@ -1,12 +1,14 @@
 import { OpenAPIHono } from '@hono/zod-openapi';
-import type { Context } from 'hono';
+import type { Context, MiddlewareHandler, Next } from 'hono';
 import { z } from 'zod';
+import { withIds } from '../../log/index.ts';
 import { normalizeWorkspacePath } from '../../policy/index.ts';
-import { CommandResult, PipelineError, runCommandsTurn, type Pipeline, type SessionMeta } from '../../pipeline/index.ts';
+import { CommandResult, newSessionId, parseTurnBody, PipelineError, runParsedTurn, turnItems, type Pipeline, type SessionMeta } from '../../pipeline/index.ts';
 import { ParseError } from '../../protocol/index.ts';
 import type { AppEnv } from '../env.ts';
 import { AppError } from '../errors.ts';
 import { maxBody } from '../middleware/limits.ts';
+import type { TurnCaps } from '../stream-caps.ts';
 import { json, LedgerRecordRef, route } from '../openapi.ts';
 import { CreateSessionBody, DirectoryListing, SessionCreated, SessionView } from '../schemas.ts';
 import { checkFilePaths, jsonBody } from '../validate.ts';
@@ -15,7 +17,7 @@ import { filePathOf } from './raw-path.ts';
 // Sessions without a model (API.md): create, read, run tf-* tags as a turn,
 // the ledger, the workspace's files, delete.
 
-export type SessionRoutesDeps = { pipeline: Pipeline; maxJsonBytes: number; maxCommandsBytes: number };
+export type SessionRoutesDeps = { pipeline: Pipeline; maxJsonBytes: number; maxCommandsBytes: number; turns: TurnCaps };
 
 /** Loads a session the caller may see: a submitter sees only its own (404 for others', never 403). */
 export async function visibleSession(c: Context<AppEnv>, p: Pick<Pipeline, 'sessions'>): Promise<SessionMeta> {
@@ -46,7 +48,8 @@ const routes = (d: SessionRoutesDeps) => ({
   }),
   commands: route({
     method: 'post', path: '/{id}/commands', id: 'runCommands', summary: 'Run tf-* tags as one turn', auth: 'writer', capped: true,
-    middleware: [maxBody(d.maxCommandsBytes)],
+    // The turn's slot first: a key's turns over its cap are refused before their bodies are read.
+    middleware: [turnSlot(d.turns), maxBody(d.maxCommandsBytes)],
     request: { body: { required: true, content: { 'text/plain': { schema: z.string() } } } },
     ok: { 200: json(z.object({ results: z.array(CommandResult), errors: z.array(ParseError) }), 'every command final, in completion order') },
   }),
@@ -55,11 +58,11 @@ const routes = (d: SessionRoutesDeps) => ({
     ok: { 200: json(z.object({ entries: z.array(LedgerRecordRef) }), 'the ledger') },
   }),
   root: route({
-    method: 'get', path: '/{id}/files', id: 'listWorkspace', summary: 'The workspace root, listed', auth: 'any',
+    method: 'get', path: '/{id}/files', id: 'listWorkspace', summary: 'The workspace root, listed', auth: 'any', capped: true,
     ok: { 200: json(DirectoryListing, 'the workspace root') },
   }),
   file: route({
-    method: 'get', path: '/{id}/files/{path{.*}}', id: 'getFile', summary: "A workspace file's bytes, or a directory listing", auth: 'any',
+    method: 'get', path: '/{id}/files/{path{.*}}', id: 'getFile', summary: "A workspace file's bytes, or a directory listing", auth: 'any', capped: true,
     ok: { 200: { description: "a file's bytes, or a directory's entries", content: { 'application/octet-stream': { schema: z.string() }, 'application/json': { schema: DirectoryListing } } } },
   }),
   remove: route({
@@ -76,12 +79,23 @@ export function sessionRoutes(d: SessionRoutesDeps): OpenAPIHono<AppEnv> {
   app.openapi(r.create, async (c) => {
     const body = c.req.valid('json');
     checkFilePaths(body.files);
-    const meta = await p.createSession({
-      owner: c.var.principal.id, project: body.project ?? null, approval: body.approval ?? 'never', policy: body.policy ?? null,
-      tightenOnly: c.var.principal.role === 'submitter',
-      ...(body.files ? { files: body.files } : {}),
-    });
-    if (body.files && Object.keys(body.files).length) await seed(p, meta.session_id, body.files, c.req.raw.signal);
+    const owner = c.var.principal.id;
+    const seeds = body.files && Object.keys(body.files).length ? body.files : null;
+    // Seeding starts the session's container: it takes a live slot first, like a job does.
+    const sessionId = newSessionId();
+    if (seeds) await p.caps.claimLive(owner, sessionId);
+    let meta: SessionMeta;
+    try {
+      meta = await p.createSession({
+        owner, sessionId, project: body.project ?? null, approval: body.approval ?? 'never', policy: body.policy ?? null,
+        tightenOnly: c.var.principal.role === 'submitter',
+        ...(body.files ? { files: body.files } : {}),
+      });
+    } catch (err) {
+      if (seeds) await p.caps.releaseLive(owner, sessionId);
+      throw err;
+    }
+    if (seeds) await seed(p, meta.session_id, seeds, c.req.raw.signal);
     return c.json({ session_id: meta.session_id }, 201);
   });
 
@@ -127,11 +141,12 @@ async function runTurn(c: Context<AppEnv>, p: Pipeline): Promise<Response> {
   requireLive(meta);
   const type = c.req.header('content-type');
   if (type && !/^text\/plain\b/i.test(type)) throw new AppError(415, 'unsupported_media_type', `expected text/plain with tf-* tags, got ${type}`);
-  const text = await c.req.text();
+  // Parsed (and counted) before anything is claimed or recorded.
+  const items = turnItems(parseTurnBody(await c.req.text(), p.maxCommandsPerTurn, p.parserOptions));
   const signal = c.req.raw.signal;
   await p.caps.claimLive(meta.owner, meta.session_id);
   try {
-    const out = await runCommandsTurn(p, meta.session_id, text, { signal });
+    const out = await runParsedTurn(p, meta.session_id, items, signal);
     return c.json({ results: out.results, errors: out.errors }, 200);
   } catch (err) {
     // The client went away while its turn ran: the turn goes on (the ledger
@@ -149,12 +164,43 @@ async function readPath(c: Context<AppEnv>, p: Pipeline): Promise<Response> {
   const norm = normalizeWorkspacePath(raw === '' ? '.' : raw);
   const outside = () => new AppError(403, 'path_outside_workspace', 'path is outside the workspace', { details: { path: raw } });
   if (!norm.ok) throw outside();
-  const got = await p.executor.readPath(meta.session_id, norm.path);
+  // Reading starts the session's container when it is stopped: a live slot first (no side door around the cap).
+  await p.caps.claimLive(meta.owner, meta.session_id);
+  const got = await readInSandbox(p, meta.session_id, norm.path);
   switch (got.kind) {
     case 'outside': throw outside();
     case 'missing': throw new AppError(404, 'not_found', `${norm.path}: no such file or directory`);
+    case 'unreadable':
+      if (got.loop) throw new AppError(400, 'invalid_path', `${norm.path}: a loop of symbolic links`, { details: { path: norm.path } });
+      throw new AppError(409, 'path_changed', `${norm.path} changed while it was read (${got.reason}); try again`, { details: { path: norm.path } });
     case 'dir': return c.json({ entries: got.entries });
     case 'file':
       return c.body(new Uint8Array(got.bytes), 200, { 'content-type': 'application/octet-stream', 'content-length': String(got.bytes.length) });
   }
+}
+
+/** The sandbox's answer; a sandbox that cannot be reached is a 503 the client may retry, not an internal error. */
+async function readInSandbox(p: Pipeline, sid: string, path: string): ReturnType<Pipeline['executor']['readPath']> {
+  try {
+    return await p.executor.readPath(sid, path);
+  } catch (err) {
+    const code = (err as { code?: unknown }).code;
+    if (typeof code === 'string' && code.startsWith('sandbox_')) {
+      withIds({ session_id: sid }).warn({ err, path }, 'files: the sandbox did not answer a read');
+      throw new AppError(503, 'sandbox_unavailable', `the session's sandbox did not answer (${code}); try again`, { details: { session_id: sid }, cause: err });
+    }
+    throw err;
+  }
+}
+
+/** Holds one of the key's turn slots (THINKFLOW_MAX_TURNS_PER_KEY) until the turn is answered. */
+function turnSlot(turns: TurnCaps): MiddlewareHandler<AppEnv> {
+  return async function turnSlot(c: Context<AppEnv>, next: Next) {
+    const release = turns.acquire(c.var.principal.id);
+    try {
+      await next();
+    } finally {
+      release();
+    }
+  };
 }

@@ -5,7 +5,8 @@ import { client } from './helpers.ts';
 // Ordering under load, real Redis and Docker: 20 sessions in parallel, each
 // sending 500 commands over 5 turns; every session's commands must execute in
 // exactly the order they were sent, one at a time.
-const svc = suiteService('order');
+// 20 turns of one key at once: past the default THINKFLOW_MAX_TURNS_PER_KEY.
+const svc = suiteService('order', { THINKFLOW_MAX_TURNS_PER_KEY: '20' });
 
 const SESSIONS = 20;
 const TURNS = 5;

@@ -24,7 +24,7 @@ describe('dispatcher', () => {
       { kind: 'enqueue', stream: 'reasoning', command: cmd('1'), stop: null },
       { kind: 'enqueue', stream: 'reasoning', command: cmd('2'), stop: null },
     ]);
-    expect(state).toEqual({ turn: 3, budget: 10, issued: 2, stopped: null });
+    expect(state).toEqual({ turn: 3, budget: 10, perTurn: Infinity, issued: 2, stopped: null });
   });
 
   it('need_result: enqueue, then stop; later outputs are ignored', () => {
@@ -62,6 +62,13 @@ describe('dispatcher', () => {
     expect(state.stopped).toEqual({ kind: 'budget_exceeded', budget: 1 });
   });
 
+  it('the command past the per-turn cap is not enqueued, whatever the budget (THINKFLOW_MAX_COMMANDS_PER_TURN)', () => {
+    const { decisions, state } = run(startDispatch(1, 100, 2), [parsed(cmd('1')), parsed(cmd('2')), parsed(cmd('3')), parsed(cmd('4'))]);
+    expect(decisions.map((d) => d.kind)).toEqual(['enqueue', 'enqueue', 'stop', 'ignore']);
+    expect(state.stopped).toEqual({ kind: 'too_many_commands', limit: 2 });
+    expect(state.issued).toBe(2);
+  });
+
   it('an abort stops; the first stop reason is kept', () => {
     const { decisions, state } = run(startDispatch(1, 5), [
       { type: 'aborted', reason: 'cancelled' }, { type: 'command_finished', turn: 1, commandId: '1', status: 'failed' }, badId,
@@ -73,6 +80,6 @@ describe('dispatcher', () => {
   it('never mutates the state it is given', () => {
     const s = Object.freeze(startDispatch(1, 5));
     expect(() => run(s, [parsed(cmd('1')), badId])).not.toThrow();
-    expect(s).toEqual({ turn: 1, budget: 5, issued: 0, stopped: null });
+    expect(s).toEqual({ turn: 1, budget: 5, perTurn: Infinity, issued: 0, stopped: null });
   });
 });

@@ -80,6 +80,16 @@ describe('runJob', () => {
     expect(pipeline.failTurnCalls).toContainEqual({ turn: 1, label: 'max_commands reached' });
   });
 
+  it('THINKFLOW_MAX_COMMANDS_PER_TURN: a model call past it is cut there, its turn failed and the job failed with too_many_commands', async () => {
+    const pipeline = new FakePipeline();
+    Object.assign(pipeline, { maxCommandsPerTurn: 2 });
+    const model = scripted([{ type: 'text', text: [1, 2, 3, 4, 5].map((i) => write(String(i), `f${i}`)).join('') }]);
+    const view = await runJob({ pipeline, stream: model.stream, emit: collect().emit, save: async () => {} }, newJob(), { task: 'do it' }, new AbortController().signal);
+    expect(view).toMatchObject({ status: 'failed', error: 'too_many_commands: a model call issued more than 2 commands (THINKFLOW_MAX_COMMANDS_PER_TURN)' });
+    expect(pipeline.failTurnCalls).toContainEqual({ turn: 1, label: 'too_many_commands' });
+    expect(pipeline.records.map((r) => r.id)).toEqual(['1', '2']);
+  });
+
   it('cancel and model errors end the job with their reasons; seeded files are listed for the model', async () => {
     const job = new AbortController();
     const cancelled = await run([[{ type: 'text', text: 'a' }, () => job.abort('cancelled'), { type: 'text', text: 'b' }]], { signal: job.signal, files: { 'in.txt': 'abc' } });
