@@ -14,7 +14,8 @@ import { Ledger } from './ledger.ts';
 import { SessionRetention } from './retention.ts';
 import { FINAL_STATUSES, type LedgerRecord, type LedgerStatus } from './ledger-record.ts';
 import { admit } from './lifecycle/admit.ts';
-import { enqueueErrorResult, SESSION_DELETED, SESSION_DELETED_APPROVAL } from './lifecycle/results.ts';
+import { enqueueErrorResult } from './lifecycle/results.ts';
+import { deleteSession } from './session-delete.ts';
 import type { PipelineMetrics } from './metrics.ts';
 import { PolicyLoosensError, type PolicyGate } from './policy-gate.ts';
 import { SessionQueues } from './queues.ts';
@@ -263,36 +264,13 @@ export class Pipeline {
     return queueOverview({ redis: this.#d.redis, keys: this.#d.keys, queues: this.queues, sessions: this.sessions }, limit);
   }
 
-  /**
-   * Removes the sandbox; queued commands become skipped; the ledger and
-   * events stay readable for THINKFLOW_RETENTION_S, then every key of the
-   * session expires (even when removing the sandbox failed).
-   */
+  /** See `deleteSession` in session-delete.ts. */
   async deleteSession(sid: string): Promise<void> {
     const meta = await this.session(sid);
-    // Marked first, so no new work starts a container for it meanwhile.
-    await this.sessions.markDeleted(sid);
-    const records = await this.ledger.list(sid);
-    for (const r of records) {
-      if (r.status === 'queued') await this.lifecycle.skip(r, SESSION_DELETED);
-      // A command waiting for an operator must not run after its session is
-      // gone (it would start a new container for it): its approval is withdrawn.
-      else if (r.status === 'awaiting_approval' && r.approval) {
-        await this.approvals.answer(r.approval.token, 'reject', SESSION_DELETED_APPROVAL, 'system');
-      }
-    }
-    try {
-      await this.#d.executor.remove(sid);
-    } catch (err) {
-      // Not deleted while its sandbox is still on the host: the caller can
-      // DELETE again, and the caps stay held (and the keys kept) until nothing is left.
-      await this.sessions.unmarkDeleted(sid);
-      log().error({ err, session_id: sid }, 'session delete: its sandbox could not be removed; the session stays');
-      throw new PipelineError('cleanup_failed', `the sandbox of session ${sid} could not be removed; try DELETE again`);
-    }
-    await this.caps.releaseSession(meta.owner, sid);
-    await this.caps.releaseLive(meta.owner, sid);
-    await this.retention.expire(sid, records.flatMap((r) => (r.approval ? [r.approval.token] : [])));
+    await deleteSession({
+      sessions: this.sessions, ledger: this.ledger, lifecycle: this.lifecycle, approvals: this.approvals,
+      executor: this.#d.executor, caps: this.caps, retention: this.retention,
+    }, sid, meta.owner);
   }
 
   close(): Promise<void> {
