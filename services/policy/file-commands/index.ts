@@ -15,13 +15,16 @@ import { tar, unzip } from './archive.ts';
 import { find } from './find.ts';
 import { dd } from './dd.ts';
 import { gitInit } from './git.ts';
+import { gitOutput, sort, uniq } from './output.ts';
 
 export type { Scope, Target, Targets } from './targets.ts';
 export { showTarget } from './targets.ts';
 
-export const DESCRIPTORS: readonly Descriptor[] = [rm, rmdir, shred, cp, mv, install, ln, mkdir, touch, tee, truncate, chmod, chown, sed, tar, unzip, find, dd, gitInit];
+export const DESCRIPTORS: readonly Descriptor[] = [rm, rmdir, shred, cp, mv, install, ln, mkdir, touch, tee, truncate, chmod, chown, sed, tar, unzip, find, dd, gitInit, gitOutput, sort, uniq];
 
-const BY_PROGRAM = new Map<string, Descriptor>(DESCRIPTORS.flatMap((d) => d.programs.map((p) => [p, d] as const)));
+// A program may have several descriptors, one per set of subcommands (`git init`, `git diff`).
+const BY_PROGRAM = new Map<string, Descriptor[]>();
+for (const d of DESCRIPTORS) for (const p of d.programs) BY_PROGRAM.set(p, [...(BY_PROGRAM.get(p) ?? []), d]);
 const NONE: Targets = { targets: [] };
 
 /** True when the program (by base name) has a descriptor. */
@@ -36,7 +39,8 @@ export function isPathAware(program: string): boolean {
 export function commandTargets(words: readonly Word[]): Targets {
   const head = words[0]?.text ?? '';
   const program = head.slice(head.lastIndexOf('/') + 1);
-  const d = BY_PROGRAM.get(program);
+  const sub = words[1]?.text ?? '';
+  const d = BY_PROGRAM.get(program)?.find((x) => !x.subcommands || x.subcommands.includes(sub));
   if (d === undefined) return NONE;
   let rest = words.slice(1);
   if (d.subcommands) {

@@ -37,8 +37,8 @@ export class TargetSink {
     const glob = GLOB.test(p);
     if (!glob) { this.push(p, scope, true); return; }
     const { dir, rest } = splitPattern(p);
-    // `rm -rf d/*` deletes all of d that matters: judged as deleting d.
-    if (scope === 'tree' && rest.length === 1 && /^\*+$/.test(rest[0]!)) this.push(dir, 'tree', true);
+    // `rm -rf d/*` deletes all of d that matters: judged as deleting d; so do `?*`, `*?` (wildcards only).
+    if (scope === 'tree' && rest.length === 1 && /^[*?]*\*[*?]*$/.test(rest[0]!)) this.push(dir, 'tree', true);
     else this.push(dir, 'some', rest[0]!.startsWith('.') || rest[0]!.startsWith('['));
   }
 
