@@ -21,6 +21,8 @@ export function jobKeys(prefix: string) {
 
 export type StoredJob = { view: JobView; owner: string | null; cancelRequested: boolean; runner: string | null };
 
+const PRUNE_BATCH = 20;
+
 export class JobStore {
   readonly #redis: Redis;
   readonly #keys: ReturnType<typeof jobKeys>;
@@ -40,6 +42,22 @@ export class JobStore {
       .zadd(this.#keys.jobs(), Date.parse(view.created_at), view.job_id)
       .publish(this.#keys.changes(), view.job_id)
       .exec();
+    await this.#pruneList();
+  }
+
+  // A job's hash expires after the retention, its place in the list would
+  // not: each new job drops the oldest places whose job is gone, so the list
+  // holds the jobs that exist (and a few) however many were ever made.
+  async #pruneList(): Promise<void> {
+    const oldest = await this.#redis.zrange(this.#keys.jobs(), 0, PRUNE_BATCH - 1);
+    if (oldest.length === 0) return;
+    const p = this.#redis.pipeline();
+    for (const id of oldest) p.exists(this.#keys.job(id));
+    const gone = ((await p.exec()) ?? []).flatMap(([err, n], i) => {
+      if (err) throw err;
+      return Number(n) === 0 ? [oldest[i]!] : [];
+    });
+    if (gone.length > 0) await this.#redis.zrem(this.#keys.jobs(), ...gone);
   }
 
   async get(id: string): Promise<StoredJob | null> {

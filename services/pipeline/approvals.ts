@@ -81,7 +81,8 @@ export class Approvals {
         public: JSON.stringify(state),
       })
       .expire(key, args.ttlS + KEEP_ANSWERED_S)
-      .hset(this.#keys.approvalIndex(), token, state.session_id)
+      // A key per token with the approval's TTL: a field of one global hash outlived every approval.
+      .set(this.#keys.approvalIndex(token), state.session_id, 'EX', args.ttlS + KEEP_ANSWERED_S)
       .zadd(this.#keys.approvalsPending(), expiresMs, token)
       .exec();
     return state;
@@ -89,7 +90,7 @@ export class Approvals {
 
   async get(token: string): Promise<ApprovalState | null> {
     if (!/^[A-Za-z0-9_-]{20,100}$/.test(token)) return null;
-    const sid = await this.#redis.hget(this.#keys.approvalIndex(), token);
+    const sid = await this.#redis.get(this.#keys.approvalIndex(token));
     if (!sid) return null;
     const h = await this.#redis.hgetall(this.#keys.approval(sid, token));
     if (!h.public) return null;
@@ -103,7 +104,7 @@ export class Approvals {
 
   /** The exact grants an `approve_for_session` answer would give (stored with the request), for showing them before they are given. */
   async grantOf(token: string): Promise<Grant[]> {
-    const sid = /^[A-Za-z0-9_-]{20,100}$/.test(token) ? await this.#redis.hget(this.#keys.approvalIndex(), token) : null;
+    const sid = /^[A-Za-z0-9_-]{20,100}$/.test(token) ? await this.#redis.get(this.#keys.approvalIndex(token)) : null;
     const raw = sid ? await this.#redis.hget(this.#keys.approval(sid, token), 'grant') : null;
     return raw ? raw.split('\n').filter(Boolean).map((line) => JSON.parse(line) as Grant) : [];
   }
@@ -124,7 +125,7 @@ export class Approvals {
 
   async answer(token: string, decision: AnswerDecision | 'expire', reason: string | null, decidedBy: string, scope: GrantScope = 'exact'): Promise<AnswerOutcome> {
     if (!/^[A-Za-z0-9_-]{20,100}$/.test(token)) return 'unknown';
-    const sid = await this.#redis.hget(this.#keys.approvalIndex(), token);
+    const sid = await this.#redis.get(this.#keys.approvalIndex(token));
     if (!sid) return 'unknown';
     const res = String(await this.#redis.answerApproval(
       this.#keys.approval(sid, token), this.#keys.grants(sid), this.#keys.approvalsPending(),

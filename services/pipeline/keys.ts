@@ -47,8 +47,8 @@ export function createKeys(prefix = 'tf') {
     approval: (sid: string, token: string) => `${s(sid)}:approval:${token}`,
     /** string: the operator card's derived view of a pending approval (diff, explanation), kept until it expires */
     approvalView: (sid: string, token: string) => `${s(sid)}:approval:${token}:view`,
-    /** hash token -> session id, so an answer by token finds its session */
-    approvalIndex: () => `${prefix}:approvals:index`,
+    /** string: the session id of an approval token, so an answer by token finds its session; expires with the approval */
+    approvalIndex: (token: string) => `${prefix}:approvals:index:${token}`,
     /** zset token -> expires_at ms, the pending ones only */
     approvalsPending: () => `${prefix}:approvals:pending`,
     approvalChannel: () => `${prefix}:approvals:ch`,

@@ -34,7 +34,10 @@ export class SessionRetention {
     const keys = [
       ...k.sessionKeys(sid, { records: records!, turns: turns!, tokens }),
       ...this.#queues.keysOf(sid, records!),
+      ...tokens.map((t) => k.approvalIndex(t)),
     ];
+    // The global list of sessions would keep a deleted one for good: it leaves it now.
+    await this.#redis.zrem(k.sessions(), sid);
     let expired = 0;
     for (let i = 0; i < keys.length; i += CHUNK) {
       const p = this.#redis.pipeline();
