@@ -1,6 +1,7 @@
 // Commands the shipped policies call read-only that still write a file they
 // are given: git's diff family with `--output=F` (content of the caller's
-// choosing with `git log --format`), `sort -o F` and `uniq IN OUT`. git and
+// choosing with `git log --format`), `sort -o F`, `uniq IN OUT`, `tree -o F`,
+// and gzip/gunzip, which replace each operand by its (de)compressed twin. git and
 // sort take far more options than a descriptor could list, so only the
 // output option is read out of their words; every other word is left to the
 // rules (it writes nothing).
@@ -94,4 +95,52 @@ export const uniq: Descriptor = {
   }),
   targets: (p, sink) => sink.write(p.operands[1], 'self'),
   examples: [['uniq -c x .git/config', ['self:.git/config']], ['uniq -c x', []], ['uniq -f 1 a b', ['self:b']]],
+};
+
+// tree's short options that take the next word as their value, in cluster order (`-ao F`, `-Lo 2 F`).
+const TREE_VALUES = new Set('LPIoHT');
+const TREE_LONG_VALUES = new Set(['--charset', '--filelimit', '--timefmt', '--sort', '--hintro', '--houtro', '--infile']);
+
+function treeOutputs(words: readonly Word[]): Word[] {
+  const out: Word[] = [];
+  for (let k = 0; k < words.length; k++) {
+    const w = words[k]!;
+    const a = w.text;
+    if (a === '--') break;
+    if (a.startsWith('--')) { if (!a.includes('=') && TREE_LONG_VALUES.has(a)) k++; continue; }
+    if (!a.startsWith('-') || a === '-') continue;
+    for (const c of a.slice(1)) {
+      if (!TREE_VALUES.has(c)) continue;
+      const value = words[++k];
+      if (c === 'o' && value !== undefined) out.push(glue(w, `--output=${value.text}`));
+    }
+  }
+  return out;
+}
+
+export const tree: Descriptor = {
+  programs: ['tree'],
+  prepare: treeOutputs,
+  options: optionSpec({ value: ['--output'] }),
+  targets: writeOutputs,
+  examples: [['tree -o .git/config', ['self:.git/config']], ['tree -aLo 2 .git/config src', ['self:.git/config']], ['tree -L 2 src', []]],
+};
+
+const GZIP_LEVELS = ['-1', '-2', '-3', '-4', '-5', '-6', '-7', '-8', '-9'];
+
+export const gzip: Descriptor = {
+  programs: ['gzip', 'gunzip', 'uncompress'],
+  options: optionSpec({
+    flag: ['-c', '--stdout', '--to-stdout', '-d', '--decompress', '--uncompress', '-f', '--force', '-h', '--help', '-k', '--keep', '-l', '--list',
+      '-L', '--license', '-n', '--no-name', '-N', '--name', '-q', '--quiet', '-r', '--recursive', '--rsyncable', '--synchronous', '-t', '--test',
+      '-v', '--verbose', '-V', '--version', '--fast', '--best', ...GZIP_LEVELS],
+    value: ['-S', '--suffix'],
+  }),
+  // The operand is replaced (removed, its twin written next to it); to stdout, listed or tested, nothing is written.
+  targets: (p, sink) => {
+    if (['-c', '--stdout', '--to-stdout', '-l', '--list', '-t', '--test'].some((o) => p.opts.has(o))) return;
+    const recursive = p.opts.has('-r') || p.opts.has('--recursive');
+    for (const w of p.operands) sink.write(w, recursive ? 'tree' : 'self');
+  },
+  examples: [['gzip .git/config', ['self:.git/config']], ['gunzip -r .git', ['tree:.git']], ['gzip -c a', []], ['gzip -9k a.log', ['self:a.log']]],
 };

@@ -3,7 +3,8 @@
 // `rm -rf *`; `git diff|log|show --output=F` (allowed as read-only git) and
 // `sort -o F` / `uniq IN OUT` (allowed as inspection) write F, so they wrote
 // `.git/config` with content of the submitter's choosing (`git log
-// --format=...`) under the shipped policies in `never` mode.
+// --format=...`) under the shipped policies in `never` mode; `tree -o F`
+// likewise, and `gzip`/`gunzip` replaced `.git/config` by its twin.
 import { fileURLToPath } from 'node:url';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { decideApproval, evaluate, loadPolicyDir, type Decision, type PolicyStore } from '../../../services/policy/index.ts';
@@ -33,7 +34,8 @@ describe('shipped policies (h9): output files of "read-only" commands are writes
     'git diff --output=.git/config', 'git diff --output .git/config', 'git log --format=x --output=.git/config',
     'git show --output=.git/hooks/pre-commit HEAD', 'git diff --stat --output=./.git/config HEAD',
     'sort -o .git/config x', 'sort --output=.git/config x', 'sort -uo.git/config x', 'sort -n -o .git/info/exclude x',
-    'uniq x .git/config', 'uniq -c x .git/config', 'cd .git && sort -o config ../x',
+    'uniq x .git/config', 'uniq -c x .git/config', 'cd .git && sort -o config ../x', 'tree -o .git/config', 'tree -a -L 1 -o .git/hooks/x',
+    'gzip .git/config', 'gunzip .git/config.gz', 'gzip -r .git', 'gzip -9 .git/index',
   ])('%j → forbid, refused in never', (cmd) => {
     const e = check(cmd);
     expect(e.decision).toBe('forbid');
@@ -45,6 +47,7 @@ describe('shipped policies (h9): output files of "read-only" commands are writes
     ['git diff', 'allow'], ['git diff --stat HEAD~1', 'allow'], ['git log --oneline', 'allow'], ['git diff --output=changes.patch', 'allow'],
     ['sort -k2 -n data.txt', 'allow'], ['sort -o sorted.txt data.txt', 'allow'], ['sort -t, -k1,1 x', 'allow'], ['uniq -c x', 'allow'],
     ['uniq x out.txt', 'allow'], ['sort -n x | uniq -c', 'allow'],
+    ['tree -L 2 src', 'allow'], ['gzip -k dist/app.js', 'allow'], ['gzip -c .git/config', 'allow'], ['gunzip logs/a.gz', 'allow'],
   ])('%j → %s', (cmd, d) => {
     expect(check(cmd).decision).toBe(d);
   });
