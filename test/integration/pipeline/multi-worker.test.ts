@@ -22,7 +22,8 @@ type Entry = { turn: number; id: string; status: string; started_at: string; fin
 
 describe('several worker processes (real Redis and Docker)', () => {
   it('keep each session strictly ordered and one-at-a-time across processes', async () => {
-    const cfg = testConfig(prefix, { PORT: '0', THINKFLOW_ROLE: 'api', THINKFLOW_SANDBOX_PREFIX: boxes });
+    // Ten sessions of one key send their turns at once: above the default per-key turn cap (8).
+    const cfg = testConfig(prefix, { PORT: '0', THINKFLOW_ROLE: 'api', THINKFLOW_SANDBOX_PREFIX: boxes, THINKFLOW_MAX_TURNS_PER_KEY: '20' });
     api = await startService(cfg, {});
     const env = { REDIS_URL: cfg.redisUrl, THINKFLOW_REDIS_PREFIX: prefix, THINKFLOW_POLICY_DIR: cfg.policyDir, THINKFLOW_SANDBOX_PREFIX: boxes };
     const workers = await Promise.all([startWorker(env, children), startWorker(env, children)]);

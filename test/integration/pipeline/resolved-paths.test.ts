@@ -98,7 +98,11 @@ describe('paths as they resolve at execution', () => {
 
   it('a prompt rule met through a symlink is refused, naming the real path; named directly, it asks an operator', async () => {
     const sid = await session('on-request');
-    await turn(sid, '<tf-bash id="1" cmd="mkdir -p secrets && ln -s secrets s" />');
+    // Creating `secrets` is itself a write the rule covers (`secrets/**` matches `secrets`): an operator approves the set-up.
+    const setup = api.text(`/v1/sessions/${sid}/commands`, '<tf-bash id="1" cmd="mkdir -p secrets && ln -s secrets s" />');
+    const first = await pendingApproval(sid);
+    expect((await op.json(`/v1/approvals/${first!.token}`, { decision: 'approve' })).status).toBe(200);
+    expect(((await (await setup).json()) as { results: Result[] }).results[0]).toMatchObject({ status: 'succeeded' });
     const [viaLink] = await turn(sid, '<tf-write id="1" path="s/key.txt">k</tf-write>');
     expect(viaLink).toMatchObject({ status: 'forbidden', code: 'forbidden' });
     expect(viaLink!.error).toMatch(/secrets\/key\.txt.*needs its own approval/);
