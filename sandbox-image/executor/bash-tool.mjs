@@ -58,7 +58,8 @@ export async function runBash(cmd, limits, signal, quota) {
     if (err instanceof HomeNotFresh) return { ok: false, error_code: 'sandbox_broken', error: `${err.message}; the sandbox is replaced` };
     throw err;
   }
-  const r = await runGroup(cmd.cmd, limits, signal, quota);
+  const allowed = quota.kernel ? limits.workspaceQuotaBytes : quota.allowance(limits.workspaceQuotaBytes);
+  const r = await runGroup(cmd.cmd, limits, signal, quota, allowed);
   try {
     await killStrays();
   } catch (err) {
@@ -69,7 +70,7 @@ export async function runBash(cmd, limits, signal, quota) {
   // Watchdog: writes faster than its tick are caught here. Either way, a
   // command that failed with the workspace full failed for lack of space
   // (ENOSPC, or EFBIG from the file-size limit with SIGXFSZ handled).
-  if (r.error_code !== 'workspace_full' && quota.commandHitLimit(r, limits.workspaceQuotaBytes)) return { ...r, ...quotaFailure(limits, quota) };
+  if (r.error_code !== 'workspace_full' && quota.commandHitLimit(r, allowed)) return { ...r, ...quotaFailure(limits, quota) };
   return r;
 }
 
@@ -79,7 +80,7 @@ function quotaFailure(limits, quota) {
   return { ok: false, error_code: 'workspace_full', error: `workspace quota of ${mb} MiB exceeded; command stopped` };
 }
 
-function runGroup(script, limits, signal, quota) {
+function runGroup(script, limits, signal, quota, allowed) {
   const timeoutMs = limits.bashTimeoutMs;
   return new Promise((resolve) => {
     const out = new CappedSink(limits.outputCapBytes);
@@ -105,7 +106,7 @@ function runGroup(script, limits, signal, quota) {
     const timer = setTimeout(() => stop('timeout'), timeoutMs);
     // Only where the kernel does not enforce the quota (no filesystem per workspace on this host).
     const watchdog = quota.kernel ? undefined : setInterval(() => {
-      if (quota.exceeds(limits.workspaceQuotaBytes, 0, { watchdog: true })) stop('workspace_full');
+      if (quota.exceeds(allowed, 0, { watchdog: true })) stop('workspace_full');
     }, QUOTA_TICK_MS);
     const onAbort = () => stop('aborted');
     signal?.addEventListener('abort', onAbort, { once: true });

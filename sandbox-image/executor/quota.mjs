@@ -59,6 +59,16 @@ export class WorkspaceQuota {
   }
 
   /**
+   * The usage a command may reach: the quota, or the usage it starts from
+   * when an earlier command's overshoot left the workspace over it, so that
+   * cleaning up (`rm`) and reading still run while growing does not.
+   */
+  allowance(quotaBytes) {
+    if (!(quotaBytes > 0) || !this.exceeds(quotaBytes)) return quotaBytes;
+    return this.base.usage;
+  }
+
+  /**
    * True when usage plus `extra` bytes is over `quotaBytes`, confirmed by an
    * exact count. `watchdog` (the periodic check while a command runs) trusts
    * a count over the quota for MIN_WALK_GAP_MS instead of counting again.

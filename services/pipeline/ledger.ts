@@ -203,6 +203,12 @@ export class Ledger {
   }
 
   /** A record's fixed part as stored (JSON bytes, unparsed), for readers that parse large ones off their event loop. */
+  /** The full command's JSON while the record keeps it (null once dropped), unparsed. */
+  async rawCommand(sid: string, index: number): Promise<Buffer | null> {
+    const raw = await this.#redis.hgetBuffer(this.#keys.record(sid, index), 'cmd');
+    return raw && raw.length > 0 ? raw : null;
+  }
+
   async rawBase(sid: string, index: number): Promise<Buffer | null> {
     return this.#redis.hgetBuffer(this.#keys.record(sid, index), 'base');
   }

@@ -18,4 +18,4 @@ export type BaseSummary = {
 export function textFacts(text: string): TextFacts;
 export function boundedLineDiff(oldText: string, newText: string, limits: DiffLimits): BoundedDiff;
 export function capText(s: string | null | undefined, max: number): { text: string | null; truncated: boolean };
-export function summarizeBase(baseJson: string, limits: DiffLimits, withDiff: boolean): BaseSummary;
+export function summarizeBase(baseJson: string, limits: DiffLimits, withDiff: boolean, commandJson?: string): BaseSummary;

@@ -51,12 +51,19 @@ export function capText(s, max) {
 }
 
 /**
- * A ledger record's stored base (its JSON) → what the card shows of it:
+ * A ledger record's stored base (its JSON), with the full command's JSON
+ * when the record cut its bodies → what the card shows of it:
  * the command's small fields, the edit's texts capped at `maxBytes` units,
  * and (with `withDiff`) the bounded diff. Nothing large comes back.
  */
-export function summarizeBase(baseJson, limits, withDiff) {
+export function summarizeBase(baseJson, limits, withDiff, commandJson) {
   const b = JSON.parse(baseJson);
+  // The record keeps at most THINKFLOW_RECORD_BODY_BYTES of the bodies; while
+  // the command waits, its full text is there too, and the operator decides on that.
+  if (commandJson) {
+    const c = JSON.parse(commandJson);
+    for (const f of ['content', 'old_text', 'new_text']) if (typeof c[f] === 'string') b[f] = c[f];
+  }
   const oldCap = capText(b.old_text, limits.maxBytes);
   const newCap = capText(b.new_text, limits.maxBytes);
   const edit = b.tool === 'edit' && withDiff ? boundedLineDiff(b.old_text ?? '', b.new_text ?? '', limits) : null;

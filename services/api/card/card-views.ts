@@ -111,11 +111,13 @@ export class CardViews {
   async #compute(a: ApprovalState): Promise<CardView> {
     const p = this.#d.pipeline;
     const [raw, grants, session] = await Promise.all([p.ledger.rawBase(a.session_id, a.index), p.approvals.grantOf(a.token), p.sessions.get(a.session_id)]);
+    // Bodies past THINKFLOW_RECORD_BODY_BYTES are only in the full command (kept while it waits).
+    const full = raw && cutBodies(raw) ? await p.ledger.rawCommand(a.session_id, a.index) : null;
     let s: BaseSummary | null = null;
     let failed: string | null = null;
     if (raw) {
       try {
-        s = await this.#d.pool.summarize(raw, a.tool === 'edit');
+        s = await this.#d.pool.summarize(raw, a.tool === 'edit', full);
         this.#heads.set(`${a.session_id}:${a.index}`, headOf(s));
       } catch (err) {
         // Shown on the card and kept with it: a failure is not retried per stream.
@@ -167,4 +169,9 @@ function grantWords(a: ApprovalState, grants: Grant[], command: Command): string
   if (grants.length > 0) return grants.map((g) => describeGrant(g, command)).join('; ');
   const exact = a.grant_options?.find((o) => o.scope === 'exact')?.covers;
   return exact ?? 'no session grant is possible for this command: approve it once or reject it';
+}
+
+// The base is small (its bodies are bounded): a byte search, no parse.
+function cutBodies(base: Buffer): boolean {
+  return base.includes('_truncated":true');
 }

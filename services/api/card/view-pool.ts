@@ -30,31 +30,34 @@ export class ViewPool {
 
   get limits(): DiffLimits { return this.#limits; }
 
-  /** The record's summary; `withDiff` adds the bounded diff of an edit. */
-  summarize(base: Buffer, withDiff: boolean): Promise<BaseSummary> {
-    if (base.length <= INLINE_BASE_BYTES && (!withDiff || lineCount(base) <= INLINE_DIFF_LINES)) {
+  /**
+   * The record's summary; `withDiff` adds the bounded diff of an edit;
+   * `command` (the full command's JSON) supplies the bodies the record cut.
+   */
+  summarize(base: Buffer, withDiff: boolean, command: Buffer | null = null): Promise<BaseSummary> {
+    if (!command && base.length <= INLINE_BASE_BYTES && (!withDiff || lineCount(base) <= INLINE_DIFF_LINES)) {
       try {
         return Promise.resolve(summarizeBase(base.toString('utf8'), this.#limits, withDiff));
       } catch (err) {
         return Promise.reject(err instanceof Error ? err : new Error(String(err)));
       }
     }
-    return this.#offload(base, withDiff);
+    return this.#offload(base, withDiff, command);
   }
 
-  #offload(base: Buffer, withDiff: boolean): Promise<BaseSummary> {
+  #offload(base: Buffer, withDiff: boolean, command: Buffer | null): Promise<BaseSummary> {
     const slot = this.#slot();
     const id = ++this.#seq;
-    // A copy into its own ArrayBuffer, moved (not cloned) to the thread.
-    const bytes = new Uint8Array(base.length);
-    bytes.set(base);
+    // Copies into their own ArrayBuffers, moved (not cloned) to the thread.
+    const bytes = new Uint8Array(base);
+    const full = command ? new Uint8Array(command) : null;
     return new Promise<BaseSummary>((resolve, reject) => {
       const timer = setTimeout(() => {
         log().error({ job: id, bytes: base.length }, 'approval view worker overran its deadline: replaced');
         this.#retire(slot, new Error(`the view worker did not answer within ${this.#limits.timeoutMs + DEADLINE_SLACK_MS} ms`));
       }, this.#limits.timeoutMs + DEADLINE_SLACK_MS);
       slot.jobs.set(id, { resolve, reject, timer });
-      slot.w.postMessage({ id, base: bytes.buffer, limits: this.#limits, withDiff }, [bytes.buffer]);
+      slot.w.postMessage({ id, base: bytes.buffer, command: full?.buffer ?? null, limits: this.#limits, withDiff }, full ? [bytes.buffer, full.buffer] : [bytes.buffer]);
     });
   }
 

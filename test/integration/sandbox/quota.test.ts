@@ -115,12 +115,15 @@ for i in range(30000):
     // One file cut at the file-size limit: the check after it counts the whole tree, chain included, once.
     const r = await bash(box, 'head -c 300M /dev/zero > c1.bin', { timeout: 60 });
     expect(r).toMatchObject({ ok: false, error_code: 'workspace_full' });
-    // The executor still answers (it died here before); over quota, the watchdog marks every command workspace_full.
-    expect(await bash(box, 'echo alive')).toMatchObject({ stdout: 'alive\n' });
+    // The executor still answers (it died here before). Over quota, a command may not grow usage, but one that does not still runs.
+    expect(await bash(box, 'echo alive')).toMatchObject({ ok: true, stdout: 'alive\n' });
+    expect(await bash(box, 'head -c 8M /dev/zero > more.bin', { timeout: 60 })).toMatchObject({ ok: false, error_code: 'workspace_full' });
     const used = Number((await bash(box, 'du -sB1 /workspace | cut -f1')).stdout!.trim());
     expect(used).toBeLessThanOrEqual(big + OVERSHOOT);
-    // GNU rm walks without recursion too; a plain volume holding this tree is what dockerd once failed to remove.
-    expect(await bash(box, 'rm -rf c*.bin chain', { timeout: 120 })).toMatchObject({ ok: true });
+    // The clean-up is not killed for being over quota (it was). GNU rm walks without recursion too;
+    // a plain volume holding this tree is what dockerd once failed to remove.
+    expect(await bash(box, 'rm -rf c*.bin more.bin chain', { timeout: 120 })).toMatchObject({ ok: true });
+    expect(await bash(box, 'head -c 8M /dev/zero > after.bin')).toMatchObject({ ok: true });
     await deep.close();
   }, 180_000);
 });
