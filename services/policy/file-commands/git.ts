@@ -31,3 +31,25 @@ export const gitInit: Descriptor = {
     ['git status --porcelain', []],
   ],
 };
+
+// `git rm` deletes its pathspecs from the working tree too (not with
+// `--cached`): `git rm -r .` empties the workspace like `rm -rf .`.
+export const gitRm: Descriptor = {
+  programs: ['git'],
+  subcommands: ['rm'],
+  options: optionSpec({
+    flag: ['-r', '-f', '--force', '-q', '--quiet', '-n', '--dry-run', '--cached', '--ignore-unmatch', '--sparse'],
+  }),
+  targets: (p, sink) => {
+    if (has(p, '--cached', '-n', '--dry-run')) return;
+    const scope = has(p, '-r') ? 'tree' : 'self';
+    for (const w of p.operands) sink.write(w, scope);
+  },
+  examples: [
+    ['git rm -r .', ['tree:.']],
+    ['git rm -rf -- .', ['tree:.']],
+    ['git rm old.txt', ['self:old.txt']],
+    ['git rm -r --cached .', []],
+    ['git rm --pathspec-from-file=list', 'complex'],
+  ],
+};

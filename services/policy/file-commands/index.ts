@@ -14,13 +14,13 @@ import { sed } from './sed.ts';
 import { tar, unzip } from './archive.ts';
 import { find } from './find.ts';
 import { dd } from './dd.ts';
-import { gitInit } from './git.ts';
+import { gitInit, gitRm } from './git.ts';
 import { gitOutput, gzip, sort, tree, uniq } from './output.ts';
 
 export type { Scope, Target, Targets } from './targets.ts';
 export { showTarget } from './targets.ts';
 
-export const DESCRIPTORS: readonly Descriptor[] = [rm, rmdir, shred, cp, mv, install, ln, mkdir, touch, tee, truncate, chmod, chown, sed, tar, unzip, find, dd, gitInit, gitOutput, sort, uniq, tree, gzip];
+export const DESCRIPTORS: readonly Descriptor[] = [rm, rmdir, shred, cp, mv, install, ln, mkdir, touch, tee, truncate, chmod, chown, sed, tar, unzip, find, dd, gitInit, gitRm, gitOutput, sort, uniq, tree, gzip];
 
 // A program may have several descriptors, one per set of subcommands (`git init`, `git diff`).
 const BY_PROGRAM = new Map<string, Descriptor[]>();

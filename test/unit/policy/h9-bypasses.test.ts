@@ -52,3 +52,15 @@ describe('shipped policies (h9): output files of "read-only" commands are writes
     expect(check(cmd).decision).toBe(d);
   });
 });
+
+describe('shipped policies: `git rm -r .` empties the workspace like `rm -rf .`', () => {
+  it.each(['git rm -r .', 'git rm -rf -- .', 'git rm -r -q ./', 'git rm .git/config'])('%j → forbid, refused in never', (cmd) => {
+    const e = check(cmd);
+    expect(e.decision).toBe('forbid');
+    expect(decideApproval(e, 'never', bash(cmd), []).action).toBe('refuse');
+  });
+
+  it.each<[string, Decision]>([['git rm old.txt', 'allow'], ['git rm -r src', 'allow'], ['git rm -r --cached .', 'allow']])('%j → %s', (cmd, d) => {
+    expect(check(cmd).decision).toBe(d);
+  });
+});
