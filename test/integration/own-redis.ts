@@ -7,7 +7,8 @@ import { Redis } from 'ioredis';
 
 export type OwnRedis = { url: string; port: number; client: Redis; stop(): Promise<void> };
 
-function freePort(): Promise<number> {
+/** A port nothing listens on right now (127.0.0.1). */
+export function freePort(): Promise<number> {
   return new Promise((resolve) => {
     const s = createServer();
     s.listen(0, '127.0.0.1', () => {

@@ -6,7 +6,7 @@ import net from 'node:net';
 import { beforeAll, describe, expect, it, onTestFinished } from 'vitest';
 import { createRedis } from '../../../services/pipeline/redis.ts';
 import { startHarness } from '../jobs/harness.ts';
-import { client, REDIS_URL } from '../pipeline/helpers.ts';
+import { client, newSession, REDIS_URL } from '../pipeline/helpers.ts';
 import { servicesForSuite, suiteService } from '../suite-service.ts';
 
 const svc = suiteService('bounds', { THINKFLOW_API_KEYS: 'k-a:submitter,k-b:submitter', THINKFLOW_MAX_TURNS_PER_KEY: '4' });
@@ -19,11 +19,7 @@ beforeAll(() => {
   b = client(svc.url!, 'k-b');
 });
 
-async function session(c: typeof a): Promise<string> {
-  const res = await c.json('/v1/sessions', {});
-  expect(res.status).toBe(201);
-  return ((await res.json()) as { session_id: string }).session_id;
-}
+const session = (c: typeof a) => newSession(c);
 
 /** Keys and bytes under this service's own Redis prefix (no other test writes there). */
 async function redisFootprint(prefix: string): Promise<{ keys: number; bytes: number }> {

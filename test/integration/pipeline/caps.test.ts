@@ -6,7 +6,7 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import Docker from 'dockerode';
 import { suiteService } from '../suite-service.ts';
 import { containerName } from '../../../services/sandbox/index.ts';
-import { client } from './helpers.ts';
+import { client, newSession } from './helpers.ts';
 
 const svc = suiteService('caps', {
   THINKFLOW_API_KEYS: 'k-a:submitter,k-b:submitter,k-c:submitter', THINKFLOW_SANDBOX_IDLE_STOP_S: '1', THINKFLOW_SANDBOX_REAP_INTERVAL_S: '1',
@@ -22,11 +22,7 @@ beforeAll(() => {
   b = client(svc.url!, 'k-b');
 });
 
-async function session(c: typeof a): Promise<string> {
-  const res = await c.json('/v1/sessions', {});
-  expect(res.status).toBe(201);
-  return ((await res.json()) as { session_id: string }).session_id;
-}
+const session = (c: typeof a) => newSession(c);
 
 async function expectTooMany(res: Response, cap: string): Promise<void> {
   expect(res.status).toBe(429);

@@ -1,10 +1,11 @@
-import { spawn, type ChildProcess } from 'node:child_process';
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { startService, type ServiceHandle } from '../../../services/main/index.ts';
+import { containerName } from '../../../services/sandbox/index.ts';
+import { freePort } from '../own-redis.ts';
 import { client, cleanupPrefix, removeSandboxes, sandboxPrefix, startWorker, testConfig, testPrefix } from './helpers.ts';
 
 // Fault tests: a worker process killed with SIGKILL mid-command, and Redis
@@ -54,10 +55,19 @@ describe('fault tolerance (real Redis and Docker)', () => {
     ].join('\n')).then((r) => r.json() as Promise<{ results: { id: string; status: string; error?: string }[] }>);
     const ledger = async () => ((await (await c.get(`/v1/sessions/${sid}/ledger`)).json()) as { entries: Entry[] }).entries;
     await until('command 1 running', async () => ((await ledger())[0]?.status === 'running' ? true : undefined));
+    // `running` is set before the sandbox is up (a new workspace image, a
+    // container start): wait for bash's side effect itself, seen from outside
+    // as root in the container, not through the files API, which would go
+    // through the same sandbox meanwhile.
+    await until('bash wrote its side effect', async () => {
+      try {
+        execFileSync('docker', ['exec', containerName(boxes, sid), 'test', '-s', '/workspace/runs.txt'], { stdio: 'ignore' });
+        return true;
+      } catch {
+        return undefined; // not yet
+      }
+    });
     const bashStarted = Date.now();
-    // Give bash time to write its side effect, well inside its 10 s sleep; no
-    // files request here, which would go through the same sandbox meanwhile.
-    await sleep(1500);
     first.kill('SIGKILL');
     await new Promise((r) => first.once('exit', r));
 
@@ -124,16 +134,6 @@ describe('fault tolerance (real Redis and Docker)', () => {
     await cleanupPrefix(prefix, redisUrl);
   }, 90_000);
 });
-
-function freePort(): Promise<number> {
-  return new Promise((resolve) => {
-    const s = createServer();
-    s.listen(0, '127.0.0.1', () => {
-      const port = (s.address() as { port: number }).port;
-      s.close(() => resolve(port));
-    });
-  });
-}
 
 async function ping(port: number): Promise<boolean> {
   const { Socket } = await import('node:net');

@@ -95,6 +95,13 @@ export function client(base: string, key?: string) {
   };
 }
 
+/** A new session of the client's key (201 expected): its id. */
+export async function newSession(c: ReturnType<typeof client>, body: unknown = {}): Promise<string> {
+  const res = await c.json('/v1/sessions', body);
+  if (res.status !== 201) throw new Error(`POST /v1/sessions answered ${res.status}: ${await res.text()}`);
+  return ((await res.json()) as { session_id: string }).session_id;
+}
+
 /** GET with a raw request target (fetch would normalise `..` away). */
 export async function rawGet(base: string, target: string, key?: string): Promise<{ status: number; body: string }> {
   const { request } = await import('node:http');
