@@ -1,4 +1,5 @@
 import { execFile } from 'node:child_process';
+import { readFile } from 'node:fs/promises';
 
 // The host programs behind per-session filesystems (losetup, mkfs.ext4,
 // debugfs, cp), started with argument arrays and no shell, each with a time
@@ -62,4 +63,16 @@ export async function listLoops(): Promise<{ dev: string; file: string; deleted:
     const deleted = back.endsWith(' (deleted)');
     return [{ dev: m[1]!, file: deleted ? back.slice(0, -' (deleted)'.length) : back, deleted }];
   });
+}
+
+/** The file behind a loop device (from sysfs, no process started), or null when nothing is attached to it. */
+export async function backingFileOf(dev: string): Promise<string | null> {
+  const name = /^\/dev\/(loop\d+)$/.exec(dev)?.[1];
+  if (!name) throw new Error(`not a loop device: ${JSON.stringify(dev)}`);
+  try {
+    return (await readFile(`/sys/block/${name}/loop/backing_file`, 'utf8')).replace(/\n$/, '');
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return null;
+    throw err;
+  }
 }

@@ -12,7 +12,10 @@ export type ImageReapOptions = {
   lastUsedBySlug: (slug: string) => number | undefined;
 };
 
-type Pass = { idleTtlMs: number; liveSessions?: Set<string>; keep: Set<string>; dropped: Set<string>; now: number };
+type Pass = {
+  idleTtlMs: number; liveSessions?: Set<string>; keep: Set<string>; dropped: Set<string>; now: number;
+  exclusive?: (slug: string, fn: () => Promise<void>) => Promise<void>;
+};
 type Counts = { removedImages: number };
 type Attempt = (session: string, what: string, fn: () => Promise<void>) => Promise<void>;
 
@@ -25,16 +28,19 @@ export async function reapImages(o: ImageReapOptions, pass: Pass, result: Counts
   const dropped = new Set([...pass.dropped].filter(Boolean).map(sessionSlug));
   for (const img of await o.images.list()) {
     if (keep.has(img.slug)) continue;
-    // Writes through the loop device move the mtime late (at writeback): a
-    // session whose container the pass judged idle or gone goes regardless.
-    const gone = dropped.has(img.slug) || (live !== undefined && !live.has(img.slug));
-    // The image's mtime is set when its session stops (and by its creation).
-    const last = Math.max(img.mtimeMs, o.lastUsedBySlug(img.slug) ?? 0);
-    if (!gone && pass.now - last <= pass.idleTtlMs) continue;
-    await attempt('', `workspace image ${img.file}`, async () => {
+    // Judged under the session's lock: a connect that started since the pass did counts as use.
+    const judgeAndDestroy = async () => {
+      const used = o.lastUsedBySlug(img.slug);
+      // Writes through the loop device move the mtime late (at writeback): a
+      // session whose container the pass judged idle or gone goes regardless, unless used since.
+      const gone = (dropped.has(img.slug) && !(used !== undefined && used > pass.now)) || (live !== undefined && !live.has(img.slug));
+      // The image's mtime is set when its session stops (and by its creation).
+      const last = Math.max(img.mtimeMs, used ?? 0);
+      if (!gone && pass.now - last <= pass.idleTtlMs) return;
       await o.images.destroyFile(img.file);
       result.removedImages++;
-    });
+    };
+    await attempt('', `workspace image ${img.file}`, () => (pass.exclusive ? pass.exclusive(img.slug, judgeAndDestroy) : judgeAndDestroy()));
   }
   for (const file of await o.images.staleTemporaries(STALE_TEMPORARY_MS, pass.now)) {
     await attempt('', `half-made image ${file}`, () => rm(file, { force: true }));

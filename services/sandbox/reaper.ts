@@ -1,5 +1,5 @@
 import type Docker from 'dockerode';
-import { LABEL_MANAGED, LABEL_SESSION } from './names.ts';
+import { LABEL_MANAGED, LABEL_SESSION, sessionSlug } from './names.ts';
 import { sandboxLog } from './log.ts';
 import { reapImages, type ImageReapOptions } from './reap-images.ts';
 
@@ -19,6 +19,12 @@ export type ReapOptions = {
   forget: (sessionId: string) => void;
   /** Stops an idle session (default: `docker stop`; with per-session filesystems the manager also detaches the image). */
   stop?: (sessionId: string, containerId: string) => Promise<void>;
+  /**
+   * Runs a session's judgement and clean-up under the lock its connects take
+   * (keyed by name slug), so a connect never interleaves with them and one
+   * that is waiting makes the session count as in use (`lastUsed`).
+   */
+  exclusive?: (slug: string, fn: () => Promise<void>) => Promise<void>;
   /** The workspace images, when each workspace is its own filesystem. */
   images?: ImageReapOptions;
   now?: number;
@@ -49,13 +55,14 @@ export async function reapSandboxes(docker: Docker, o: ReapOptions): Promise<Rea
       sandboxLog(session || undefined).warn({ err }, `reaper: ${what} failed; the next pass tries again`);
     }
   };
+  const locked = (session: string, fn: () => Promise<void>) => (session && o.exclusive ? o.exclusive(sessionSlug(session), fn) : fn());
   const keep = new Set<string>();
   const dropped = new Set<string>(); // sessions whose container went for good this pass: their images go too
   const containers = await docker.listContainers({ all: true, filters: managed });
   for (const c of containers) {
     if (!c.Names.some((n) => n.replace(/^\//, '').startsWith(o.namePrefix))) continue;
     const session = c.Labels[LABEL_SESSION] ?? '';
-    await attempt(session, `container ${c.Id.slice(0, 12)}`, async () => {
+    await attempt(session, `container ${c.Id.slice(0, 12)}`, () => locked(session, async () => {
       const gone = o.liveSessions !== undefined && !o.liveSessions.has(session);
       const idleFor = gone ? Infinity : now - (await lastActive(docker, c, o));
       if (idleFor <= o.idleTtlMs) {
@@ -73,20 +80,20 @@ export async function reapSandboxes(docker: Docker, o: ReapOptions): Promise<Rea
       await docker.getContainer(c.Id).remove({ force: true }).catch(ignoreNotFound);
       dropped.add(session);
       result.removedContainers++;
-    });
+    }));
   }
   const { Volumes } = await docker.listVolumes({ filters: managed });
   for (const v of Volumes ?? []) {
     if (!v.Name.startsWith(o.namePrefix)) continue;
     const session = v.Labels?.[LABEL_SESSION] ?? '';
     if (keep.has(session)) continue;
-    const gone = o.liveSessions !== undefined && !o.liveSessions.has(session);
-    // A volume without a container is either being set up right now (fresh)
-    // or was left by a crash; only the TTL tells them apart.
-    const created = Date.parse((v as { CreatedAt?: string }).CreatedAt ?? '') || 0;
-    const last = Math.max(created, o.lastUsed(session) ?? 0);
-    if (!gone && now - last <= o.idleTtlMs) continue;
-    await attempt(session, `volume ${v.Name}`, async () => {
+    await attempt(session, `volume ${v.Name}`, () => locked(session, async () => {
+      const gone = o.liveSessions !== undefined && !o.liveSessions.has(session);
+      // A volume without a container is either being set up right now (fresh)
+      // or was left by a crash; only the TTL tells them apart.
+      const created = Date.parse((v as { CreatedAt?: string }).CreatedAt ?? '') || 0;
+      const last = Math.max(created, o.lastUsed(session) ?? 0);
+      if (!gone && now - last <= o.idleTtlMs) return;
       try {
         await docker.getVolume(v.Name).remove();
         result.removedVolumes++;
@@ -95,7 +102,7 @@ export async function reapSandboxes(docker: Docker, o: ReapOptions): Promise<Rea
         const status = (err as { statusCode?: number }).statusCode;
         if (status !== 404 && status !== 409) throw err;
       }
-    });
+    }));
   }
   if (o.images) await reapImages(o.images, { ...o, now, keep, dropped }, result, attempt);
   return result;

@@ -4,7 +4,8 @@ import type { ExecutorClient } from './executor-client.ts';
 import { containerName, sessionSlug } from './names.ts';
 import { reapSandboxes, type ReapResult } from './reaper.ts';
 import { resolveSandboxOptions, type ResolvedSandboxOptions, type SandboxOptions } from './sandbox-options.ts';
-import { attachExecutor, connectSession, inspectOrNull } from './session-container.ts';
+import { attachExecutor, connectOnImage, connectSession, inspectOrNull } from './session-container.ts';
+import { withSessionLock } from './session-lock.ts';
 import type { Sandbox } from './types.ts';
 import { sandboxLog, settled } from './log.ts';
 import { teardownSession } from './teardown.ts';
@@ -101,22 +102,24 @@ export class SandboxManager {
    * detached device number may be given to another session.
    */
   async stop(sessionId: string): Promise<void> {
-    const entry = this.#entries.get(sessionId);
-    await settled(entry?.connecting, sessionId, 'container start');
-    entry?.client?.close();
     const images = await this.#images();
-    if (images) return teardownSession(this.#docker, this.options.namePrefix, sessionId, images, true);
-    const c = this.#docker.getContainer(containerName(this.options.namePrefix, sessionId));
-    await c.stop({ t: 2 }).catch((err: { statusCode?: number }) => {
-      if (err.statusCode !== 304 && err.statusCode !== 404) throw err;
+    return this.#exclusive(sessionId, async () => {
+      this.#entries.get(sessionId)?.client?.close();
+      if (images) return teardownSession(this.#docker, this.options.namePrefix, sessionId, images, true);
+      const c = this.#docker.getContainer(containerName(this.options.namePrefix, sessionId));
+      await c.stop({ t: 2 }).catch((err: { statusCode?: number }) => {
+        if (err.statusCode !== 304 && err.statusCode !== 404) throw err;
+      });
     });
   }
 
   /** Removes the session's container, volume and workspace image; fails (after trying every part) when one stays. */
   async remove(sessionId: string): Promise<void> {
-    await settled(this.#entries.get(sessionId)?.connecting, sessionId, 'container start');
-    this.#detach(sessionId);
-    await teardownSession(this.#docker, this.options.namePrefix, sessionId, await this.#images(), false);
+    const images = await this.#images();
+    return this.#exclusive(sessionId, async () => {
+      this.#detach(sessionId);
+      await teardownSession(this.#docker, this.options.namePrefix, sessionId, images, false);
+    });
   }
 
   /** Removes containers, volumes and images of sessions not in `liveSessions` (when given) or idle past the TTL. */
@@ -134,6 +137,7 @@ export class SandboxManager {
       lastUsed,
       probe: (id) => this.#probe(id),
       forget: (s) => this.#detach(s),
+      exclusive: (slug, fn) => withSessionLock(`${this.options.namePrefix}${slug}`, fn),
       ...(images && {
         stop: (s: string) => teardownSession(this.#docker, this.options.namePrefix, s, images, true),
         images: {
@@ -206,12 +210,13 @@ export class SandboxManager {
     if (this.#status === 'closing' || this.#status === 'closed') {
       return Promise.reject(new Error('sandbox manager is closed'));
     }
-    entry.connecting ??= this.#open(sessionId)
-      .then((client) => {
-        entry.client = client;
-        if (this.#entries.get(sessionId) !== entry) client.close(); // removed meanwhile
-        return client;
-      })
+    entry.connecting ??= this.#exclusive(sessionId, async () => {
+      if (entry.client?.alive) return entry.client;
+      const client = await this.#open(sessionId);
+      entry.client = client;
+      if (this.#entries.get(sessionId) !== entry) client.close(); // removed meanwhile
+      return client;
+    })
       .finally(() => {
         entry.connecting = undefined;
       });
@@ -220,8 +225,12 @@ export class SandboxManager {
 
   async #open(sessionId: string): Promise<ExecutorClient> {
     const images = await this.#images();
-    const dev = images ? await images.attach(sessionId) : null;
-    return connectSession(this.#docker, sessionId, this.options, dev ? WorkspaceImages.volumeOptions(dev) : undefined);
+    return images ? connectOnImage(this.#docker, sessionId, this.options, images) : connectSession(this.#docker, sessionId, this.options);
+  }
+
+  // Opening and tearing down one session never interleave (session-lock.ts); never nested for one session.
+  #exclusive<T>(sessionId: string, fn: () => Promise<T>): Promise<T> {
+    return withSessionLock(containerName(this.options.namePrefix, sessionId), fn);
   }
 
   #images(): Promise<WorkspaceImages | null> {
@@ -240,11 +249,11 @@ export class SandboxManager {
   // (not just restarted), so the next command starts in a fresh one on the
   // same workspace volume.
   async #recover(sessionId: string): Promise<void> {
-    const entry = this.#entries.get(sessionId);
-    await settled(entry?.connecting, sessionId, 'container start');
-    entry?.client?.close();
-    const c = this.#docker.getContainer(containerName(this.options.namePrefix, sessionId));
-    await c.remove({ force: true }).catch(notFoundOk);
+    return this.#exclusive(sessionId, async () => {
+      this.#entries.get(sessionId)?.client?.close();
+      const c = this.#docker.getContainer(containerName(this.options.namePrefix, sessionId));
+      await c.remove({ force: true }).catch(notFoundOk);
+    });
   }
 
   #detach(sessionId: string): void {

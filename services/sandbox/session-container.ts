@@ -5,6 +5,8 @@ import { ExecutorClient } from './executor-client.ts';
 import { logSandboxError } from './log.ts';
 import { containerName, LABEL_SESSION, labelsFor, volumeName } from './names.ts';
 import type { ResolvedSandboxOptions } from './sandbox-options.ts';
+import { teardownSession } from './teardown.ts';
+import { LoopDeviceMismatchError, WorkspaceImages } from './workspace-fs.ts';
 
 export class SandboxImageMissingError extends Error {
   readonly code = 'sandbox_image_missing';
@@ -46,6 +48,7 @@ export async function connectSession(
   sessionId: string,
   o: ResolvedSandboxOptions,
   volumeOpts?: Record<string, string>,
+  beforeStart?: () => Promise<void>,
 ): Promise<ExecutorClient> {
   const name = containerName(o.namePrefix, sessionId);
   if (volumeOpts) await dropStaleVolume(docker, sessionId, o, volumeOpts);
@@ -58,6 +61,7 @@ export async function connectSession(
   const client = await attachExecutor(docker, container, { sessionId, maxFrameBytes: o.maxFrameBytes });
   try {
     if (!info.State.Running) {
+      await beforeStart?.();
       try {
         await container.start();
       } catch (err) {
@@ -71,6 +75,31 @@ export async function connectSession(
   } catch (err) {
     client.close();
     throw err;
+  }
+}
+
+/**
+ * connectSession on the session's workspace image. The loop device must hold
+ * this session's image right before dockerd mounts it and once mounted; when
+ * it does not (its number was freed and taken by another image meanwhile),
+ * the container and volume go and the image is attached again, once.
+ */
+export async function connectOnImage(docker: Docker, sessionId: string, o: ResolvedSandboxOptions, images: WorkspaceImages): Promise<ExecutorClient> {
+  for (let attempt = 1; ; attempt++) {
+    const dev = await images.attach(sessionId);
+    const check = () => images.assertOwns(sessionId, dev);
+    try {
+      const client = await connectSession(docker, sessionId, o, WorkspaceImages.volumeOptions(dev), check);
+      await check().catch((err: unknown) => {
+        client.close();
+        throw err;
+      });
+      return client;
+    } catch (err) {
+      if (!(err instanceof LoopDeviceMismatchError) || attempt >= 2) throw err;
+      logSandboxError(sessionId, 'workspace loop device changed hands before the mount; container and volume made again', err);
+      await teardownSession(docker, o.namePrefix, sessionId, null, false);
+    }
   }
 }
 

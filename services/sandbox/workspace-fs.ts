@@ -1,7 +1,7 @@
 import { readdir, stat, unlink, utimes } from 'node:fs/promises';
 import path from 'node:path';
 import { cloneTemplate, ensureTemplate, type FsShape } from './fs-template.ts';
-import { attachLoop, detachLoop, listLoops, loopsOf } from './host-tools.ts';
+import { attachLoop, backingFileOf, detachLoop, listLoops, loopsOf } from './host-tools.ts';
 import { sandboxLog } from './log.ts';
 import { sessionSlug } from './names.ts';
 
@@ -16,6 +16,11 @@ export type WorkspaceFsOptions = { dir: string; namePrefix: string } & FsShape;
 
 /** Mount options dockerd gets: no setuid or device files from a workspace, no background zeroing of the (hole) inode tables. */
 export const WORKSPACE_MOUNT_OPTIONS = 'nosuid,nodev,noinit_itable';
+
+/** A loop device that should hold a session's image holds something else (its number was freed and taken meanwhile). */
+export class LoopDeviceMismatchError extends Error {
+  readonly code = 'loop_device_mismatch';
+}
 
 export type ImageInfo = { slug: string; file: string; mtimeMs: number };
 
@@ -57,6 +62,17 @@ export class WorkspaceImages {
       for (const d of extra) await detachLoop(d);
       return dev ?? (await attachLoop(file));
     });
+  }
+
+  /**
+   * Fails unless `dev` is attached to the session's image. Checked before the
+   * mount and again once mounted: a mounted device cannot be detached and
+   * given to another file, so the second check settles whose filesystem it is.
+   */
+  async assertOwns(sessionId: string, dev: string): Promise<void> {
+    const file = this.imageOf(sessionId);
+    const back = await backingFileOf(dev);
+    if (back !== file) throw new LoopDeviceMismatchError(`${dev} is attached to ${back ?? 'nothing'}, not to ${file}`);
   }
 
   /** Detaches the session's image (kept for a later attach); its mtime becomes the session's last use for the reaper. */
