@@ -67,14 +67,17 @@ export function createKeys(prefix = 'tf') {
      * `records` = the ledger counter, `turns` = the turn counter, `tokens` its
      * approvals. The meta hash comes first (see scripts/lib/followTtl.lua).
      */
-    sessionKeys: (sid: string, n: { records: number; turns: number; tokens: string[] }): string[] => {
-      const base = s(sid);
-      const fixed = ['meta', 'bytes', 'ledger:n', 'ledger:ids', 'open', 'turn', 'grants', 'events:seq', 'events'].map((k) => `${base}:${k}`);
-      const records = Array.from({ length: n.records }, (_, i) => `${base}:rec:${i + 1}`);
-      const turns = Array.from({ length: n.turns }, (_, i) => [`${base}:turn:${i + 1}`, `${base}:turn:${i + 1}:cmds`]).flat();
-      return [...fixed, ...records, ...turns, ...n.tokens.map((t) => `${base}:approval:${t}`)];
-    },
+    sessionKeys: (sid: string, n: SessionCounts): string[] => sessionKeysOf(s(sid), n),
     /** every key pattern of this prefix (tests delete them with SCAN) */
     all: () => `${prefix}:*`,
   };
+}
+
+type SessionCounts = { records: number; turns: number; tokens: string[] };
+
+function sessionKeysOf(base: string, n: SessionCounts): string[] {
+  const fixed = ['meta', 'bytes', 'ledger:n', 'ledger:ids', 'open', 'turn', 'grants', 'events:seq', 'events'].map((k) => `${base}:${k}`);
+  const records = Array.from({ length: n.records }, (_, i) => `${base}:rec:${i + 1}`);
+  const turns = Array.from({ length: n.turns }, (_, i) => [`${base}:turn:${i + 1}`, `${base}:turn:${i + 1}:cmds`]).flat();
+  return [...fixed, ...records, ...turns, ...n.tokens.map((t) => `${base}:approval:${t}`)];
 }
