@@ -1,7 +1,7 @@
 // A job from start to end: seed files (not commands), then model calls until a
 // turn ends normally, a limit is hit, or the job is cancelled. Keeps the job's
 // figures and emits the job-level events (API.md, jobs).
-import { targetOf, type LedgerRecord, type Pipeline } from '../pipeline/index.ts';
+import { PipelineError, targetOf, type LedgerRecord, type Pipeline } from '../pipeline/index.ts';
 import { withIds, type Logger } from '../log/index.ts';
 import type { EmitFn } from './events.ts';
 import { feedbackMessage } from './feedback.ts';
@@ -119,7 +119,11 @@ type TurnContext = { call: number; history: AgentMessage[]; issued: number; sign
 async function oneTurn<V extends JobState>(deps: JobRunnerDeps<V>, view: V, c: TurnContext): Promise<{ report: TurnReport; outcome: TurnOutcome }> {
   const { pipeline } = deps;
   const sid = view.session_id;
-  const turn = await pipeline.nextTurn(sid);
+  const turn = await pipeline.nextTurn(sid).catch((err: unknown) => {
+    // The key went over its Redis budget mid-job: the job ends with that code, not as an infrastructure error.
+    if (err instanceof PipelineError && err.code === 'storage_quota_exceeded') throw new JobStopped('failed', `storage_quota_exceeded: ${err.message}`);
+    throw err;
+  });
   await deps.emit({ type: 'turn_started', turn, api_call: c.call });
   const burntIds = (await pipeline.entries(sid)).filter((r) => r.turn > 0 && r.flow !== 'native' && BURNT.has(r.status)).map((r) => r.id);
   let report: TurnReport;

@@ -11,7 +11,7 @@ export type AppErrorCode =
   | 'approval_not_found' | 'approval_closed' | 'path_outside_workspace' | 'invalid_path'
   | 'invalid_policy' | 'policy_loosens' | 'grant_scope_unavailable' | 'webhook_refused' | 'invalid_files' | 'seed_failed' | 'duplicate_id' | 'not_ready' | 'too_many' | 'storage_full' | 'cleanup_failed' | 'internal'
   | 'host_not_allowed' | 'cross_origin_refused' | 'client_header_required'
-  | 'too_many_commands' | 'path_changed' | 'sandbox_unavailable';
+  | 'too_many_commands' | 'path_changed' | 'sandbox_unavailable' | 'storage_quota_exceeded';
 
 export class AppError extends Error {
   readonly code: AppErrorCode;
@@ -34,6 +34,8 @@ export class AppError extends Error {
 const PIPELINE_STATUS: Record<PipelineError['code'], ContentfulStatusCode> = {
   session_not_found: 404, session_deleted: 410, duplicate_id: 409, invalid_policy: 400, policy_loosens: 400, invalid_files: 400, too_many: 429, seed_failed: 422, cleanup_failed: 503,
   too_many_commands: 413,
+  // 429 like the other per-key caps: this key's quota, not the server's storage (that is 503 storage_full).
+  storage_quota_exceeded: 429,
 };
 
 /** The one boundary where pipeline errors become HTTP errors. */

@@ -63,6 +63,8 @@ export const EnvSchema = z.object({
   THINKFLOW_MAX_TURNS_PER_KEY: z.coerce.number().int().min(1).default(8),
   /** commands in one turn (a POST /commands, or a job's model call): past it `too_many_commands` */
   THINKFLOW_MAX_COMMANDS_PER_TURN: z.coerce.number().int().min(1).default(1000),
+  /** Redis bytes per key (records, events; deleted sessions until their retention ends): past it 429 storage_quota_exceeded. 256 MiB: about five worst-case 16 MiB turns, and 8 keys at their budget still fit the compose file's 2 GB maxmemory */
+  THINKFLOW_STORE_BYTES_PER_KEY: z.coerce.number().int().min(1).default(256 * 1024 * 1024),
   /** HTTP server: time to receive a request's headers, its whole body, and the idle time between keep-alive requests */
   THINKFLOW_HEADERS_TIMEOUT_MS: z.coerce.number().int().min(1).default(10_000),
   THINKFLOW_REQUEST_TIMEOUT_MS: z.coerce.number().int().min(1).default(120_000),
@@ -125,6 +127,8 @@ export type Config = {
   workspace: { fs: 'auto' | 'loop' | 'watchdog'; dir: string; inodes: number };
   caps: { maxSessionsPerKey: number; maxRunningPerKey: number; maxStreamsPerKey: number; maxTurnsPerKey: number };
   maxCommandsPerTurn: number;
+  /** THINKFLOW_STORE_BYTES_PER_KEY */
+  storeBytesPerKey: number;
   http: { headersTimeoutMs: number; requestTimeoutMs: number; keepAliveTimeoutMs: number; maxConnectionsPerAddress: number };
   sandboxIdleStopS: number;
   sandboxReapIntervalS: number;
@@ -226,6 +230,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       maxTurnsPerKey: e.THINKFLOW_MAX_TURNS_PER_KEY,
     },
     maxCommandsPerTurn: e.THINKFLOW_MAX_COMMANDS_PER_TURN,
+    storeBytesPerKey: e.THINKFLOW_STORE_BYTES_PER_KEY,
     http: {
       headersTimeoutMs: e.THINKFLOW_HEADERS_TIMEOUT_MS, requestTimeoutMs: e.THINKFLOW_REQUEST_TIMEOUT_MS,
       keepAliveTimeoutMs: e.THINKFLOW_KEEPALIVE_TIMEOUT_MS, maxConnectionsPerAddress: e.THINKFLOW_MAX_CONNECTIONS_PER_ADDRESS,

@@ -51,7 +51,7 @@ export async function createRuntime(config: Config, overrides: RuntimeOverrides 
     redis.zcount(keys.approvalsPending(), Date.now(), '+inf'));
   const pipeline = new Pipeline({
     redis, subscriber, keys, executor, gate, metrics, bodyBytes: config.recordBodyBytes, retentionS: config.retentionS, eventsKeep: config.eventsKeep, parser: config.parser,
-    maxCommandsPerTurn: config.maxCommandsPerTurn,
+    maxCommandsPerTurn: config.maxCommandsPerTurn, storeBytesPerKey: config.storeBytesPerKey,
     ownerCaps: {
       maxSessions: config.caps.maxSessionsPerKey, maxRunning: config.caps.maxRunningPerKey,
       // A container stops at most one reaper period after its idle-stop time.

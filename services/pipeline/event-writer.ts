@@ -70,11 +70,11 @@ export class EventWriter {
     return (event) => this.append(sid, jobId, event);
   }
 
-  /** appendEvent-4: KEYS seq counter, stream, channel, session meta; ARGV type, JSON, events kept. */
+  /** appendEvent-5: KEYS seq counter, stream, channel, session meta, session bytes; ARGV type, JSON, events kept. */
   #args(sid: string, jobId: string | null, body: EventBody): (string | number)[] {
     const k = this.#keys;
     const bounded = body.type === 'command_parsed' ? { ...body, command: boundCommand(body.command, this.#bodyBytes) } : body;
     const json = bodyJson(sid, jobId, new Date().toISOString(), bounded);
-    return [k.eventSeq(sid), k.events(sid), k.eventChannel(sid), k.sessionMeta(sid), body.type, json, this.#keep];
+    return [k.eventSeq(sid), k.events(sid), k.eventChannel(sid), k.sessionMeta(sid), k.sessionBytes(sid), body.type, json, this.#keep];
   }
 }

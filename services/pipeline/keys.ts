@@ -31,6 +31,8 @@ export function createKeys(prefix = 'tf') {
     busy: () => `${prefix}:busy`,
     /** pub/sub channel: a session got work (payload: session id) */
     wakeChannel: () => `${prefix}:wake`,
+    /** bytes the session's records and events hold in Redis, charged by the scripts that write them (storage-budget.ts) */
+    sessionBytes: (sid: string) => `${s(sid)}:bytes`,
     ledgerCounter: (sid: string) => `${s(sid)}:ledger:n`,
     ledgerIds: (sid: string) => `${s(sid)}:ledger:ids`,
     recordPrefix: (sid: string) => `${s(sid)}:rec:`,
@@ -54,6 +56,10 @@ export function createKeys(prefix = 'tf') {
     approvalChannel: () => `${prefix}:approvals:ch`,
     /** set of an API key's open sessions (plus short-lived `pending:` reservations) */
     ownerSessions: (owner: string) => `${prefix}:owner:${owner}:sessions`,
+    /** zset of an API key's deleted sessions whose keys still exist, score = their expiry ms (storage-budget.ts) */
+    ownerRetired: (owner: string) => `${prefix}:owner:${owner}:retired`,
+    /** hash: bytes of each of those sessions, and their sum in field `~total` */
+    ownerRetiredBytes: (owner: string) => `${prefix}:owner:${owner}:retired:bytes`,
     /** zset of an API key's sessions with a live container, score = last use ms */
     ownerLive: (owner: string) => `${prefix}:owner:${owner}:live`,
     /**
@@ -61,14 +67,17 @@ export function createKeys(prefix = 'tf') {
      * `records` = the ledger counter, `turns` = the turn counter, `tokens` its
      * approvals. The meta hash comes first (see scripts/lib/followTtl.lua).
      */
-    sessionKeys: (sid: string, n: { records: number; turns: number; tokens: string[] }): string[] => {
-      const base = s(sid);
-      const fixed = ['meta', 'ledger:n', 'ledger:ids', 'open', 'turn', 'grants', 'events:seq', 'events'].map((k) => `${base}:${k}`);
-      const records = Array.from({ length: n.records }, (_, i) => `${base}:rec:${i + 1}`);
-      const turns = Array.from({ length: n.turns }, (_, i) => [`${base}:turn:${i + 1}`, `${base}:turn:${i + 1}:cmds`]).flat();
-      return [...fixed, ...records, ...turns, ...n.tokens.map((t) => `${base}:approval:${t}`)];
-    },
+    sessionKeys: (sid: string, n: SessionCounts): string[] => sessionKeysOf(s(sid), n),
     /** every key pattern of this prefix (tests delete them with SCAN) */
     all: () => `${prefix}:*`,
   };
+}
+
+type SessionCounts = { records: number; turns: number; tokens: string[] };
+
+function sessionKeysOf(base: string, n: SessionCounts): string[] {
+  const fixed = ['meta', 'bytes', 'ledger:n', 'ledger:ids', 'open', 'turn', 'grants', 'events:seq', 'events'].map((k) => `${base}:${k}`);
+  const records = Array.from({ length: n.records }, (_, i) => `${base}:rec:${i + 1}`);
+  const turns = Array.from({ length: n.turns }, (_, i) => [`${base}:turn:${i + 1}`, `${base}:turn:${i + 1}:cmds`]).flat();
+  return [...fixed, ...records, ...turns, ...n.tokens.map((t) => `${base}:approval:${t}`)];
 }

@@ -71,7 +71,7 @@ export class Ledger {
     const type: LedgerEventType = final ? 'command_finished' : 'command_queued';
     const res = (await this.#redis.createRecord(
       k.ledgerCounter(sid), k.ledgerIds(sid), k.open(sid), k.turnState(sid, args.turn), k.turnCommands(sid, args.turn),
-      k.eventSeq(sid), k.events(sid), k.busy(), k.sessionMeta(sid),
+      k.eventSeq(sid), k.events(sid), k.busy(), k.sessionMeta(sid), k.sessionBytes(sid),
       k.recordPrefix(sid), `${args.turn}:${args.command.id}`, args.status, final ? '1' : '0',
       FAILURE_STATUSES.has(args.status) ? '1' : '0', args.status === 'skipped' ? '0' : '1',
       JSON.stringify(args.command), JSON.stringify(base), result ? JSON.stringify(result) : '', finishedAt ?? '',
@@ -111,7 +111,7 @@ export class Ledger {
     const events = spec.events.flatMap((type) => ledgerEventArgs(type, { sid, jobId, at, record: next, approval: spec.approval }));
     const becomesFinal = FINAL_STATUSES.has(spec.to) && spec.from.every((s) => !FINAL_STATUSES.has(s));
     const res = (await this.#redis.transition(
-      k.record(sid, record.index), k.open(sid), k.turnState(sid, record.turn), k.eventSeq(sid), k.events(sid), k.sessionMeta(sid),
+      k.record(sid, record.index), k.open(sid), k.turnState(sid, record.turn), k.eventSeq(sid), k.events(sid), k.sessionMeta(sid), k.sessionBytes(sid),
       spec.from.join(' '), spec.to, spec.unlessTurnFailed ? '1' : '0', record.index,
       becomesFinal ? '1' : '0', FAILURE_STATUSES.has(spec.to) ? '1' : '0',
       k.eventChannel(sid), this.#eventsKeep, spec.events.length, ...events, ...pairs,

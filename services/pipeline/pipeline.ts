@@ -12,6 +12,7 @@ import type { Keys } from './keys.ts';
 import { OwnerCaps, type OwnerCapLimits } from './owner-caps.ts';
 import { Ledger } from './ledger.ts';
 import { SessionRetention } from './retention.ts';
+import { StorageBudget } from './storage-budget.ts';
 import { FINAL_STATUSES, type LedgerRecord, type LedgerStatus } from './ledger-record.ts';
 import { admit } from './lifecycle/admit.ts';
 import { enqueueErrorResult } from './lifecycle/results.ts';
@@ -49,6 +50,8 @@ export type PipelineDeps = {
   parser?: ParserOptions;
   /** commands in one turn, REST or model (THINKFLOW_MAX_COMMANDS_PER_TURN); omitted = no cap */
   maxCommandsPerTurn?: number;
+  /** Redis bytes per key (THINKFLOW_STORE_BYTES_PER_KEY, storage-budget.ts); omitted = no budget */
+  storeBytesPerKey?: number;
 };
 
 /** A file written into a new session's workspace before any command (not a command: never in the ledger). */
@@ -71,6 +74,7 @@ export class Pipeline {
   readonly events: EventWriter;
   readonly caps: OwnerCaps;
   readonly retention: SessionRetention;
+  readonly storage: StorageBudget;
   readonly #d: PipelineDeps;
   /** per-session chain: one process enqueues a session's commands strictly one after the other */
   readonly #chains = new Map<string, Promise<unknown>>();
@@ -86,6 +90,7 @@ export class Pipeline {
     this.hub = new EventHub(deps.subscriber, deps.keys);
     this.events = new EventWriter(deps.redis, deps.keys, deps.eventsKeep ?? 0, deps.bodyBytes);
     this.retention = new SessionRetention(deps.redis, deps.keys, this.queues, deps.retentionS);
+    this.storage = new StorageBudget(deps.redis, deps.keys, deps.storeBytesPerKey ?? Infinity);
     this.caps = new OwnerCaps(deps.redis, deps.keys, deps.ownerCaps ?? { maxSessions: Infinity, maxRunning: Infinity, liveWindowMs: 0 });
   }
 
@@ -115,6 +120,7 @@ export class Pipeline {
       policy: input.policy ?? null, job_id: input.jobId ?? null,
     };
     if (input.files) this.#checkSeeds({ ...fields, created_at: '', deleted_at: null }, input.files);
+    await this.storage.assert(input.owner);
     const slot = await this.caps.reserveSession(input.owner);
     let meta: SessionMeta;
     try {
@@ -123,6 +129,7 @@ export class Pipeline {
       await slot.cancel();
       throw err;
     }
+    await this.storage.chargeSession(meta.session_id);
     await slot.commit(meta.session_id);
     await this.queues.configure(meta.session_id);
     return meta;
@@ -164,8 +171,9 @@ export class Pipeline {
     return meta;
   }
 
-  /** A new turn number for the session (the REST flow: one POST = one turn). */
+  /** A new turn number for the session (one POST, or one model call); refused once its key is over its storage budget. */
   async nextTurn(sid: string): Promise<number> {
+    await this.storage.assert((await this.session(sid)).owner);
     return this.#d.redis.incr(this.#d.keys.turnCounter(sid));
   }
 
@@ -269,7 +277,7 @@ export class Pipeline {
     const meta = await this.session(sid);
     await deleteSession({
       sessions: this.sessions, ledger: this.ledger, lifecycle: this.lifecycle, approvals: this.approvals,
-      executor: this.#d.executor, caps: this.caps, retention: this.retention,
+      executor: this.#d.executor, caps: this.caps, retention: this.retention, storage: this.storage,
     }, sid, meta.owner);
   }
 

@@ -8,6 +8,7 @@ import { SESSION_DELETED, SESSION_DELETED_APPROVAL } from './lifecycle/results.t
 import type { OwnerCaps } from './owner-caps.ts';
 import type { SessionRetention } from './retention.ts';
 import type { Sessions } from './sessions.ts';
+import type { StorageBudget } from './storage-budget.ts';
 
 export interface SessionDeleteDeps {
   sessions: Sessions;
@@ -17,6 +18,7 @@ export interface SessionDeleteDeps {
   executor: Executor;
   caps: OwnerCaps;
   retention: SessionRetention;
+  storage: StorageBudget;
 }
 
 /**
@@ -44,7 +46,9 @@ export async function deleteSession(d: SessionDeleteDeps, sid: string, owner: st
     log().error({ err, session_id: sid }, 'session delete: its sandbox could not be removed; the session stays');
     throw new PipelineError('cleanup_failed', `the sandbox of session ${sid} could not be removed; try DELETE again`);
   }
+  await d.retention.expire(sid, records.flatMap((r) => (r.approval ? [r.approval.token] : [])));
+  // Its bytes count for the key until its keys (TTL set just above) are gone; moved before it leaves the open set, so never uncounted.
+  await d.storage.retire(owner, sid, Date.now() + d.retention.retentionS * 1000);
   await d.caps.releaseSession(owner, sid);
   await d.caps.releaseLive(owner, sid);
-  await d.retention.expire(sid, records.flatMap((r) => (r.approval ? [r.approval.token] : [])));
 }

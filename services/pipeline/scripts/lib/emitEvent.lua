@@ -1,13 +1,14 @@
 --[[
   Shared by every script that writes session events; redis.ts prepends it to
   them when it registers them (a Redis script cannot call another one).
-  emitEvent(seqKey, streamKey, channel, keep, index, type, json):
+  emitEvent(seqKey, streamKey, channel, keep, index, type, json, bytesKey):
   numbers the event from the session's counter, prepends seq and index to its
   JSON (which starts with '{'), appends it to the stream as entry `seq-0`
   (trimmed to about `keep` entries unless keep is '0') and publishes it for
-  live waiters. Returns the seq.
+  live waiters; charges its stored size to the session's byte counter
+  `bytesKey` (see storage-budget.ts; a trim is not credited). Returns the seq.
 ]]
-local function emitEvent(seqKey, streamKey, channel, keep, index, type, json)
+local function emitEvent(seqKey, streamKey, channel, keep, index, type, json, bytesKey)
   local seq = redis.call('INCR', seqKey)
   local payload = '{"seq":' .. seq .. ',"index":' .. index .. ',' .. string.sub(json, 2)
   if keep == '0' then
@@ -16,5 +17,6 @@ local function emitEvent(seqKey, streamKey, channel, keep, index, type, json)
     redis.call('XADD', streamKey, 'MAXLEN', '~', keep, seq .. '-0', 't', type, 'd', payload)
   end
   redis.call('PUBLISH', channel, payload)
+  redis.call('INCRBY', bytesKey, #payload + #type + 64)
   return seq
 end

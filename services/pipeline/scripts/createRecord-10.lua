@@ -7,6 +7,7 @@
   KEYS[5] turn commands list    KEYS[6] event seq counter
   KEYS[7] event stream          KEYS[8] busy sessions zset
   KEYS[9] session meta hash (its TTL, once deleted, is given to every key written here)
+  KEYS[10] session byte counter: charged the record's and the event's stored sizes (storage-budget.ts)
   ARGV[1] record key prefix (same hash tag as KEYS)   ARGV[2] "turn:id"
   ARGV[3] status    ARGV[4] "1" status is final    ARGV[5] "1" status fails the turn
   ARGV[6] "1" refuse when the turn already failed (caller then records it skipped);
@@ -47,6 +48,8 @@ end
 local data = ARGV[16]
 local s, e = string.find(data, '"index":-1', 1, true)
 if s then data = string.sub(data, 1, s - 1) .. '"index":' .. n .. string.sub(data, e + 1) end
-local seq = emitEvent(KEYS[6], KEYS[7], ARGV[11], ARGV[12], n, ARGV[15], data)
-followTtl(KEYS[9], KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7], rec)
+-- fields, ids and list entries cost about 200 bytes beyond the values
+redis.call('INCRBY', KEYS[10], #ARGV[7] + #ARGV[8] + #ARGV[9] + #ARGV[10] + 2 * #ARGV[2] + 200)
+local seq = emitEvent(KEYS[6], KEYS[7], ARGV[11], ARGV[12], n, ARGV[15], data, KEYS[10])
+followTtl(KEYS[9], KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7], KEYS[10], rec)
 return {1, n, seq, open}

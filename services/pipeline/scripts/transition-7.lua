@@ -5,6 +5,7 @@
 
   KEYS[1] record hash   KEYS[2] open-command counter   KEYS[3] turn state hash
   KEYS[4] event seq counter   KEYS[5] event stream   KEYS[6] session meta hash (see followTtl)
+  KEYS[7] session byte counter: charged the change in the record's size (dropping `cmd` credits) and the events
   ARGV[1] expected statuses, space separated   ARGV[2] new status
   ARGV[3] "1" refuse when the turn failed at an earlier command (smaller index)   ARGV[4] record index
   ARGV[5] "1" new status is final (and the old one was not)   ARGV[6] "1" new status fails the turn
@@ -26,10 +27,13 @@ end
 redis.call('HSET', KEYS[1], 'status', ARGV[2])
 local e = tonumber(ARGV[9])
 local i = 10 + 2 * e
+local delta = 0
 while i < #ARGV do
+  delta = delta + #ARGV[i + 1] - redis.call('HSTRLEN', KEYS[1], ARGV[i])
   redis.call('HSET', KEYS[1], ARGV[i], ARGV[i + 1])
   i = i + 2
 end
+if delta ~= 0 then redis.call('INCRBY', KEYS[7], delta) end
 if ARGV[5] == '1' then redis.call('DECR', KEYS[2]) end
 if ARGV[6] == '1' then
   -- the turn's failure is its earliest failing command: later ones are skipped, earlier ones are not
@@ -38,7 +42,7 @@ if ARGV[6] == '1' then
 end
 local seq = 0
 for k = 0, e - 1 do
-  seq = emitEvent(KEYS[4], KEYS[5], ARGV[7], ARGV[8], ARGV[4], ARGV[10 + 2 * k], ARGV[11 + 2 * k])
+  seq = emitEvent(KEYS[4], KEYS[5], ARGV[7], ARGV[8], ARGV[4], ARGV[10 + 2 * k], ARGV[11 + 2 * k], KEYS[7])
 end
-followTtl(KEYS[6], KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5])
+followTtl(KEYS[6], KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[7])
 return {1, seq}
