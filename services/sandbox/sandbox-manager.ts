@@ -62,7 +62,7 @@ export class SandboxManager {
   start(): Promise<void> {
     this.#starting ??= (async () => {
       this.#status = 'starting';
-      await this.#images();
+      (await this.#images())?.prepare();
       await this.reap();
       if (this.options.reapIntervalMs > 0) {
         let running = false; // a slow engine must not stack up reaps
@@ -168,6 +168,9 @@ export class SandboxManager {
         await settled(entry.connecting, id, 'container start');
         this.#detach(id);
       }
+      // Spare images are this process's; sessions' images stay for the next one.
+      const images = await this.#fs?.catch((err: unknown) => void sandboxLog().debug({ err }, 'workspace mode had failed (reported to its caller)'));
+      await images?.close();
       this.#status = 'closed';
     })();
     return this.#closing;
@@ -230,7 +233,7 @@ export class SandboxManager {
       const [uid, gid] = this.options.user.split(':');
       return new WorkspaceImages({
         dir: this.options.workspaceDir, namePrefix: this.options.namePrefix,
-        bytes: this.options.workspaceQuotaBytes, inodes: this.options.workspaceInodes, owner: `${uid}:${gid ?? uid}`,
+        bytes: this.options.workspaceQuotaBytes, inodes: this.options.workspaceInodes, owner: `${uid}:${gid ?? uid}`, spares: this.options.workspaceSpares,
       });
     });
     return this.#fs;
