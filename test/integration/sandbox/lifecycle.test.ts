@@ -1,4 +1,5 @@
 // Create, reuse, restart, recover and remove one container per session.
+import { execFileSync } from 'node:child_process';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { containerName, SandboxManager, volumeName } from '../../../services/sandbox/index.ts';
 import path from 'node:path';
@@ -58,7 +59,10 @@ describe('one container per session', () => {
     // A workspace on its own filesystem: container and volume go, the image stays, detached.
     await expect(inspect(sid)).rejects.toMatchObject({ statusCode: 404 });
     const image = (await manager.workspaceImage(sid))!;
-    expect(hostLeftovers(prefix)).toMatchObject({ images: [path.basename(image)], loops: [] });
+    // Earlier tests' sessions are still open: only this session's image is looked at.
+    const left = hostLeftovers(prefix);
+    expect(left.images).toContain(path.basename(image));
+    expect(execFileSync('losetup', ['-n', '-O', 'NAME', '-j', image], { encoding: 'utf8' }).trim()).toBe('');
     expect((await (await manager.sandboxFor(sid)).execute(cmd({ tool: 'read', path: 'f.txt' }))).stdout).toBe('persist');
     await docker.getContainer(containerName(prefix, sid)).kill();
     // The same Sandbox object brings its container back on the next command.
