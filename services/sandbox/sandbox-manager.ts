@@ -50,6 +50,11 @@ export class SandboxManager {
     return (await this.#images()) ? 'loop' : 'watchdog';
   }
 
+  /** Resolves when the spare workspace images being made are ready (benchmarks wait for an idle pool). */
+  async sparesReady(): Promise<void> {
+    await (await this.#images())?.sparesReady();
+  }
+
   /** The session's workspace image, when workspaces are filesystems of their own (tests and operators look at it). */
   async workspaceImage(sessionId: string): Promise<string | null> {
     return (await this.#images())?.imageOf(sessionId) ?? null;
@@ -224,7 +229,12 @@ export class SandboxManager {
   async #open(sessionId: string): Promise<ExecutorClient> {
     const images = await this.#images();
     const dev = images ? await images.attach(sessionId) : null;
-    return connectSession(this.#docker, sessionId, this.options, dev ? WorkspaceImages.volumeOptions(dev) : undefined);
+    try {
+      return await connectSession(this.#docker, sessionId, this.options, dev ? WorkspaceImages.volumeOptions(dev) : undefined);
+    } finally {
+      // Spares are made once the session is up and its first commands ran, not while it waits for them.
+      images?.prepare(true);
+    }
   }
 
   #images(): Promise<WorkspaceImages | null> {

@@ -19,11 +19,14 @@ export type SpareOptions = { dir: string; namePrefix: string; shape: FsShape; co
 type Spare = { file: string; dev: string };
 
 const SUFFIX = '.spare';
+// A session's first commands follow its start at once; the refill's spawns wait until they have run.
+export const REFILL_DELAY_MS = 1_000;
 
 export class SpareImages {
   readonly #o: SpareOptions;
   readonly #ready: Spare[] = [];
   #filling?: Promise<void>;
+  #soon?: { timer: NodeJS.Timeout; fired: Promise<void> };
   #closed = false;
 
   constructor(o: SpareOptions) {
@@ -32,26 +35,46 @@ export class SpareImages {
 
   /**
    * Renames a spare to `dest` and returns its device, or null when none is
-   * ready (the caller makes the image itself). Starts a refill either way.
+   * ready (the caller makes the image itself). The caller refills once its
+   * container is up: the copy and `losetup` are spawned from this event loop,
+   * which a session starting meanwhile would wait for.
    */
   async take(dest: string): Promise<string | null> {
-    try {
-      for (let s = this.#ready.shift(); s; s = this.#ready.shift()) {
-        try {
-          await rename(s.file, dest);
-        } catch (err) {
-          if ((err as NodeJS.ErrnoException).code === 'ENOENT') continue; // reaped meanwhile
-          throw err;
-        }
-        if (await backs(s.dev, dest)) return s.dev;
-        // Renamed but not on its device any more: `dest` is a plain fresh image, attached by the caller.
-        sandboxLog().warn({ dev: s.dev, file: dest }, 'workspace spare: its loop device no longer backs it; attaching anew');
-        return null;
+    for (let s = this.#ready.shift(); s; s = this.#ready.shift()) {
+      try {
+        await rename(s.file, dest);
+      } catch (err) {
+        if ((err as NodeJS.ErrnoException).code === 'ENOENT') continue; // reaped meanwhile
+        throw err;
       }
+      if (await backs(s.dev, dest)) return s.dev;
+      // Renamed but not on its device any more: `dest` is a plain fresh image, attached by the caller.
+      sandboxLog().warn({ dev: s.dev, file: dest }, 'workspace spare: its loop device no longer backs it; attaching anew');
       return null;
-    } finally {
-      this.refill();
     }
+    return null;
+  }
+
+  /** Resolves when the refill scheduled or under way (if any) has ended. */
+  async ready(): Promise<void> {
+    // Someone waits for it now: the timer keeps the process alive meanwhile.
+    this.#soon?.timer.ref();
+    await this.#soon?.fired;
+    await this.#filling;
+  }
+
+  /** Refills after REFILL_DELAY_MS (later calls meanwhile join the same one). */
+  refillSoon(): void {
+    if (this.#soon || this.#closed || this.#o.count <= 0) return;
+    let fire!: () => void;
+    const fired = new Promise<void>((resolve) => (fire = resolve));
+    const timer = setTimeout(() => {
+      this.#soon = undefined;
+      this.refill();
+      fire();
+    }, REFILL_DELAY_MS);
+    timer.unref();
+    this.#soon = { timer, fired };
   }
 
   /** Makes spares in the background until `count` are ready; a failure is logged and the next take tries again. */
@@ -67,6 +90,8 @@ export class SpareImages {
   /** Stops refilling and removes this process's spares (close). */
   async drain(): Promise<void> {
     this.#closed = true;
+    if (this.#soon) clearTimeout(this.#soon.timer);
+    this.#soon = undefined;
     await this.#filling;
     for (const s of this.#ready.splice(0)) await claimAndRemove(s.file);
   }

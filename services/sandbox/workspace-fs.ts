@@ -33,9 +33,15 @@ export class WorkspaceImages {
     this.#spares = new SpareImages({ dir: o.dir, namePrefix: o.namePrefix, shape: o, count: o.spares ?? 0 });
   }
 
-  /** Starts making the spare images in the background. */
-  prepare(): void {
-    this.#spares.refill();
+  /** Starts making the spare images in the background: now (at start), or `soon`, once a new session's first commands have run. */
+  prepare(soon = false): void {
+    if (soon) this.#spares.refillSoon();
+    else this.#spares.refill();
+  }
+
+  /** Resolves when the spare images being made are ready. */
+  sparesReady(): Promise<void> {
+    return this.#spares.ready();
   }
 
   /** Removes this process's spare images (close). */
