@@ -26,7 +26,7 @@ export class SpareImages {
   readonly #o: SpareOptions;
   readonly #ready: Spare[] = [];
   #filling?: Promise<void>;
-  #soon?: { timer: NodeJS.Timeout; fired: Promise<void> };
+  #soon?: { timer: NodeJS.Timeout; fired: Promise<void>; fire: () => void };
   #closed = false;
 
   constructor(o: SpareOptions) {
@@ -74,7 +74,7 @@ export class SpareImages {
       fire();
     }, REFILL_DELAY_MS);
     timer.unref();
-    this.#soon = { timer, fired };
+    this.#soon = { timer, fired, fire };
   }
 
   /** Makes spares in the background until `count` are ready; a failure is logged and the next take tries again. */
@@ -91,6 +91,7 @@ export class SpareImages {
   async drain(): Promise<void> {
     this.#closed = true;
     if (this.#soon) clearTimeout(this.#soon.timer);
+    this.#soon?.fire(); // nobody waits for a refill that will not come
     this.#soon = undefined;
     await this.#filling;
     for (const s of this.#ready.splice(0)) await claimAndRemove(s.file);
