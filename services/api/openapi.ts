@@ -55,6 +55,10 @@ type Spec<M extends RouteConfig['method'], P extends string, Req extends RouteCo
   auth: Auth;
   /** counted against a per-key cap (THINKFLOW_MAX_*_PER_KEY): may answer 429 `too_many` */
   capped?: true;
+  /** writes to Redis: may answer 503 `storage_full` (Redis at maxmemory; nothing was written) */
+  writes?: true;
+  /** the route's own error answers, by status, each naming its code; joined to the generic answer of the same status */
+  errors?: Record<number, string>;
   /** run after the role check, before validation (body limits, body reading) */
   middleware?: MiddlewareHandler[];
   request?: Req;
@@ -64,18 +68,47 @@ type Spec<M extends RouteConfig['method'], P extends string, Req extends RouteCo
 
 const error = (description: string): Answer => ({ description, content: { 'application/json': { schema: ErrorBody } } });
 
+/**
+ * Answers of every route, whatever its key, body or path (the origin guard
+ * runs before routing, on `*`): declared once under components.responses and
+ * referenced from every operation by documentOf. A route with a 403 of its
+ * own spells the shared one out instead.
+ */
+const SHARED_403 = 'refused: the key lacks the role, or in dev mode the client is not on loopback (`forbidden`), a request from another origin (`cross_origin_refused`), or in dev mode a browser\'s write without X-ThinkFlow-Client (`client_header_required`)';
+const ERROR_REF = { $ref: '#/components/schemas/Error' };
+export const SHARED_RESPONSES = {
+  HostNotAllowed: { description: 'dev mode: the Host is not a loopback name nor in THINKFLOW_ALLOWED_HOSTS (`host_not_allowed`)', content: { 'application/json': { schema: ERROR_REF } } },
+  Refused: { description: SHARED_403, content: { 'application/json': { schema: ERROR_REF } } },
+};
+const shared = (name: keyof typeof SHARED_RESPONSES) => ({ $ref: `#/components/responses/${name}` });
+
 /** The client errors a route can answer, all in the one error shape. */
-function errorAnswers(s: { auth: Auth; capped?: true; path: string; request?: RouteConfig['request'] }): Record<string, Answer> {
+function errorAnswers(s: { auth: Auth; capped?: true; writes?: true; errors?: Record<number, string>; path: string; request?: RouteConfig['request'] }): Record<string, Answer> {
   const validated = Boolean(s.request?.body || s.request?.query);
-  return {
-    ...(s.auth !== 'none' ? { 401: error('no key, or an unknown key'), 403: error('the key lacks the role') } : {}),
-    ...(validated ? { 400: error('the request does not match its schema') } : {}),
-    ...(s.request?.body ? { 413: error('the body is over its size limit') } : {}),
-    ...(s.path.includes('{') ? { 404: error('no such resource (or not visible to the key)') } : {}),
-    ...(s.capped ? { 429: error('the per-key cap is reached') } : {}),
+  const generic: Record<string, string> = {
+    ...(s.auth !== 'none' ? { 401: 'no key, or an unknown key (`unauthorized`)' } : {}),
+    ...(validated ? { 400: 'the request does not match its schema' } : {}),
+    ...(s.request?.body ? { 413: 'the body is over its size limit (`payload_too_large`)' } : {}),
+    ...(s.path.includes('{') ? { 404: 'no such resource (or not visible to the key)' } : {}),
+    ...(s.capped ? { 429: 'the per-key cap is reached (`too_many`)' } : {}),
+    ...(s.writes ? { 503: 'Redis is full (maxmemory): nothing was written; retry later (`storage_full`)' } : {}),
+    ...(s.errors?.[403] ? { 403: SHARED_403 } : {}),
     // Even routes without a key, a body or an id answer client errors in the one shape (another method: 404).
-    ...(s.auth === 'none' ? { '4XX': error('a client error') } : {}),
+    ...(s.auth === 'none' ? { '4XX': 'a client error' } : {}),
   };
+  for (const [status, description] of Object.entries(s.errors ?? {})) {
+    generic[status] = generic[status] ? `${generic[status]}; or ${description}` : description;
+  }
+  return Object.fromEntries(Object.entries(generic).map(([k, d]) => [k, error(d)]));
+}
+
+type Operation = { responses?: Record<string, unknown> };
+
+/** The shared answers on every operation of the document (mounted sub-apps' too), unless it spells one out. */
+function withShared(paths: Record<string, Record<string, Operation>>): Record<string, Record<string, Operation>> {
+  return Object.fromEntries(Object.entries(paths).map(([p, ops]) => [p, Object.fromEntries(Object.entries(ops).map(([m, op]) => [
+    m, { ...op, responses: { ...op.responses, 421: op.responses?.[421] ?? shared('HostNotAllowed'), 403: op.responses?.[403] ?? shared('Refused') } },
+  ]))]));
 }
 
 const PARAM = /\{(\w+)(?:\{[^}]*\})?\}/g;
@@ -114,10 +147,11 @@ export function documentOf<E extends Env>(app: OpenAPIHono<E>): () => Record<str
   return () => {
     if (cached) return cached;
     app.openAPIRegistry.registerComponent('securitySchemes', 'bearer', { type: 'http', scheme: 'bearer' });
+    for (const [name, answer] of Object.entries(SHARED_RESPONSES)) app.openAPIRegistry.registerComponent('responses', name, answer);
     const { paths = {}, components = {}, webhooks: _none, ...rest } = app.getOpenAPI31Document(DOCUMENT);
     const { parameters: _empty, ...shared } = components;
     // `{path{.*}}` routes the rest of the path; the document names it `{path}`.
-    const named = Object.fromEntries(Object.entries(paths).map(([p, op]) => [p.replace(PARAM, '{$1}'), op]));
+    const named = withShared(Object.fromEntries(Object.entries(paths).map(([p, op]) => [p.replace(PARAM, '{$1}'), op])) as Record<string, Record<string, Operation>>);
     cached = { ...rest, components: shared, paths: named };
     return cached;
   };

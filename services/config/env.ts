@@ -55,6 +55,8 @@ export const EnvSchema = z.object({
   THINKFLOW_WORKSPACE_FS: z.enum(['auto', 'loop', 'watchdog']).default('auto'),
   THINKFLOW_WORKSPACE_DIR: z.string().min(1).default('/var/lib/thinkflow/workspaces'),
   THINKFLOW_WORKSPACE_INODES: z.coerce.number().int().min(1024).default(100_000),
+  /** workspace images kept ready on a loop device per process (0: made on a session's first command) */
+  THINKFLOW_WORKSPACE_SPARES: z.coerce.number().int().min(0).max(64).default(2),
   /** per-key caps (429 too_many): open sessions, sessions with work in progress, open SSE streams */
   THINKFLOW_MAX_SESSIONS_PER_KEY: z.coerce.number().int().min(1).default(100),
   THINKFLOW_MAX_RUNNING_PER_KEY: z.coerce.number().int().min(1).default(20),
@@ -124,7 +126,7 @@ export type Config = {
   runnerTtlS: number;
   replayScripts: string | null;
   workspaceQuotaMb: number;
-  workspace: { fs: 'auto' | 'loop' | 'watchdog'; dir: string; inodes: number };
+  workspace: { fs: 'auto' | 'loop' | 'watchdog'; dir: string; inodes: number; spares: number };
   caps: { maxSessionsPerKey: number; maxRunningPerKey: number; maxStreamsPerKey: number; maxTurnsPerKey: number };
   maxCommandsPerTurn: number;
   /** THINKFLOW_STORE_BYTES_PER_KEY */
@@ -222,7 +224,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     runnerTtlS: e.THINKFLOW_RUNNER_TTL_S,
     replayScripts: e.THINKFLOW_REPLAY_SCRIPTS ?? null,
     workspaceQuotaMb: e.THINKFLOW_WORKSPACE_QUOTA_MB,
-    workspace: { fs: e.THINKFLOW_WORKSPACE_FS, dir: e.THINKFLOW_WORKSPACE_DIR, inodes: e.THINKFLOW_WORKSPACE_INODES },
+    workspace: { fs: e.THINKFLOW_WORKSPACE_FS, dir: e.THINKFLOW_WORKSPACE_DIR, inodes: e.THINKFLOW_WORKSPACE_INODES, spares: e.THINKFLOW_WORKSPACE_SPARES },
     caps: {
       maxSessionsPerKey: e.THINKFLOW_MAX_SESSIONS_PER_KEY,
       maxRunningPerKey: e.THINKFLOW_MAX_RUNNING_PER_KEY,

@@ -56,7 +56,7 @@ async function makeTemplate(dir: string, file: string, s: FsShape): Promise<stri
 export async function cloneTemplate(template: string, dest: string): Promise<void> {
   const tmp = `${dest}.tmp-${randomBytes(4).toString('hex')}`;
   try {
-    await runHostTool('cp', ['--sparse=always', '--reflink=auto', '--no-preserve=all', template, tmp]);
+    await copyTemplate(template, tmp);
     await rename(tmp, dest);
   } catch (err) {
     await rm(tmp, { force: true });
@@ -72,4 +72,9 @@ async function exists(file: string): Promise<boolean> {
     if ((err as NodeJS.ErrnoException).code === 'ENOENT') return false;
     throw err;
   }
+}
+
+/** A sparse (or reflinked) copy of the template at `to`, which the caller names and renames. */
+export async function copyTemplate(template: string, to: string): Promise<void> {
+  await runHostTool('cp', ['--sparse=always', '--reflink=auto', '--no-preserve=all', template, to]);
 }

@@ -7,7 +7,7 @@ import type { WorkspaceImages } from './workspace-fs.ts';
 // container nor volume, only its image, so images are judged on their own.
 
 export type ImageReapOptions = {
-  images: Pick<WorkspaceImages, 'list' | 'destroyFile' | 'staleTemporaries' | 'orphanLoops'>;
+  images: Pick<WorkspaceImages, 'list' | 'destroyFile' | 'staleTemporaries' | 'orphanLoops' | 'staleSpares' | 'destroySpare'>;
   /** Last use this process knows of the session with this name slug. */
   lastUsedBySlug: (slug: string) => number | undefined;
 };
@@ -44,6 +44,10 @@ export async function reapImages(o: ImageReapOptions, pass: Pass, result: Counts
   }
   for (const file of await o.images.staleTemporaries(STALE_TEMPORARY_MS, pass.now)) {
     await attempt('', `half-made image ${file}`, () => rm(file, { force: true }));
+  }
+  // A live process takes its spares within minutes of a new session; one this old was left by a process gone.
+  for (const file of await o.images.staleSpares(pass.idleTtlMs, pass.now)) {
+    await attempt('', `spare image ${file}`, () => o.images.destroySpare(file));
   }
   for (const dev of await o.images.orphanLoops()) {
     await attempt('', `loop device ${dev} of an unlinked image`, () => detachLoop(dev));

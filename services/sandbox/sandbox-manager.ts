@@ -10,7 +10,7 @@ import type { Sandbox } from './types.ts';
 import { sandboxLog, settled } from './log.ts';
 import { teardownSession } from './teardown.ts';
 import { WorkspaceImages } from './workspace-fs.ts';
-import { resolveWorkspaceMode, type WorkspaceFsMode } from './workspace-mode.ts';
+import { workspaceImagesFor, type WorkspaceFsMode } from './workspace-mode.ts';
 
 type Entry = { sandbox: DockerSandbox; client?: ExecutorClient; connecting?: Promise<ExecutorClient>; lastUsed: number; inflight: number };
 export type ManagerStatus = 'idle' | 'starting' | 'ready' | 'closing' | 'closed';
@@ -51,6 +51,11 @@ export class SandboxManager {
     return (await this.#images()) ? 'loop' : 'watchdog';
   }
 
+  /** Resolves when the spare workspace images being made are ready (benchmarks wait for an idle pool). */
+  async sparesReady(): Promise<void> {
+    await (await this.#images())?.sparesReady();
+  }
+
   /** The session's workspace image, when workspaces are filesystems of their own (tests and operators look at it). */
   async workspaceImage(sessionId: string): Promise<string | null> {
     return (await this.#images())?.imageOf(sessionId) ?? null;
@@ -63,7 +68,7 @@ export class SandboxManager {
   start(): Promise<void> {
     this.#starting ??= (async () => {
       this.#status = 'starting';
-      await this.#images();
+      (await this.#images())?.prepare();
       await this.reap();
       if (this.options.reapIntervalMs > 0) {
         let running = false; // a slow engine must not stack up reaps
@@ -172,6 +177,9 @@ export class SandboxManager {
         await settled(entry.connecting, id, 'container start');
         this.#detach(id);
       }
+      // Spare images are this process's; sessions' images stay for the next one.
+      const images = await this.#fs?.catch((err: unknown) => void sandboxLog().debug({ err }, 'workspace mode had failed (reported to its caller)'));
+      await images?.close();
       this.#status = 'closed';
     })();
     return this.#closing;
@@ -225,7 +233,13 @@ export class SandboxManager {
 
   async #open(sessionId: string): Promise<ExecutorClient> {
     const images = await this.#images();
-    return images ? connectOnImage(this.#docker, sessionId, this.options, images) : connectSession(this.#docker, sessionId, this.options);
+    if (!images) return connectSession(this.#docker, sessionId, this.options);
+    try {
+      return await connectOnImage(this.#docker, sessionId, this.options, images);
+    } finally {
+      // Spares are made once the session is up and its first commands ran, not while it waits for them.
+      images.prepare(true);
+    }
   }
 
   // Opening and tearing down one session never interleave (session-lock.ts); never nested for one session.
@@ -234,14 +248,7 @@ export class SandboxManager {
   }
 
   #images(): Promise<WorkspaceImages | null> {
-    this.#fs ??= resolveWorkspaceMode(this.options.workspaceFs, this.#docker).then((mode) => {
-      if (mode === 'watchdog') return null;
-      const [uid, gid] = this.options.user.split(':');
-      return new WorkspaceImages({
-        dir: this.options.workspaceDir, namePrefix: this.options.namePrefix,
-        bytes: this.options.workspaceQuotaBytes, inodes: this.options.workspaceInodes, owner: `${uid}:${gid ?? uid}`,
-      });
-    });
+    this.#fs ??= workspaceImagesFor(this.options, this.#docker);
     return this.#fs;
   }
 

@@ -73,6 +73,8 @@ export interface SandboxOptions {
   workspaceDir?: string;
   /** Inodes of each workspace filesystem (THINKFLOW_WORKSPACE_INODES). @default 100000 */
   workspaceInodes?: number;
+  /** Workspace images kept ready on a loop device, so a new session's attach is a rename (THINKFLOW_WORKSPACE_SPARES). @default 2 */
+  workspaceSpares?: number;
   /** Largest line the host accepts from an executor; past it the container is declared broken. @default 33554432 */
   maxFrameBytes?: number;
   /** Host-side limit for a non-bash request (bash gets its timeout plus this). @default 30000 */
@@ -130,6 +132,7 @@ export function resolveSandboxOptions(o: SandboxOptions = {}): ResolvedSandboxOp
     workspaceFs: o.workspaceFs ?? 'auto',
     workspaceDir: o.workspaceDir ?? '/var/lib/thinkflow/workspaces',
     workspaceInodes: o.workspaceInodes ?? 100_000,
+    workspaceSpares: o.workspaceSpares ?? 2,
     maxFrameBytes: o.maxFrameBytes ?? 32 * 1024 ** 2,
     requestTimeoutMs: o.requestTimeoutMs ?? 30_000,
     startTimeoutMs: o.startTimeoutMs ?? 30_000,

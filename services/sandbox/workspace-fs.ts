@@ -4,6 +4,7 @@ import { cloneTemplate, ensureTemplate, type FsShape } from './fs-template.ts';
 import { attachLoop, backingFileOf, detachLoop, listLoops, loopsOf } from './host-tools.ts';
 import { sandboxLog } from './log.ts';
 import { sessionSlug } from './names.ts';
+import { claimAndRemove, SpareImages, staleSpares } from './spare-images.ts';
 
 /**
  * Each session's workspace is its own ext4 filesystem: a sparse image file
@@ -12,7 +13,7 @@ import { sessionSlug } from './names.ts';
  * fallocate and inodes exactly. Deleting a workspace is detach + unlink, one
  * file whatever the tree inside.
  */
-export type WorkspaceFsOptions = { dir: string; namePrefix: string } & FsShape;
+export type WorkspaceFsOptions = { dir: string; namePrefix: string; /** images kept ready on a loop device (spare-images.ts); 0: none */ spares?: number } & FsShape;
 
 /** Mount options dockerd gets: no setuid or device files from a workspace, no background zeroing of the (hole) inode tables. */
 export const WORKSPACE_MOUNT_OPTIONS = 'nosuid,nodev,noinit_itable';
@@ -30,9 +31,27 @@ const locks = new Map<string, Promise<unknown>>();
 
 export class WorkspaceImages {
   readonly #o: WorkspaceFsOptions;
+  readonly #spares: SpareImages;
 
   constructor(o: WorkspaceFsOptions) {
     this.#o = o;
+    this.#spares = new SpareImages({ dir: o.dir, namePrefix: o.namePrefix, shape: o, count: o.spares ?? 0 });
+  }
+
+  /** Starts making the spare images in the background: now (at start), or `soon`, once a new session's first commands have run. */
+  prepare(soon = false): void {
+    if (soon) this.#spares.refillSoon();
+    else this.#spares.refill();
+  }
+
+  /** Resolves when the spare images being made are ready. */
+  sparesReady(): Promise<void> {
+    return this.#spares.ready();
+  }
+
+  /** Removes this process's spare images (close). */
+  close(): Promise<void> {
+    return this.#spares.drain();
   }
 
   get dir(): string {
@@ -56,7 +75,15 @@ export class WorkspaceImages {
   attach(sessionId: string): Promise<string> {
     const file = this.imageOf(sessionId);
     return this.#locked(file, async () => {
-      if (!(await exists(file))) await cloneTemplate(await ensureTemplate(this.#o.dir, this.#o), file);
+      if (!(await exists(file))) {
+        const spare = await this.#spares.take(file);
+        if (spare) return spare;
+        // A fresh copy (unless a spare was renamed here but lost its device): nothing can be attached to it yet.
+        if (!(await exists(file))) {
+          await cloneTemplate(await ensureTemplate(this.#o.dir, this.#o), file);
+          return attachLoop(file);
+        }
+      }
       const [dev, ...extra] = await loopsOf(file);
       // Two devices on one image would mean two mounts of one ext4: keep the first.
       for (const d of extra) await detachLoop(d);
@@ -104,6 +131,15 @@ export class WorkspaceImages {
       if (st) out.push({ slug: name.slice(this.#o.namePrefix.length, -'.img'.length), file, mtimeMs: st.mtimeMs });
     }
     return out;
+  }
+
+  /** Spare images older than `ageMs` (left by a process that died), for the reaper; each is removed with `destroySpare`. */
+  staleSpares(ageMs: number, now = Date.now()): Promise<string[]> {
+    return staleSpares(this.#o.dir, this.#o.namePrefix, ageMs, now);
+  }
+
+  destroySpare(file: string): Promise<void> {
+    return claimAndRemove(file);
   }
 
   /** Half-made copies older than `ageMs` (a crash mid-copy), for the reaper. */

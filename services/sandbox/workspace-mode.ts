@@ -2,6 +2,8 @@ import { access, constants } from 'node:fs/promises';
 import type Docker from 'dockerode';
 import { runHostTool } from './host-tools.ts';
 import { sandboxLog } from './log.ts';
+import type { ResolvedSandboxOptions } from './sandbox-options.ts';
+import { WorkspaceImages } from './workspace-fs.ts';
 
 /**
  * `loop`: every workspace is its own ext4 image on a loop device (the kernel
@@ -48,4 +50,14 @@ export async function resolveWorkspaceMode(setting: WorkspaceFsSetting, docker: 
     'workspace quota: NO per-session filesystem on this host; falling back to the statfs watchdog (overshoot possible, inodes not limited). Run as root with loop devices for an exact quota',
   );
   return 'watchdog';
+}
+
+/** The host's workspace images for these options, or null where workspaces are plain volumes (watchdog). */
+export async function workspaceImagesFor(o: ResolvedSandboxOptions, docker: Docker): Promise<WorkspaceImages | null> {
+  if ((await resolveWorkspaceMode(o.workspaceFs, docker)) === 'watchdog') return null;
+  const [uid, gid] = o.user.split(':');
+  return new WorkspaceImages({
+    dir: o.workspaceDir, namePrefix: o.namePrefix,
+    bytes: o.workspaceQuotaBytes, inodes: o.workspaceInodes, owner: `${uid}:${gid ?? uid}`, spares: o.workspaceSpares,
+  });
 }

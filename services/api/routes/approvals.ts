@@ -20,7 +20,7 @@ const routes = (d: ApprovalRoutesDeps) => ({
     ok: { 200: json(z.object({ approvals: z.array(PendingApproval) }), 'the pending approvals') },
   }),
   answer: route({
-    method: 'post', path: '/{token}', id: 'answerApproval', summary: 'Answer an approval', auth: 'operator',
+    method: 'post', path: '/{token}', id: 'answerApproval', summary: 'Answer an approval', auth: 'operator', writes: true,
     middleware: [maxBody(d.maxJsonBytes), jsonBody()],
     request: { body: { required: true, content: { 'application/json': { schema: AnswerApprovalBody } } } },
     ok: { 200: json(z.object({ approval: PublicApproval.nullable() }), 'the approval as answered') },

@@ -32,7 +32,7 @@ const LIST_MAX = 500;
 
 const routes = (d: JobRoutesDeps) => ({
   submit: route({
-    method: 'post', path: '/', id: 'submitJob', summary: 'Submit an unattended job', auth: 'writer', capped: true,
+    method: 'post', path: '/', id: 'submitJob', summary: 'Submit an unattended job', auth: 'writer', capped: true, writes: true,
     middleware: [maxBody(d.maxJsonBytes), jsonBody()],
     request: { body: { required: true, content: { 'application/json': { schema: JobRequest } } } },
     ok: { 202: json(SubmitResponse, 'accepted: the job is queued') },
@@ -51,7 +51,7 @@ const routes = (d: JobRoutesDeps) => ({
     ok: { 200: sse("the job's events (API.md §Events), `id:` = seq, ending after job_finished; `gap {first_seq}` before trimmed events") },
   }),
   cancel: route({
-    method: 'post', path: '/{job_id}/cancel', id: 'cancelJob', summary: 'Stop the model, skip the queue', auth: 'writer',
+    method: 'post', path: '/{job_id}/cancel', id: 'cancelJob', summary: 'Stop the model, skip the queue', auth: 'writer', writes: true,
     ok: { 202: json(JobViewRef, 'the job, cancelling (or already final)') },
   }),
   deliveries: route({

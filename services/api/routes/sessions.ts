@@ -35,9 +35,19 @@ function requireLive(meta: SessionMeta): void {
   if (meta.deleted_at) throw new AppError(410, 'session_deleted', `session ${meta.session_id} was deleted`);
 }
 
+/** What reading the workspace can answer besides the generic errors (every path 2xx or 4xx, a sandbox down 503). */
+const FILE_ERRORS = {
+  400: 'a loop of symbolic links (`invalid_path`)',
+  403: 'the path leads outside the workspace (`path_outside_workspace`)',
+  409: 'the path changed while it was read, e.g. a symlink swapped (`path_changed`); try again',
+  410: 'the session was deleted (`session_deleted`)',
+  503: "the session's sandbox did not answer (`sandbox_unavailable`); try again",
+};
+
 const routes = (d: SessionRoutesDeps) => ({
   create: route({
-    method: 'post', path: '/', id: 'createSession', summary: 'A session without a model', auth: 'writer', capped: true,
+    method: 'post', path: '/', id: 'createSession', summary: 'A session without a model', auth: 'writer', capped: true, writes: true,
+    errors: { 422: 'a seeded file could not be written (`seed_failed`)' },
     middleware: [maxBody(d.maxJsonBytes), jsonBody({ emptyOk: true })],
     request: { body: { required: false, content: { 'application/json': { schema: CreateSessionBody } } } },
     ok: { 201: json(SessionCreated, 'the new session') },
@@ -47,7 +57,13 @@ const routes = (d: SessionRoutesDeps) => ({
     ok: { 200: json(SessionView, 'the session') },
   }),
   commands: route({
-    method: 'post', path: '/{id}/commands', id: 'runCommands', summary: 'Run tf-* tags as one turn', auth: 'writer', capped: true,
+    method: 'post', path: '/{id}/commands', id: 'runCommands', summary: 'Run tf-* tags as one turn', auth: 'writer', capped: true, writes: true,
+    errors: {
+      410: 'the session was deleted (`session_deleted`)',
+      413: 'more than THINKFLOW_MAX_COMMANDS_PER_TURN commands in the body (`too_many_commands`, details.limit): nothing of the turn was run',
+      415: 'the body is not text/plain (`unsupported_media_type`)',
+      429: 'the key already has THINKFLOW_MAX_TURNS_PER_KEY turns running (`too_many`, details.cap names the setting)',
+    },
     // The turn's slot first: a key's turns over its cap are refused before their bodies are read.
     middleware: [turnSlot(d.turns), maxBody(d.maxCommandsBytes)],
     request: { body: { required: true, content: { 'text/plain': { schema: z.string() } } } },
@@ -58,15 +74,18 @@ const routes = (d: SessionRoutesDeps) => ({
     ok: { 200: json(z.object({ entries: z.array(LedgerRecordRef) }), 'the ledger') },
   }),
   root: route({
-    method: 'get', path: '/{id}/files', id: 'listWorkspace', summary: 'The workspace root, listed', auth: 'any', capped: true,
+    method: 'get', path: '/{id}/files', id: 'listWorkspace', summary: 'The workspace root, listed', auth: 'any', capped: true, writes: true,
+    errors: FILE_ERRORS,
     ok: { 200: json(DirectoryListing, 'the workspace root') },
   }),
   file: route({
-    method: 'get', path: '/{id}/files/{path{.*}}', id: 'getFile', summary: "A workspace file's bytes, or a directory listing", auth: 'any', capped: true,
+    method: 'get', path: '/{id}/files/{path{.*}}', id: 'getFile', summary: "A workspace file's bytes, or a directory listing", auth: 'any', capped: true, writes: true,
+    errors: FILE_ERRORS,
     ok: { 200: { description: "a file's bytes, or a directory's entries", content: { 'application/octet-stream': { schema: z.string() }, 'application/json': { schema: DirectoryListing } } } },
   }),
   remove: route({
-    method: 'delete', path: '/{id}', id: 'deleteSession', summary: 'Remove the sandbox; the ledger and events stay readable for THINKFLOW_RETENTION_S, then expire', auth: 'writer',
+    method: 'delete', path: '/{id}', id: 'deleteSession', summary: 'Remove the sandbox; the ledger and events stay readable for THINKFLOW_RETENTION_S, then expire', auth: 'writer', writes: true,
+    errors: { 503: 'the sandbox could not be fully removed (`cleanup_failed`): the session stays, its caps held; try DELETE again' },
     ok: { 204: { description: 'removed' } },
   }),
 });

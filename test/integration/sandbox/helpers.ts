@@ -46,8 +46,9 @@ export function sessionId(): string {
   return `ses_${randomBytes(8).toString('hex')}`;
 }
 
+/** A manager of its own prefix; without spare images unless asked (tests count a prefix's images; spare-images.test.ts covers them). */
 export function newManager(prefix: string, options: SandboxOptions = {}): SandboxManager {
-  return new SandboxManager({ namePrefix: prefix, reapIntervalMs: 0, image: IMAGE, ...options, docker });
+  return new SandboxManager({ namePrefix: prefix, reapIntervalMs: 0, image: IMAGE, workspaceSpares: 0, ...options, docker });
 }
 
 let seq = 0;

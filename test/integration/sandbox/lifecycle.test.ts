@@ -1,4 +1,5 @@
 // Create, reuse, restart, recover and remove one container per session.
+import { execFileSync } from 'node:child_process';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { containerName, SandboxManager, volumeName } from '../../../services/sandbox/index.ts';
 import path from 'node:path';

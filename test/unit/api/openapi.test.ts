@@ -47,6 +47,31 @@ describe('OpenAPI document', () => {
     expect(documented.filter((k) => !routed.has(k))).toEqual([]);
   });
 
+  it('declares the answers of the bounds: cleanup_failed, too_many_commands, the turn cap, storage_full, path_changed, sandbox_unavailable, and the origin guard on every route', () => {
+    type Answer = { description?: string; $ref?: string };
+    const doc = served as unknown as { paths: Record<string, Record<string, { responses: Record<string, Answer> }>>; components: { responses?: Record<string, Answer> } };
+    const shared = doc.components.responses ?? {};
+    const text = (a: Answer | undefined) => (a?.$ref ? shared[a.$ref.split('/').pop()!]?.description : a?.description) ?? '';
+    const answers = (path: string, method: string) => doc.paths[path]![method]!.responses;
+    expect(text(answers('/v1/sessions/{id}', 'delete')[503])).toContain('cleanup_failed');
+    const commands = answers('/v1/sessions/{id}/commands', 'post');
+    expect(text(commands[413])).toContain('too_many_commands');
+    expect(text(commands[429])).toContain('THINKFLOW_MAX_TURNS_PER_KEY');
+    for (const [path, method] of [['/v1/sessions', 'post'], ['/v1/sessions/{id}/commands', 'post'], ['/v1/jobs', 'post'], ['/v1/sessions/{id}', 'delete']] as const) {
+      expect([path, method, text(answers(path, method)[503])]).toEqual([path, method, expect.stringContaining('storage_full')]);
+    }
+    for (const path of ['/v1/sessions/{id}/files', '/v1/sessions/{id}/files/{path}']) {
+      expect(text(answers(path, 'get')[409])).toContain('path_changed');
+      expect(text(answers(path, 'get')[503])).toContain('sandbox_unavailable');
+    }
+    for (const [path, ops] of Object.entries(doc.paths)) {
+      for (const [method, op] of Object.entries(ops)) {
+        expect([path, method, text(op.responses[421])]).toEqual([path, method, expect.stringContaining('host_not_allowed')]);
+        expect([path, method, text(op.responses[403])]).toEqual([path, method, expect.stringMatching(/cross_origin_refused.*client_header_required/)]);
+      }
+    }
+  });
+
   it('passes `redocly lint` with the recommended rules: no error, and none of servers / operationId / 4xx / unused-component problems', () => {
     const r = spawnSync(bin('redocly'), ['lint', specFile, '--extends', 'recommended', '--format', 'json'], { encoding: 'utf8', timeout: 60_000 });
     const report = JSON.parse(r.stdout.slice(r.stdout.indexOf('{'))) as { totals: { errors: number; warnings: number }; problems: { ruleId: string; severity: string; message: string }[] };
