@@ -66,6 +66,6 @@ export class StorageBudget {
   async retire(owner: string | null, sid: string, expiresAtMs: number): Promise<void> {
     if (owner === null) return;
     const k = this.#keys;
-    await this.#redis.retireBytes(k.sessionBytes(sid), k.ownerRetired(owner), k.ownerRetiredBytes(owner), sid, expiresAtMs);
+    await this.#redis.retireBytes(k.sessionBytes(sid), k.ownerRetired(owner), k.ownerRetiredBytes(owner), sid, expiresAtMs, Date.now());
   }
 }

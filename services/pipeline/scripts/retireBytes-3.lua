@@ -2,15 +2,30 @@
   A session of the key is deleted: its byte total moves from the open sessions'
   sum to the key's retired sessions, where it keeps counting until its keys
   expire (THINKFLOW_RETENTION_S), so a create/fill/delete loop frees nothing early.
+  Retired sessions whose keys are gone by now are credited first (at most 100,
+  oldest first), and both keys expire with the last retired session, so the
+  list names no session longer than its keys live, checked or not (dev mode).
   KEYS[1] session byte counter   KEYS[2] key's retired zset (session -> expiry ms)
   KEYS[3] key's retired hash (session -> bytes, plus field "~total")
-  ARGV[1] session id   ARGV[2] expiry (ms, when the session's keys go away)
+  ARGV[1] session id   ARGV[2] expiry (ms, when the session's keys go away)   ARGV[3] now (ms)
   Returns the key's retired total. A second call for the same session changes nothing.
 ]]
+local gone = redis.call('ZRANGEBYSCORE', KEYS[2], '-inf', ARGV[3], 'LIMIT', 0, 100)
+for _, sid in ipairs(gone) do
+  local b = tonumber(redis.call('HGET', KEYS[3], sid) or '0')
+  redis.call('HINCRBY', KEYS[3], '~total', -b)
+  redis.call('HDEL', KEYS[3], sid)
+  redis.call('ZREM', KEYS[2], sid)
+end
 if redis.call('HEXISTS', KEYS[3], ARGV[1]) == 0 then
   local b = tonumber(redis.call('GET', KEYS[1]) or '0')
   redis.call('HSET', KEYS[3], ARGV[1], b)
   redis.call('HINCRBY', KEYS[3], '~total', b)
 end
 redis.call('ZADD', KEYS[2], ARGV[2], ARGV[1])
+-- The newest expiry wins (GT); a key without one gets it (GT treats no expiry as infinite).
+for i = 2, 3 do
+  if redis.call('PTTL', KEYS[i]) < 0 then redis.call('PEXPIREAT', KEYS[i], ARGV[2])
+  else redis.call('PEXPIREAT', KEYS[i], ARGV[2], 'GT') end
+end
 return tonumber(redis.call('HGET', KEYS[3], '~total') or '0')

@@ -78,10 +78,16 @@ describe('per-key caps', () => {
     const [s1, s2] = [await session(c), await session(c)];
     expect((await c.text(`/v1/sessions/${s1}/commands`, '<tf-write id="1" path="kept.txt">kept</tf-write>')).status).toBe(200);
     await expectTooMany(await c.text(`/v1/sessions/${s2}/commands`, '<tf-bash id="1" cmd="true" />'), 'THINKFLOW_MAX_RUNNING_PER_KEY');
+    // Stopped: with a filesystem per workspace the container is removed (its image kept), else stopped.
+    const isRunning = () => docker.getContainer(containerName(boxes, s1)).inspect()
+      .then((info) => info.State.Running, (err: { statusCode?: number }) => {
+        if (err.statusCode === 404) return false;
+        throw err;
+      });
     let running = true;
     for (let i = 0; i < 60 && running; i++) {
       await new Promise((r) => setTimeout(r, 250));
-      running = (await docker.getContainer(containerName(boxes, s1)).inspect()).State.Running;
+      running = await isRunning();
     }
     expect(running).toBe(false);
     await new Promise((r) => setTimeout(r, 1_200)); // past the live window (idle stop 1 s + reaper period 1 s)
