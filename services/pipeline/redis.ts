@@ -16,7 +16,7 @@ export type PipelineRedis = Redis & Record<keyof typeof SCRIPTS, ScriptFn>;
 
 const scriptText = (file: string) => readFileSync(new URL(`./scripts/${file}.lua`, import.meta.url), 'utf8');
 /** Shared functions, in definition order (a Lua local must be defined before it is used). */
-const LIBS = ['followTtl', 'emitEvent'].map((name) => ({ name, lua: scriptText(`lib/${name}`) }));
+const LIBS = ['followTtl', 'emitEvent', 'creditRetired'].map((name) => ({ name, lua: scriptText(`lib/${name}`) }));
 const LUA = Object.entries(SCRIPTS).map(([name, keys]) => {
   const body = scriptText(`${name}-${keys}`);
   const libs = LIBS.filter((l) => body.includes(`${l.name}(`)).map((l) => l.lua);

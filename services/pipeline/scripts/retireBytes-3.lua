@@ -10,13 +10,7 @@
   ARGV[1] session id   ARGV[2] expiry (ms, when the session's keys go away)   ARGV[3] now (ms)
   Returns the key's retired total. A second call for the same session changes nothing.
 ]]
-local gone = redis.call('ZRANGEBYSCORE', KEYS[2], '-inf', ARGV[3], 'LIMIT', 0, 100)
-for _, sid in ipairs(gone) do
-  local b = tonumber(redis.call('HGET', KEYS[3], sid) or '0')
-  redis.call('HINCRBY', KEYS[3], '~total', -b)
-  redis.call('HDEL', KEYS[3], sid)
-  redis.call('ZREM', KEYS[2], sid)
-end
+creditRetired(KEYS[2], KEYS[3], ARGV[3], 100)
 if redis.call('HEXISTS', KEYS[3], ARGV[1]) == 0 then
   local b = tonumber(redis.call('GET', KEYS[1]) or '0')
   redis.call('HSET', KEYS[3], ARGV[1], b)

@@ -6,13 +6,7 @@
   ARGV[1] now (ms)   ARGV[2] most sessions credited in this call
   Returns the key's retired total after the credit.
 ]]
-local gone = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', ARGV[1], 'LIMIT', 0, tonumber(ARGV[2]))
-for _, sid in ipairs(gone) do
-  local b = tonumber(redis.call('HGET', KEYS[2], sid) or '0')
-  redis.call('HINCRBY', KEYS[2], '~total', -b)
-  redis.call('HDEL', KEYS[2], sid)
-  redis.call('ZREM', KEYS[1], sid)
-end
+creditRetired(KEYS[1], KEYS[2], ARGV[1], tonumber(ARGV[2]))
 local total = tonumber(redis.call('HGET', KEYS[2], '~total') or '0')
 if total <= 0 and redis.call('ZCARD', KEYS[1]) == 0 then redis.call('DEL', KEYS[2]) total = 0 end
 return total

@@ -1,4 +1,5 @@
 import Docker from 'dockerode';
+import { afterAll, beforeAll } from 'vitest';
 import { createHash, randomBytes } from 'node:crypto';
 import { execFileSync } from 'node:child_process';
 import { readdirSync, readFileSync } from 'node:fs';
@@ -113,4 +114,16 @@ export async function dockerExecRoot(container: string, script: string): Promise
     stream.on('error', reject);
   });
   return Buffer.concat(chunks).toString('utf8');
+}
+
+/** One manager and one session's sandbox for a whole test file (set in beforeAll), reaped after it. */
+export function sandboxForFile(tag: string, options: SandboxOptions = {}): { prefix: string; manager: SandboxManager; sb: Sandbox } {
+  const file = { prefix: testPrefix(tag) } as { prefix: string; manager: SandboxManager; sb: Sandbox };
+  beforeAll(async () => {
+    await requireImage();
+    file.manager = newManager(file.prefix, options);
+    file.sb = await file.manager.sandboxFor(sessionId());
+  });
+  afterAll(() => reapAll(file.manager, file.prefix));
+  return file;
 }

@@ -5,22 +5,12 @@
 // protection removed inside the same test, so the test fails if the attack
 // itself stops working (rather than passing for the wrong reason).
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { Sandbox, SandboxManager } from '../../../services/sandbox/index.ts';
-import { bash, newManager, reapAll, requireImage, sessionId, testPrefix } from './helpers.ts';
+import { bash, newManager, reapAll, sandboxForFile, sessionId, testPrefix } from './helpers.ts';
 
-const prefix = testPrefix('later');
-let manager: SandboxManager;
-let sb: Sandbox;
-
-beforeAll(async () => {
-  await requireImage();
-  manager = newManager(prefix);
-  sb = await manager.sandboxFor(sessionId());
-});
-afterAll(() => reapAll(manager, prefix));
+const file = sandboxForFile('later');
 
 const run = async (script: string) => {
-  const r = await bash(sb, script);
+  const r = await bash(file.sb, script);
   expect(r.error_code, `${script}\n${r.stderr}`).not.toBe('sandbox_broken');
   return r;
 };
