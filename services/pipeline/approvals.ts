@@ -25,6 +25,18 @@ export type GrantOptionView = { scope: GrantScope; covers: string | null; unavai
 const POLL_MS = 1000;
 
 /** The wait was given up (the worker is shutting down); the approval stays pending for another worker. */
+/**
+ * 256 random bits, base64url, never starting with `-`: a token is typed as a
+ * command-line argument (`thinkflow approve TOKEN`), where a leading dash
+ * reads as an option (1 token in 64 could not be approved that way).
+ */
+export function newApprovalToken(): string {
+  for (;;) {
+    const token = randomBytes(32).toString('base64url');
+    if (!token.startsWith('-')) return token;
+  }
+}
+
 export class ApprovalWaitAborted extends Error {
   constructor() {
     super('approval wait aborted');
@@ -59,7 +71,7 @@ export class Approvals {
   async request(args: {
     record: LedgerRecord; command: Command; evaluation: Evaluation; grants: GrantOptions; ttlS: number; jobId: string | null;
   }): Promise<ApprovalState> {
-    const token = randomBytes(32).toString('base64url');
+    const token = newApprovalToken();
     const now = Date.now();
     const expiresMs = now + args.ttlS * 1000;
     const state: ApprovalState = {
