@@ -25,7 +25,8 @@ export type DispatchInput =
   | { type: 'command_finished'; turn: number; commandId: string; status: LedgerStatus }
   | { type: 'aborted'; reason: unknown };
 
-export type Decision =
+/** What the driver does with one input (the policy's allow/prompt/forbid is `Decision`, another concept). */
+export type DispatchVerdict =
   /** Enqueue the command (in stream order); `stop` set: then stop the stream. */
   | { kind: 'enqueue'; stream: StreamName; command: Command; stop: Extract<StopReason, { kind: 'need_result' }> | null }
   /** Report the parse error, skip what is still queued in the turn, stop the stream. */
@@ -48,7 +49,7 @@ export function startDispatch(turn: number, budget: number, perTurn = Infinity):
   return { turn, budget, perTurn, issued: 0, stopped: null };
 }
 
-export function dispatch(state: DispatchState, input: DispatchInput): { state: DispatchState; decision: Decision } {
+export function dispatch(state: DispatchState, input: DispatchInput): { state: DispatchState; decision: DispatchVerdict } {
   if (state.stopped) return { state, decision: { kind: 'ignore' } };
   const stop = (reason: StopReason) => ({ state: { ...state, stopped: reason }, decision: { kind: 'stop', reason } as const });
   switch (input.type) {
@@ -62,7 +63,7 @@ export function dispatch(state: DispatchState, input: DispatchInput): { state: D
   }
 }
 
-function parsed(state: DispatchState, o: ParserOutput): { state: DispatchState; decision: Decision } {
+function parsed(state: DispatchState, o: ParserOutput): { state: DispatchState; decision: DispatchVerdict } {
   if (o.type === 'error') {
     const reason = { kind: 'parse_error', stream: o.stream, error: o.error, commandsBefore: state.issued } as const;
     return { state: { ...state, stopped: reason }, decision: { kind: 'fail_turn', label: parseErrorLabel(o.error), reason } };

@@ -4,7 +4,7 @@ export type { JobRunnerDeps, JobPipeline } from './job-runner.ts';
 export { runTurn, ModelError } from './turn-runner.ts';
 export type { TurnDeps, TurnInput, TurnReport, TurnPipeline, TurnStop } from './turn-runner.ts';
 export { dispatch, startDispatch } from './dispatcher.ts';
-export type { Decision, DispatchInput, DispatchState, StopReason } from './dispatcher.ts';
+export type { DispatchInput, DispatchState, DispatchVerdict, StopReason } from './dispatcher.ts';
 export type { AgentEvent, EmitFn } from './events.ts';
 export type { AgentMessage, ModelEvent, NativeToolCall, StreamFn, ToolSpec } from './messages.ts';
 export { modelEndpoint } from './model-client.ts';

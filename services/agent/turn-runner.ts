@@ -8,7 +8,7 @@ import { TurnParser, type ParserOutput } from '../protocol/index.ts';
 import type { CommandHandle, LedgerRecord, Pipeline } from '../pipeline/index.ts';
 import { reasonOf, withIds } from '../log/index.ts';
 import { DeltaEvents } from './delta-events.ts';
-import { dispatch, startDispatch, type Decision, type DispatchInput, type DispatchState, type StopReason } from './dispatcher.ts';
+import { dispatch, startDispatch, type DispatchInput, type DispatchState, type DispatchVerdict, type StopReason } from './dispatcher.ts';
 import type { EmitFn } from './events.ts';
 import type { Flow } from './flows.ts';
 import type { AgentMessage, ModelEvent, NativeToolCall, StreamFn, ToolSpec } from './messages.ts';
@@ -127,7 +127,7 @@ class TurnRun {
     return withIds({ job_id: this.input.jobId, session_id: this.input.sessionId, command_id: commandId });
   }
 
-  #decide(input: DispatchInput): Decision {
+  #decide(input: DispatchInput): DispatchVerdict {
     const { state, decision } = dispatch(this.#state, input);
     this.#state = state;
     return decision;
@@ -139,7 +139,7 @@ class TurnRun {
     if (decision.kind === 'stop') this.#stop.abort(decision.reason);
   }
 
-  async #apply(d: Decision): Promise<void> {
+  async #apply(d: DispatchVerdict): Promise<void> {
     const { pipeline } = this.deps;
     const { sessionId: sid, turn } = this.input;
     switch (d.kind) {
