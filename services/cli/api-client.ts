@@ -9,7 +9,7 @@ import type { z } from 'zod';
 import type { PendingApproval } from '../api/index.ts';
 import { log } from '../log/index.ts';
 import type { JobRequest, JobView, SubmitResponse } from '../jobs/index.ts';
-import type { AnswerDecision, PublicApproval, StreamEvent } from '../pipeline/index.ts';
+import type { ApprovalAnswer, PublicApproval, StreamEvent } from '../pipeline/index.ts';
 import { SseParser, type SseEvent } from './sse-parser.ts';
 
 export const DEFAULT_URL = 'http://127.0.0.1:8080';
@@ -21,7 +21,6 @@ export type JobRequestInput = z.input<typeof JobRequest>;
 export type Submitted = z.infer<typeof SubmitResponse>;
 export type { JobView, PendingApproval };
 export type AnsweredApproval = PublicApproval;
-export type Decision = AnswerDecision;
 
 /** Bad command-line input: the command prints it with its usage line and exits 2. */
 export class UsageError extends Error {}
@@ -178,7 +177,7 @@ export class ApiClient {
   }
 
   /** `scope: 'prefix'` asks approve_for_session for the wider grant the approval offers (POLICY.md §7). */
-  answerApproval(token: string, decision: Decision, reason?: string, scope?: 'prefix'): Promise<{ approval: AnsweredApproval | null }> {
+  answerApproval(token: string, decision: ApprovalAnswer, reason?: string, scope?: 'prefix'): Promise<{ approval: AnsweredApproval | null }> {
     return this.#json('POST', `${this.url}/v1/approvals/${encodeURIComponent(token)}`, { decision, ...(reason === undefined ? {} : { reason }), ...(scope ? { scope } : {}) });
   }
 

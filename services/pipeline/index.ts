@@ -15,8 +15,8 @@ export { EventHub, readEvents, readEventPage, firstKeptSeq, gapEvent, parseEvent
 export type { EventPage } from './event-reader.ts';
 export { EventWriter } from './event-writer.ts';
 export type { JobEmit } from './event-writer.ts';
-export { Approvals, ApprovalWaitAborted } from './approvals.ts';
-export type { AnswerDecision, AnswerOutcome, ApprovalState } from './approvals.ts';
+export { Approvals, ApprovalAnswer, ApprovalWaitAborted } from './approvals.ts';
+export type { AnswerOutcome, ApprovalState } from './approvals.ts';
 export { SandboxExecutor } from './executor.ts';
 export type { Executor, ExecutionResult, ReadPathResult } from './executor.ts';
 export { FilePolicyGate } from './policy-gate.ts';
