@@ -4,7 +4,6 @@ export type { CommandHandle, PipelineDeps } from './pipeline.ts';
 export { createRedis, isStorageFull } from './redis.ts';
 export type { PipelineRedis } from './redis.ts';
 export { parseTurnBody, runCommandsTurn, runParsedTurn, toResult, turnItems, CommandResult } from './api-turn.ts';
-export type { TurnOutcome } from './api-turn.ts';
 export {
   LedgerRecord, LedgerStatus, LedgerApproval, ApprovalDecision, LEDGER_STATUSES, FINAL_STATUSES, FAILURE_STATUSES, isFinal, targetOf,
 } from './ledger-record.ts';
@@ -20,7 +19,7 @@ export type { AnswerOutcome, ApprovalState } from './approvals.ts';
 export { SandboxExecutor } from './executor.ts';
 export type { Executor, ExecutionResult, ReadPathResult } from './executor.ts';
 export { FilePolicyGate } from './policy-gate.ts';
-export type { PolicyGate, ApprovalAction } from './policy-gate.ts';
+export type { PolicyGate } from './policy-gate.ts';
 export { Sessions, SessionMeta, ApprovalMode, newSessionId } from './sessions.ts';
 export { WorkerPool } from './worker-pool.ts';
 export type { WorkerPoolOptions } from './worker-pool.ts';
