@@ -63,7 +63,7 @@ export function createApp(d: AppDeps): OpenAPIHono<AppEnv> {
   const { maxJsonBytes, maxCommandsBytes } = d.limits;
   const streams = new StreamCaps(d.limits.maxStreamsPerKey);
   const turns = new TurnCaps(d.limits.maxTurnsPerKey ?? Infinity);
-  const ping = { redis: async () => (await redis.ping()) === 'PONG', docker: () => pipeline.executor.ping() };
+  const ping = { redis: async () => (await redis.ping()) === 'PONG', docker: () => pipeline.sandboxes.ping() };
   const app = new OpenAPIHono<AppEnv>({ defaultHook: validationHook });
 
   app.use('*', httpMetrics({ counter: d.metrics.httpRequests }));

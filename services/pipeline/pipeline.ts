@@ -7,7 +7,7 @@ import { CommandLifecycle } from './command-lifecycle.ts';
 import { PipelineError } from './errors.ts';
 import { EventHub } from './event-reader.ts';
 import { EventWriter } from './event-writer.ts';
-import type { Executor } from './executor.ts';
+import type { Sandboxes } from './sandboxes.ts';
 import type { Keys } from './keys.ts';
 import { OwnerCaps, type OwnerCapLimits } from './owner-caps.ts';
 import { Ledger } from './ledger.ts';
@@ -35,7 +35,7 @@ export type PipelineDeps = {
   /** the process's subscriber connection (owned by the caller, shared with the worker pool) */
   subscriber: Redis;
   keys: Keys;
-  executor: Executor;
+  sandboxes: Sandboxes;
   gate: PolicyGate;
   metrics: PipelineMetrics;
   /** THINKFLOW_RECORD_BODY_BYTES: a command's bodies kept in its record and events */
@@ -83,7 +83,7 @@ export class Pipeline {
   constructor(deps: PipelineDeps) {
     this.#d = deps;
     this.ledger = new Ledger(deps.redis, deps.keys, { bodyBytes: deps.bodyBytes, eventsKeep: deps.eventsKeep ?? 0 });
-    this.lifecycle = new CommandLifecycle({ ledger: this.ledger, metrics: deps.metrics, executor: deps.executor });
+    this.lifecycle = new CommandLifecycle({ ledger: this.ledger, metrics: deps.metrics, sandboxes: deps.sandboxes });
     this.sessions = new Sessions(deps.redis, deps.keys);
     this.approvals = new Approvals(deps.redis, deps.keys);
     this.queues = new SessionQueues(deps.redis, deps.keys);
@@ -94,7 +94,7 @@ export class Pipeline {
     this.caps = new OwnerCaps(deps.redis, deps.keys, deps.ownerCaps ?? { maxSessions: Infinity, maxRunning: Infinity, liveWindowMs: 0 });
   }
 
-  get executor(): Executor { return this.#d.executor; }
+  get sandboxes(): Sandboxes { return this.#d.sandboxes; }
   get eventsKeep(): number { return this.#d.eventsKeep ?? 0; }
   get bodyBytes(): number { return this.#d.bodyBytes; }
   get retentionS(): number { return this.#d.retentionS; }
@@ -157,7 +157,7 @@ export class Pipeline {
     const meta = await this.session(sid);
     const seeded: SeededFile[] = [];
     for (const [path, content] of Object.entries(files)) {
-      const r = await this.#d.executor.execute(sid, seedCommand(path, content), { signal });
+      const r = await this.#d.sandboxes.execute(sid, seedCommand(path, content), { signal });
       if (!r.ok) throw new PipelineError('seed_failed', `${path}: ${r.error ?? 'failed'}`, { path, error: r.error ?? null, error_code: r.error_code ?? null });
       seeded.push({ path, bytes: Buffer.byteLength(content, 'utf8') });
     }
@@ -277,7 +277,7 @@ export class Pipeline {
     const meta = await this.session(sid);
     await deleteSession({
       sessions: this.sessions, ledger: this.ledger, lifecycle: this.lifecycle, approvals: this.approvals,
-      executor: this.#d.executor, caps: this.caps, retention: this.retention, storage: this.storage,
+      sandboxes: this.#d.sandboxes, caps: this.caps, retention: this.retention, storage: this.storage,
     }, sid, meta.owner);
   }
 

@@ -199,9 +199,9 @@ async function readPath(c: Context<AppEnv>, p: Pipeline): Promise<Response> {
 }
 
 /** The sandbox's answer; a sandbox that cannot be reached is a 503 the client may retry, not an internal error. */
-async function readInSandbox(p: Pipeline, sid: string, path: string): ReturnType<Pipeline['executor']['readPath']> {
+async function readInSandbox(p: Pipeline, sid: string, path: string): ReturnType<Pipeline['sandboxes']['readPath']> {
   try {
-    return await p.executor.readPath(sid, path);
+    return await p.sandboxes.readPath(sid, path);
   } catch (err) {
     const code = (err as { code?: unknown }).code;
     if (typeof code === 'string' && code.startsWith('sandbox_')) {

@@ -1,6 +1,6 @@
 import { OUTSIDE } from '../../policy/index.ts';
 import type { ToolName } from '../../protocol/index.ts';
-import type { ExecutionResult } from '../executor.ts';
+import type { ExecutionResult } from '../sandboxes.ts';
 import { capText, summarize, type LedgerResult } from '../ledger-record.ts';
 
 // A command that ran (or was refused right before its side effect): the

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import type { ExecutionResult } from '../../../services/pipeline/executor.ts';
+import type { ExecutionResult } from '../../../services/pipeline/sandboxes.ts';
 import { EMPTY_RESULT } from '../../../services/pipeline/ledger-record.ts';
 import { DEFAULT_OUTPUT_CAP, failedRun, isRefusal, outcomeOf, statusOf } from '../../../services/pipeline/lifecycle/outcome.ts';
 import {
