@@ -5,7 +5,6 @@ export { runTurn, ModelError } from './turn-runner.ts';
 export type { TurnDeps, TurnInput, TurnReport, TurnPipeline, TurnStop } from './turn-runner.ts';
 export { dispatch, startDispatch } from './dispatcher.ts';
 export type { DispatchInput, DispatchState, DispatchVerdict, StopReason } from './dispatcher.ts';
-export type { AgentEvent, EmitFn } from './events.ts';
 export type { AgentMessage, ModelEvent, NativeToolCall, StreamFn, ToolSpec } from './messages.ts';
 export { modelEndpoint } from './model-client.ts';
 export type { ModelEndpoint } from './model-client.ts';

@@ -1,9 +1,8 @@
 // A job from start to end: seed files (not commands), then model calls until a
 // turn ends normally, a limit is hit, or the job is cancelled. Keeps the job's
 // figures and emits the job-level events (API.md, jobs).
-import { PipelineError, targetOf, type LedgerRecord, type Pipeline } from '../pipeline/index.ts';
+import { PipelineError, targetOf, type JobEmit, type LedgerRecord, type Pipeline } from '../pipeline/index.ts';
 import { withIds, type Logger } from '../log/index.ts';
-import type { EmitFn } from './events.ts';
 import { feedbackMessage } from './feedback.ts';
 import { FLOWS } from './flows.ts';
 import { emptyCounts, type JobState, type JobTask } from './job-state.ts';
@@ -21,7 +20,7 @@ export interface JobRunnerDeps<V extends JobState> {
   /** One model call (the endpoint's `stream`). */
   stream: StreamFn;
   /** This job's events. */
-  emit: EmitFn;
+  emit: JobEmit;
   /** Persists the view; called after every change. Must not throw. */
   save(view: V): Promise<void>;
 }

@@ -5,11 +5,10 @@
 // (PROTOCOL.md §5). The model stream, the pipeline and the event sink are
 // injected, so the whole turn runs in tests against scripted streams.
 import { TurnParser, type ParserOutput } from '../protocol/index.ts';
-import type { CommandHandle, LedgerRecord, Pipeline } from '../pipeline/index.ts';
+import type { CommandHandle, JobEmit, LedgerRecord, Pipeline } from '../pipeline/index.ts';
 import { reasonOf, withIds } from '../log/index.ts';
 import { DeltaEvents } from './delta-events.ts';
 import { dispatch, startDispatch, type DispatchInput, type DispatchState, type DispatchVerdict, type StopReason } from './dispatcher.ts';
-import type { EmitFn } from './events.ts';
 import type { Flow } from './flows.ts';
 import type { AgentMessage, ModelEvent, NativeToolCall, StreamFn, ToolSpec } from './messages.ts';
 import { commandFromToolCall, nativeTools } from './native-tools.ts';
@@ -23,7 +22,7 @@ export type TurnPipeline = Pick<Pipeline, 'parserOptions' | 'enqueue' | 'failTur
 export interface TurnDeps {
   pipeline: TurnPipeline;
   stream: StreamFn;
-  emit: EmitFn;
+  emit: JobEmit;
 }
 
 export interface TurnInput {

@@ -110,6 +110,9 @@ export type JobEventType = JobEvent['type'];
 export type EventBody<E extends SessionEvent = SessionEvent> =
   E extends unknown ? { type: E['type'] } & Omit<E, 'type' | 'seq' | 'index' | 'session_id' | 'job_id' | 'at'> : never;
 
+/** What a job's runner writes: every job event but `job_finished` (jobs/ writes that with the job's final view). */
+export type RunnerEvent = EventBody<Exclude<JobEvent, { type: 'job_finished' }>>;
+
 /**
  * Sent to a client resuming before the oldest event kept (THINKFLOW_EVENTS_KEEP):
  * never stored, so it has no seq; the SSE data is everything but `type`.

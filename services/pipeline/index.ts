@@ -9,7 +9,7 @@ export {
 } from './ledger-record.ts';
 export { Ledger } from './ledger.ts';
 export { SessionEvent, StreamEvent, GapEvent, PublicApproval, CommandSummary, EVENT_TYPES, summaryOf } from './events.ts';
-export type { SessionEventType, EventOf, EventBody, JobEvent, JobEventType, LedgerEvent, LedgerEventType } from './events.ts';
+export type { SessionEventType, EventOf, EventBody, JobEvent, JobEventType, LedgerEvent, LedgerEventType, RunnerEvent } from './events.ts';
 export { EventHub, readEvents, readEventPage, firstKeptSeq, gapEvent, parseEvent } from './event-reader.ts';
 export type { EventPage } from './event-reader.ts';
 export { EventWriter } from './event-writer.ts';
