@@ -1,7 +1,7 @@
 // A job from start to end: seed files (not commands), then model calls until a
 // turn ends normally, a limit is hit, or the job is cancelled. Keeps the job's
 // figures and emits the job-level events (API.md, jobs).
-import { PipelineError, targetOf, type JobEmit, type LedgerRecord, type Pipeline } from '../pipeline/index.ts';
+import { FAILURE_STATUSES, PipelineError, targetOf, type JobEmit, type LedgerRecord, type LedgerStatus, type Pipeline } from '../pipeline/index.ts';
 import { withIds, type Logger } from '../log/index.ts';
 import { feedbackMessage } from './feedback.ts';
 import { FLOWS } from './flows.ts';
@@ -25,8 +25,8 @@ export interface JobRunnerDeps<V extends JobState> {
   save(view: V): Promise<void>;
 }
 
-/** Statuses whose ids the model may not reuse in later turns (PROTOCOL.md §5.3). */
-const BURNT: ReadonlySet<string> = new Set(['failed', 'skipped', 'forbidden', 'rejected', 'interrupted']);
+/** Statuses whose ids the model may not reuse in later turns (PROTOCOL.md §5.3): the failed ones and the skipped ones. */
+const BURNT: ReadonlySet<LedgerStatus> = new Set<LedgerStatus>([...FAILURE_STATUSES, 'skipped']);
 
 export class JobStopped extends Error {
   constructor(readonly status: 'failed' | 'cancelled', message: string) {
