@@ -2,7 +2,7 @@
 export { SandboxManager } from './sandbox-manager.ts';
 export type { ManagerStatus } from './sandbox-manager.ts';
 export type { SandboxOptions } from './sandbox-options.ts';
-export { resolveSandboxOptions } from './sandbox-options.ts';
+export { DEFAULT_OUTPUT_CAP_BYTES, resolveSandboxOptions } from './sandbox-options.ts';
 export type { ExecutionResult, ExpectedResolution, Sandbox, ReadPathResult, DirEntry } from './types.ts';
 export type { ReapResult } from './reaper.ts';
 export { SandboxImageMissingError } from './session-container.ts';
