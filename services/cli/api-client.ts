@@ -19,8 +19,6 @@ export const CONNECTION_OPTIONS = { url: { type: 'string' }, key: { type: 'strin
 
 export type JobRequestInput = z.input<typeof JobRequest>;
 export type Submitted = z.infer<typeof SubmitResponse>;
-export type { JobView, PendingApproval };
-export type AnsweredApproval = PublicApproval;
 
 /** Bad command-line input: the command prints it with its usage line and exits 2. */
 export class UsageError extends Error {}
@@ -177,7 +175,7 @@ export class ApiClient {
   }
 
   /** `scope: 'prefix'` asks approve_for_session for the wider grant the approval offers (POLICY.md §7). */
-  answerApproval(token: string, decision: ApprovalAnswer, reason?: string, scope?: 'prefix'): Promise<{ approval: AnsweredApproval | null }> {
+  answerApproval(token: string, decision: ApprovalAnswer, reason?: string, scope?: 'prefix'): Promise<{ approval: PublicApproval | null }> {
     return this.#json('POST', `${this.url}/v1/approvals/${encodeURIComponent(token)}`, { decision, ...(reason === undefined ? {} : { reason }), ...(scope ? { scope } : {}) });
   }
 

@@ -4,9 +4,7 @@ import { CommandCounts, FlowName, JobLimits, JobStatus, JobUsage } from '../agen
 
 // The jobs REST contract (API.md): request body and the job view. One schema
 // for validation, types and OpenAPI. Status, limits, usage and command counts
-// are the agent loop's (agent/job-state.ts), re-exported here with the view.
-
-export { CommandCounts, JobLimits, JobStatus, emptyCounts } from '../agent/index.ts';
+// are the agent loop's (agent/job-state.ts): import them from agent/.
 
 export const FINAL_JOB_STATUSES: ReadonlySet<JobStatus> = new Set(['succeeded', 'failed', 'cancelled']);
 

@@ -1,6 +1,6 @@
 import type { Redis } from 'ioredis';
 import { JobView } from './job-schemas.ts';
-import type { WebhookDelivery } from './webhooks.ts';
+import type { WebhookDelivery } from './job-schemas.ts';
 
 // Jobs in Redis: one hash per job (`data` = the JobView JSON, `owner`,
 // `cancel`), and a zset of all jobs by creation time. The job's runner is the

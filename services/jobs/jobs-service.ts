@@ -2,11 +2,11 @@
 // process), read, cancel from any process, and recovery of jobs whose runner
 // process died. The runner itself is agent/job-runner.ts.
 import { randomBytes } from 'node:crypto';
-import { runJob, type ModelEndpoint } from '../agent/index.ts';
+import { emptyCounts, runJob, type ModelEndpoint } from '../agent/index.ts';
 import { newSessionId, type Keys, type Pipeline, type PipelineRedis, type SessionMeta } from '../pipeline/index.ts';
 import { log, reasonOf, withIds, type Logger } from '../log/index.ts';
 import { JobEvents } from './job-events.ts';
-import { FINAL_JOB_STATUSES, emptyCounts, type JobRequest, type JobView } from './job-schemas.ts';
+import { FINAL_JOB_STATUSES, type JobRequest, type JobView } from './job-schemas.ts';
 import { JobStore, jobKeys } from './job-store.ts';
 import type { WebhookSender } from './webhooks.ts';
 

@@ -13,7 +13,6 @@ import { withIds } from '../log/index.ts';
 import { parseWebhookAllow, resolveWebhook, type HostAddresses, type Resolved } from './webhook-destinations.ts';
 
 /** One delivery attempt, as `GET /v1/jobs/:id/webhook-deliveries` shows it. */
-export type { WebhookDelivery };
 
 export interface WebhookOptions {
   /** Key of the HMAC. @default process.env.THINKFLOW_WEBHOOK_SECRET */

@@ -1,12 +1,11 @@
 import { randomBytes } from 'node:crypto';
 import type { Redis } from 'ioredis';
 import type { z } from 'zod';
-import type { GrantScope } from '../policy/index.ts';
+import type { Evaluation, Grant, GrantOptions, GrantScope } from '../policy/index.ts';
 import type { Command } from '../protocol/index.ts';
 import type { PublicApproval } from './events.ts';
 import type { Keys } from './keys.ts';
 import { ApprovalDecision, targetOf, type LedgerApproval, type LedgerRecord } from './ledger-record.ts';
-import type { Evaluation, Grant, GrantOptions } from './policy-gate.ts';
 import type { PipelineRedis } from './redis.ts';
 
 // Approvals of POLICY.md §5. A token (256 random bits) names one pending
@@ -23,8 +22,6 @@ export const ApprovalAnswer = ApprovalDecision.exclude(['expired']);
 export type ApprovalAnswer = z.infer<typeof ApprovalAnswer>;
 export type AnswerOutcome = 'ok' | 'unknown' | 'expired' | 'answered';
 export type ApprovalState = PublicApproval & { status: 'pending' | z.infer<typeof ApprovalDecision>; index: number };
-/** `approve_for_session` grants the exact command by default; `prefix` is the wider grant an operator picks explicitly (POLICY.md §7). */
-export type { GrantScope };
 /** What each scope of `approve_for_session` covers, shown with the approval; `unavailable` says why a scope is not offered. */
 export type GrantOptionView = { scope: GrantScope; covers: string | null; unavailable?: string };
 

@@ -1,7 +1,7 @@
 import { z } from 'zod';
-import { GrantScope } from '../policy/index.ts';
+import { GrantScope, MatchedRule } from '../policy/index.ts';
 import { Command, ParseError } from '../protocol/index.ts';
-import { LedgerRecord, MatchedRuleSchema, targetOf } from './ledger-record.ts';
+import { LedgerRecord, targetOf } from './ledger-record.ts';
 
 // The event log's one model: every event of a session's stream (the SSE
 // `event:` names and `data:` fields of API.md), as a zod discriminated union
@@ -21,7 +21,7 @@ export const PublicApproval = z.object({
   turn: z.number().int(),
   tool: z.string(),
   target: z.string(),
-  matched_rules: z.array(MatchedRuleSchema),
+  matched_rules: z.array(MatchedRule),
   justification: z.string().nullable(),
   created_at: z.string(),
   expires_at: z.string(),

@@ -20,8 +20,6 @@ export const FINAL_STATUSES: ReadonlySet<LedgerStatus> = new Set([
 export const FAILURE_STATUSES: ReadonlySet<LedgerStatus> = new Set(['failed', 'forbidden', 'rejected', 'interrupted']);
 export const isFinal = (s: LedgerStatus) => FINAL_STATUSES.has(s);
 
-// Decision and MatchedRule are the policy engine's schemas (one per concept).
-export { Decision as DecisionSchema, MatchedRule as MatchedRuleSchema } from '../policy/index.ts';
 export const EvaluationSchema = z.object({
   decision: DecisionSchema,
   matched_rules: z.array(MatchedRuleSchema),

@@ -1,4 +1,5 @@
 import type { Redis } from 'ioredis';
+import { PolicyLoosensError, type ApprovalMode } from '../policy/index.ts';
 import type { Command, CommandFlow, ParserOptions } from '../protocol/index.ts';
 import { log, reasonOf, withIds } from '../log/index.ts';
 import { queueOverview, type QueueRow } from './queue-overview.ts';
@@ -18,10 +19,10 @@ import { admit } from './lifecycle/admit.ts';
 import { enqueueErrorResult } from './lifecycle/results.ts';
 import { deleteSession } from './session-delete.ts';
 import type { PipelineMetrics } from './metrics.ts';
-import { PolicyLoosensError, type PolicyGate } from './policy-gate.ts';
+import type { PolicyGate } from './policy-gate.ts';
 import { SessionQueues } from './queues.ts';
 import type { PipelineRedis } from './redis.ts';
-import { newSessionId, Sessions, type ApprovalMode, type SessionMeta } from './sessions.ts';
+import { newSessionId, Sessions, type SessionMeta } from './sessions.ts';
 
 // The pipeline as callers see it (REST routes now, the model-driven job runner
 // later): sessions, enqueue in stream order, await one command or a whole

@@ -10,8 +10,6 @@ import type { SessionMeta } from './sessions.ts';
 // never deserialized, because an Evaluation may carry details only its
 // producer holds.
 
-export type { BashExplanation, Evaluation, Grant, GrantOptions };
-export { PolicyLoosensError } from '../policy/index.ts';
 
 export interface PolicyGate {
   evaluate(session: SessionMeta, command: Command, grants: Grant[]): Evaluation;

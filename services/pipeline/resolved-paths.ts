@@ -1,8 +1,9 @@
 import type { Command } from '../protocol/index.ts';
-import { normalizeWorkspacePath, OUTSIDE, redirectFileOps } from '../policy/index.ts';
-import type { Sandboxes, ExpectedResolution } from './sandboxes.ts';
+import { normalizeWorkspacePath, OUTSIDE, redirectFileOps, type Grant } from '../policy/index.ts';
+import type { ExpectedResolution } from '../sandbox/index.ts';
+import type { Sandboxes } from './sandboxes.ts';
 import { targetOf } from './ledger-record.ts';
-import type { Grant, PolicyGate } from './policy-gate.ts';
+import type { PolicyGate } from './policy-gate.ts';
 import type { SessionMeta } from './sessions.ts';
 
 // POLICY.md §7 "Resolved paths": path rules and the workspace invariant are

@@ -1,14 +1,15 @@
-import { OUTSIDE } from '../policy/index.ts';
+import { OUTSIDE, type Grant } from '../policy/index.ts';
 import type { Command } from '../protocol/index.ts';
+import type { ExecutionResult, ExpectedResolution } from '../sandbox/index.ts';
 import { reasonOf, withIds } from '../log/index.ts';
 import type { ApprovalState } from './approvals.ts';
 import type { CommandLifecycle } from './command-lifecycle.ts';
-import type { Sandboxes, ExecutionResult, ExpectedResolution } from './sandboxes.ts';
+import type { Sandboxes } from './sandboxes.ts';
 import type { LedgerRecord } from './ledger-record.ts';
 import { failedRun, outcomeOf } from './lifecycle/outcome.ts';
 import { eventFor } from './lifecycle/table.ts';
 import type { OwnerCaps } from './owner-caps.ts';
-import type { Grant, PolicyGate } from './policy-gate.ts';
+import type { PolicyGate } from './policy-gate.ts';
 import { expectAsWritten, judgeResolved, verifyResolvedPaths, type PathVerdict } from './resolved-paths.ts';
 import type { SessionMeta } from './sessions.ts';
 

@@ -6,8 +6,6 @@ import type { ExecutionResult, ExpectedResolution, ReadPathResult, SandboxManage
 // sandbox talks to. Tests inject an in-memory fake; the service injects
 // `DockerSandboxes`.
 
-export type { ExecutionResult, ExpectedResolution, ReadPathResult };
-
 export interface Sandboxes {
   /** Must not throw for a failing command (failures are `ok: false`); may throw for infrastructure errors. */
   execute(sessionId: string, command: Command, opts?: { signal?: AbortSignal; expect?: ExpectedResolution }): Promise<ExecutionResult>;

@@ -5,10 +5,11 @@
 // is unattended by design and keeps running on the server.
 import { readFile } from 'node:fs/promises';
 import { parseArgs } from 'node:util';
+import type { JobView } from '../../jobs/index.ts';
 import type { PublicApproval, StreamEvent } from '../../pipeline/index.ts';
 import {
   ApiClient, CliError, CONNECTION_OPTIONS, jobStreamEvent, oneLine, resolveConnection, UsageError,
-  type Connection, type JobRequestInput, type JobView,
+  type Connection, type JobRequestInput,
 } from '../api-client.ts';
 
 const USAGE = 'usage: thinkflow submit "TASK" [--approval never|on-request] [--project P] [--flow thinkflow|react]\n'

@@ -1,7 +1,6 @@
 import { OUTSIDE } from '../../policy/index.ts';
 import type { ToolName } from '../../protocol/index.ts';
-import { DEFAULT_OUTPUT_CAP_BYTES } from '../../sandbox/index.ts';
-import type { ExecutionResult } from '../sandboxes.ts';
+import { DEFAULT_OUTPUT_CAP_BYTES, type ExecutionResult } from '../../sandbox/index.ts';
 import { capText, summarize, type LedgerResult } from '../ledger-record.ts';
 
 // A command that ran (or was refused right before its side effect): the

@@ -1,5 +1,6 @@
 import type { Command } from '../../../services/protocol/command.ts';
-import type { ExecutionResult, Sandboxes, ReadPathResult } from '../../../services/pipeline/sandboxes.ts';
+import type { Sandboxes } from '../../../services/pipeline/sandboxes.ts';
+import type { ExecutionResult, ReadPathResult } from '../../../services/sandbox/index.ts';
 
 // An in-memory Sandboxes for the pipeline core tests: files per session and a
 // tiny `bash` (`sleep S`, `exit N`, `echo …`, `rm F`, `true`, `false`, joined by `;`).

@@ -7,7 +7,8 @@ import { connect, type AddressInfo } from 'node:net';
 import { networkInterfaces } from 'node:os';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { hostAddresses, parseWebhookAllow, resolveWebhook } from '../../../services/jobs/webhook-destinations.ts';
-import { WebhookSender, type WebhookDelivery } from '../../../services/jobs/webhooks.ts';
+import type { WebhookDelivery } from '../../../services/jobs/job-schemas.ts';
+import { WebhookSender } from '../../../services/jobs/webhooks.ts';
 import { loadConfig } from '../../../services/config/env.ts';
 
 type Hit = { path: string; headers: IncomingHttpHeaders };

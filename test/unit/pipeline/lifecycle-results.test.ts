@@ -1,8 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import type { ExecutionResult } from '../../../services/pipeline/sandboxes.ts';
 import { EMPTY_RESULT } from '../../../services/pipeline/ledger-record.ts';
 import { failedRun, isRefusal, outcomeOf, statusOf } from '../../../services/pipeline/lifecycle/outcome.ts';
-import { DEFAULT_OUTPUT_CAP_BYTES } from '../../../services/sandbox/index.ts';
+import { DEFAULT_OUTPUT_CAP_BYTES, type ExecutionResult } from '../../../services/sandbox/index.ts';
 import {
   INTERRUPTED, LOST, endedResult, enqueueErrorResult, internalResult, interruptedResult, lostResult,
   parseErrorLabel, queueErrorResult, rejectedResult, skipReason, skippedResult,
