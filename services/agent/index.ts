@@ -1,15 +1,15 @@
 // The agent's door. One export statement per line.
-export { runJob, ledgerSummary, JobStopped } from './job-runner.ts';
-export type { JobRunnerDeps, JobPipeline } from './job-runner.ts';
+export { runJob, ledgerSummary } from './job-runner.ts';
+export type { JobPipeline } from './job-runner.ts';
 export { runTurn, ModelError } from './turn-runner.ts';
-export type { TurnDeps, TurnInput, TurnReport, TurnPipeline, TurnStop } from './turn-runner.ts';
+export type { TurnInput } from './turn-runner.ts';
 export { dispatch, startDispatch } from './dispatcher.ts';
-export type { DispatchInput, DispatchState, DispatchVerdict, StopReason } from './dispatcher.ts';
-export type { AgentMessage, ModelEvent, NativeToolCall, StreamFn, ToolSpec } from './messages.ts';
+export type { DispatchInput, DispatchState } from './dispatcher.ts';
+export type { AgentMessage, ModelEvent, StreamFn, ToolSpec } from './messages.ts';
 export { modelEndpoint } from './model-client.ts';
 export type { ModelEndpoint } from './model-client.ts';
 export { FLOWS, FlowName } from './flows.ts';
 export type { Flow } from './flows.ts';
 export { commandFromToolCall, nativeTools } from './native-tools.ts';
 export { JobStatus, JobLimits, JobUsage, CommandCounts, emptyCounts } from './job-state.ts';
-export type { JobState, JobTask } from './job-state.ts';
+export type { JobState } from './job-state.ts';

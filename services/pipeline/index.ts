@@ -1,39 +1,32 @@
 // Public surface of the execution pipeline. Re-exports only.
 export { Pipeline } from './pipeline.ts';
-export type { CommandHandle, PipelineDeps } from './pipeline.ts';
+export type { CommandHandle } from './pipeline.ts';
 export { createRedis, isStorageFull } from './redis.ts';
 export type { PipelineRedis } from './redis.ts';
-export { parseTurnBody, runCommandsTurn, runParsedTurn, toResult, turnItems, CommandResult } from './api-turn.ts';
-export {
-  LedgerRecord, LedgerStatus, LedgerApproval, ApprovalDecision, LEDGER_STATUSES, FINAL_STATUSES, FAILURE_STATUSES, isFinal, targetOf,
-} from './ledger-record.ts';
+export { parseTurnBody, runCommandsTurn, runParsedTurn, turnItems, CommandResult } from './api-turn.ts';
+export { LedgerRecord, LedgerStatus, LedgerApproval, LEDGER_STATUSES, FAILURE_STATUSES, targetOf } from './ledger-record.ts';
 export { Ledger } from './ledger.ts';
-export { SessionEvent, StreamEvent, GapEvent, PublicApproval, CommandSummary, EVENT_TYPES, summaryOf } from './events.ts';
-export type { SessionEventType, EventOf, EventBody, JobEvent, JobEventType, LedgerEvent, LedgerEventType, RunnerEvent } from './events.ts';
+export { SessionEvent, StreamEvent, PublicApproval, EVENT_TYPES } from './events.ts';
+export type { SessionEventType, EventBody, RunnerEvent } from './events.ts';
 export { EventHub, readEvents, readEventPage, firstKeptSeq, gapEvent, parseEvent } from './event-reader.ts';
-export type { EventPage } from './event-reader.ts';
 export { EventWriter } from './event-writer.ts';
 export type { JobEmit } from './event-writer.ts';
-export { Approvals, ApprovalAnswer, ApprovalWaitAborted } from './approvals.ts';
-export type { AnswerOutcome, ApprovalState } from './approvals.ts';
+export { Approvals, ApprovalAnswer } from './approvals.ts';
+export type { ApprovalState } from './approvals.ts';
 export { DockerSandboxes } from './sandboxes.ts';
 export type { Sandboxes } from './sandboxes.ts';
 export { FilePolicyGate } from './policy-gate.ts';
 export type { PolicyGate } from './policy-gate.ts';
-export { Sessions, SessionMeta, newSessionId } from './sessions.ts';
+export { SessionMeta, newSessionId } from './sessions.ts';
 export { WorkerPool } from './worker-pool.ts';
 export type { WorkerPoolOptions } from './worker-pool.ts';
-export type { WorkerPoolDeps } from './worker-pool.ts';
 export { Processor } from './processor.ts';
-export type { ProcessorPorts, ProcessorOptions } from './processor.ts';
 export { CommandLifecycle } from './command-lifecycle.ts';
 export { transition, IllegalTransition, LIFECYCLE_EVENTS, TRANSITIONS } from './lifecycle/table.ts';
-export type { LifecycleEvent, Transition } from './lifecycle/table.ts';
+export type { LifecycleEvent } from './lifecycle/table.ts';
 export { admit } from './lifecycle/admit.ts';
-export type { Admission } from './lifecycle/admit.ts';
 export { parseErrorLabel } from './lifecycle/results.ts';
 export { PipelineError } from './errors.ts';
-export type { PipelineErrorCode } from './errors.ts';
 export { PipelineMetrics } from './metrics.ts';
 export { createKeys } from './keys.ts';
 export type { Keys } from './keys.ts';
