@@ -1,10 +1,10 @@
 import { randomBytes } from 'node:crypto';
 import type { Redis } from 'ioredis';
 import type { GrantScope } from '../policy/index.ts';
-import type { Command } from '../protocol/index.ts';
+import { targetOf, type Command } from '../protocol/index.ts';
 import type { PublicApproval } from './events.ts';
 import type { Keys } from './keys.ts';
-import { targetOf, type LedgerApproval, type LedgerRecord } from './ledger-record.ts';
+import type { LedgerApproval, LedgerRecord } from './ledger-record.ts';
 import type { Evaluation, Grant, GrantOptions } from './policy-gate.ts';
 import type { PipelineRedis } from './redis.ts';
 

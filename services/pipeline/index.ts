@@ -6,7 +6,7 @@ export type { PipelineRedis } from './redis.ts';
 export { parseTurnBody, runCommandsTurn, runParsedTurn, toResult, turnItems, CommandResult } from './api-turn.ts';
 export type { TurnOutcome } from './api-turn.ts';
 export {
-  LedgerRecord, LedgerStatus, LedgerApproval, ApprovalDecision, LEDGER_STATUSES, FINAL_STATUSES, FAILURE_STATUSES, isFinal, targetOf,
+  LedgerRecord, LedgerStatus, LedgerApproval, ApprovalDecision, LEDGER_STATUSES, FINAL_STATUSES, FAILURE_STATUSES, isFinal,
 } from './ledger-record.ts';
 export { Ledger } from './ledger.ts';
 export { SessionEvent, StreamEvent, GapEvent, PublicApproval, CommandSummary, EVENT_TYPES, summaryOf } from './events.ts';

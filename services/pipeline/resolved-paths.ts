@@ -1,7 +1,6 @@
-import type { Command } from '../protocol/index.ts';
+import { pathFields, targetOf, type Command } from '../protocol/index.ts';
 import { normalizeWorkspacePath, OUTSIDE, redirectFileOps } from '../policy/index.ts';
 import type { Executor, ExpectedResolution } from './executor.ts';
-import { targetOf } from './ledger-record.ts';
 import type { Grant, PolicyGate } from './policy-gate.ts';
 import type { SessionMeta } from './sessions.ts';
 
@@ -22,11 +21,9 @@ export type Resolution = {
   resolved?: Command;
 };
 
-const FILE_FIELDS = ['path', 'dest'] as const;
-
 export async function resolveForPolicy(executor: Executor, sid: string, command: Command): Promise<Resolution> {
   if (command.tool === 'bash') return {};
-  const fields = FILE_FIELDS.filter((f) => typeof command[f] === 'string');
+  const fields = pathFields(command.tool).filter((f) => typeof command[f] === 'string');
   if (fields.length === 0) return {};
   const written = fields.map((f) => command[f] as string);
   const real = await executor.resolvePaths(sid, written);
@@ -65,7 +62,7 @@ export async function verifyResolvedPaths(
 export function expectAsWritten(command: Command): ExpectedResolution | undefined {
   if (command.tool === 'bash') return undefined;
   const expect: ExpectedResolution = {};
-  for (const field of FILE_FIELDS) {
+  for (const field of pathFields(command.tool)) {
     const raw = command[field];
     if (typeof raw !== 'string') continue;
     const n = normalizeWorkspacePath(raw);
@@ -80,7 +77,7 @@ export function judgeResolved(
   gate: PolicyGate, session: SessionMeta, grants: Grant[], command: Command, resolved: Command, approvedTarget?: string,
 ): PathVerdict {
   const expect: ExpectedResolution = {};
-  for (const field of FILE_FIELDS) if (typeof resolved[field] === 'string') expect[field] = resolved[field];
+  for (const field of pathFields(resolved.tool)) if (typeof resolved[field] === 'string') expect[field] = resolved[field];
   const evaluation = gate.evaluate(session, resolved, grants);
   const via = `${JSON.stringify(targetOf(command))} resolves to ${JSON.stringify(targetOf(resolved))} through a symlink`;
   if (evaluation.decision === 'forbid') return { ok: false, code: 'forbidden', reason: `${via}: ${evaluation.reason || 'forbidden by policy'}` };

@@ -1,6 +1,6 @@
 import { describeGrant, type BashExplanation, type Grant } from '../../policy/index.ts';
-import type { Command } from '../../protocol/index.ts';
-import { targetOf, type ApprovalState, type LedgerApproval, type Pipeline, type PolicyGate } from '../../pipeline/index.ts';
+import { targetOf, type Command } from '../../protocol/index.ts';
+import { type ApprovalState, type LedgerApproval, type Pipeline, type PolicyGate } from '../../pipeline/index.ts';
 import { withIds, reasonOf } from '../../log/index.ts';
 import type { BaseSummary, BoundedDiff } from './bounded-diff.mjs';
 import { Lru } from './lru.ts';
