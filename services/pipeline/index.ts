@@ -1,7 +1,7 @@
 // Public surface of the execution pipeline. Re-exports only.
 export { Pipeline } from './pipeline.ts';
 export type { CommandHandle, PipelineDeps } from './pipeline.ts';
-export { createRedis, isStorageFull } from './redis.ts';
+export { createRedis, deleteByPattern, isStorageFull } from './redis.ts';
 export type { PipelineRedis } from './redis.ts';
 export { parseTurnBody, runCommandsTurn, runParsedTurn, toResult, turnItems, CommandResult } from './api-turn.ts';
 export type { TurnOutcome } from './api-turn.ts';

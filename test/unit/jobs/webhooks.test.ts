@@ -8,7 +8,7 @@ import { networkInterfaces } from 'node:os';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { hostAddresses, parseWebhookAllow, resolveWebhook } from '../../../services/jobs/webhook-destinations.ts';
 import { WebhookSender, type WebhookDelivery } from '../../../services/jobs/webhooks.ts';
-import { loadConfig } from '../../../services/config/env.ts';
+import { loadConfig } from '../../../services/config/index.ts';
 
 type Hit = { path: string; headers: IncomingHttpHeaders };
 let receiver: Server;
