@@ -66,6 +66,8 @@ export class FakeExecutor implements Executor {
         }
         return ok({ stdout, exit_code: 0 });
       }
+      default:
+        return fail(`unknown tool ${JSON.stringify(c.tool)}`, 'bad_request');
     }
   }
 
