@@ -2,8 +2,7 @@
 // executor's function — nothing else — parses, is judged by the policy, runs
 // in the sandbox, is ledgered and shows in the CLI. Everything runs the
 // patched copy's own code: its CLI, its sandbox image, its service.
-import { spawn, type ChildProcess } from 'node:child_process';
-import { execFileSync } from 'node:child_process';
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -15,13 +14,24 @@ import { copyWithMoveTool } from './move-fixture.ts';
 // A tag of this run's own: the image holds the patched executor, and another run's removal must not pull it away.
 const IMAGE = `thinkflow/sandbox:tool-fixture-${process.pid}`;
 const TASK = 'move the fixture file';
-const TRANSCRIPT = {
-  name: 'move-fixture', match: TASK, delay_ms: 0,
-  turns: [{
-    reasoning: '<tf-write id="1" path="a.txt">\nmoved by tf-move\n</tf-write>\n<tf-move id="2" path="a.txt" dest="b/c.txt" />\n',
-    text: 'a.txt is now b/c.txt.',
-  }],
-};
+const NATIVE_TASK = 'move it with a native call';
+const TRANSCRIPTS = [
+  {
+    name: 'move-tag', match: TASK, delay_ms: 0,
+    turns: [{
+      reasoning: '<tf-write id="1" path="a.txt">\nmoved by tf-move\n</tf-write>\n<tf-move id="2" path="a.txt" dest="b/c.txt" />\n',
+      text: 'a.txt is now b/c.txt.',
+    }],
+  },
+  {
+    // The react flow offers every tool as a native function; move's comes from its descriptor.
+    name: 'move-native', match: NATIVE_TASK, delay_ms: 0, flow: 'react',
+    turns: [
+      { text: 'Writing, then moving.', tool_calls: [{ name: 'write', arguments: { path: 'r.txt', content: 'native\n' } }, { name: 'move', arguments: { path: 'r.txt', dest: 's/r.txt' } }] },
+      { text: 'Moved r.txt to s/r.txt.' },
+    ],
+  },
+];
 
 type Run = { status: number | null; stdout: string; stderr: string };
 let copy = '';
@@ -65,19 +75,20 @@ describe('a tool added as a descriptor and an executor function (tf-move)', () =
   });
 
   it('is judged: the descriptor\'s default, a session rule on dest, and --dest required', async () => {
-    const allowed = await thinkflow(['policy', 'check', '--tool', 'move', '--path', 'a.txt', '--dest', 'b.txt']);
-    expect(allowed.status, allowed.stderr).toBe(0);
-    expect(lines(allowed.stdout)[0]).toMatchObject({ decision: 'allow', matched_rules: [] });
-
     const rules = join(copy, 'session-rules.yaml');
     writeFileSync(rules, 'version: 1\nrules:\n  - id: keep-secrets\n    tool: move\n    path: "secret/**"\n    decision: forbid\n    justification: secrets stay put\n');
-    const forbidden = await thinkflow(['policy', 'check', '--session-rules', rules, '--tool', 'move', '--path', 'a.txt', '--dest', 'secret/x']);
+    const [allowed, forbidden, usage] = await Promise.all([
+      thinkflow(['policy', 'check', '--tool', 'move', '--path', 'a.txt', '--dest', 'b.txt']),
+      thinkflow(['policy', 'check', '--session-rules', rules, '--tool', 'move', '--path', 'a.txt', '--dest', 'secret/x']),
+      thinkflow(['policy', 'check', '--tool', 'move', '--path', 'a']),
+    ]);
+    expect(allowed.status, allowed.stderr).toBe(0);
+    // No shipped file names move: the built-in default is the descriptor's.
+    expect(lines(allowed.stdout)[0]).toMatchObject({ decision: 'allow', matched_rules: [], reason: expect.stringContaining('move default (built-in): allow') });
     expect(forbidden.status, forbidden.stderr).toBe(0);
     const line = lines(forbidden.stdout)[0]!;
     expect(line.decision).toBe('forbid');
     expect(line.matched_rules).toContainEqual(expect.objectContaining({ id: 'keep-secrets', layer: 'session', decision: 'forbid' }));
-
-    const usage = await thinkflow(['policy', 'check', '--tool', 'move', '--path', 'a']);
     expect(usage.status).toBe(2);
     expect(usage.stderr).toContain('--dest');
   });
@@ -87,12 +98,14 @@ describe('a tool added as a descriptor and an executor function (tf-move)', () =
     let redis: OwnRedis | undefined;
     let serve: ChildProcess | undefined;
     let url = '';
+    let built = false;
 
     beforeAll(async () => {
       execFileSync('bash', [join(copy, 'sandbox-image/build.sh')], { env: { ...cleanEnv(), THINKFLOW_SANDBOX_IMAGE: IMAGE }, stdio: ['ignore', 'ignore', 'pipe'] });
+      built = true;
       redis = await startOwnRedis();
       const scripts = join(copy, 'move-transcripts.json');
-      writeFileSync(scripts, JSON.stringify([TRANSCRIPT]));
+      writeFileSync(scripts, JSON.stringify(TRANSCRIPTS));
       serve = spawn(process.execPath, [join(copy, 'bin/thinkflow.mjs'), 'serve', '--port', '0'], {
         cwd: copy,
         env: {
@@ -111,12 +124,14 @@ describe('a tool added as a descriptor and an executor function (tf-move)', () =
       }
       await redis?.stop();
       await removeSandboxes(boxes);
-      execFileSync('docker', ['image', 'rm', IMAGE], { stdio: 'ignore' });
+      if (built) execFileSync('docker', ['image', 'rm', IMAGE], { stdio: ['ignore', 'ignore', 'pipe'] });
       const left = hostLeftovers(boxes);
       const containers = execFileSync('docker', ['ps', '-aq', '--filter', `name=^/${boxes}`], { encoding: 'utf8' }).trim();
       const volumes = execFileSync('docker', ['volume', 'ls', '-q', '--filter', `name=^${boxes}`], { encoding: 'utf8' }).trim();
       expect({ ...left, containers, volumes }).toEqual({ images: [], loops: [], containers: '', volumes: '' });
     }, 60_000);
+
+    const file = (sessionId: string, path: string) => fetch(`${url}/v1/sessions/${sessionId}/files/${path}`);
 
     it('moves a.txt to b/c.txt', async () => {
       const r = await thinkflow(['submit', TASK, '--wait'], { THINKFLOW_URL: url });
@@ -130,13 +145,22 @@ describe('a tool added as a descriptor and an executor function (tf-move)', () =
       expect(ledger.entries.map((e) => e.tool)).toEqual(['write', 'move']);
       expect(ledger.entries[1]).toMatchObject({ id: '2', tool: 'move', path: 'a.txt', dest: 'b/c.txt', status: 'succeeded', risk: 'medium', decision: 'allow', output_summary: 'moved' });
 
-      const moved = await fetch(`${url}/v1/sessions/${sessionId}/files/b/c.txt`);
+      const moved = await file(sessionId, 'b/c.txt');
       expect(moved.status).toBe(200);
       expect(await moved.text()).toBe('moved by tf-move\n');
-      expect((await fetch(`${url}/v1/sessions/${sessionId}/files/a.txt`)).status).toBe(404);
+      expect((await file(sessionId, 'a.txt')).status).toBe(404);
 
       const dashboard = await (await fetch(`${url}/dashboard/assets/tools.js`)).text();
       expect(dashboard).toContain('"move"');
+    });
+
+    it('moves through a native tool call in the react flow', async () => {
+      const r = await thinkflow(['submit', NATIVE_TASK, '--flow', 'react', '--wait'], { THINKFLOW_URL: url });
+      expect(r.status, r.stdout + r.stderr).toBe(0);
+      expect(r.stderr).toMatch(/succeeded\s+move {2}r\.txt -> s\/r\.txt/);
+      const sessionId = /session_id (\S+)/.exec(r.stdout)![1]!;
+      expect(await (await file(sessionId, 's/r.txt')).text()).toBe('native\n');
+      expect((await file(sessionId, 'r.txt')).status).toBe(404);
     });
   });
 });
