@@ -88,7 +88,7 @@ function compare(olds: NormalDump[], news: NormalDump[]): number {
     diffTails(o.tails, n.tails, out);
     diffValues(o.ledger, n.ledger, 'ledger', out);
     diffValues(o.answers, n.answers, 'approvals', out);
-    say(`${o.name}: ${out.length ? `${out.length} difference(s)` : 'identical'} (events ${o.counts.events}/${n.counts.events}, ledger records ${o.counts.ledger}/${n.counts.ledger})`);
+    say(`${o.name}: ${out.length ? `${out.length} difference(s)` : 'identical'} (events ${o.counts.events}/${n.counts.events} as streamed, ${o.counts.compared}/${n.counts.compared} compared; ledger records ${o.counts.ledger}/${n.counts.ledger})`);
     for (const line of out) say(`  ${line}`);
     differences += out.length;
   }
@@ -109,9 +109,9 @@ async function main(): Promise<number> {
   }
   say();
   const differences = compare(norm.old, norm.new);
-  const total = (side: 'old' | 'new', k: 'events' | 'ledger') => norm[side].reduce((n, d) => n + d.counts[k], 0);
+  const total = (side: 'old' | 'new', k: 'events' | 'compared' | 'ledger') => norm[side].reduce((n, d) => n + d.counts[k], 0);
   say();
-  say(`${norm.old.length} jobs; events ${total('old', 'events')} old / ${total('new', 'events')} new; ledger records ${total('old', 'ledger')} old / ${total('new', 'ledger')} new`);
+  say(`${norm.old.length} jobs; events ${total('old', 'events')} old / ${total('new', 'events')} new as streamed, ${total('old', 'compared')} / ${total('new', 'compared')} compared; ledger records ${total('old', 'ledger')} old / ${total('new', 'ledger')} new`);
   say(differences ? `${differences} difference(s); dumps in ${opts.out}` : `no differences; dumps in ${opts.out}`);
   return differences ? 1 : 0;
 }

@@ -15,7 +15,8 @@ export interface NormalDump {
   answers: unknown[];
   /** per interrupted turn and delta kind, the text streamed after its last command (see cutTails) */
   tails: Record<string, string>;
-  counts: { events: number; ledger: number };
+  /** events as streamed, and as compared (deltas joined, tails set apart) */
+  counts: { events: number; compared: number; ledger: number };
 }
 
 const ISO_TIME = /\b\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d+)?(?:Z|[+-]\d{2}:\d{2})\b/g;
@@ -145,6 +146,9 @@ function lanesOf(events: RawDump['events'], tails: Record<string, string>): Reco
   return merged;
 }
 
+const comparedEvents = (lanes: Record<string, unknown[]>) =>
+  Object.entries(lanes).reduce((n, [k, v]) => n + (k.startsWith('order of') ? 0 : v.length), 0);
+
 export function normalise(raw: RawDump): NormalDump {
   const namer = new Namer();
   collectTokens([raw.answers, raw.events, raw.ledger], namer);
@@ -154,5 +158,5 @@ export function normalise(raw: RawDump): NormalDump {
   const lanes = scrub(lanesOf(raw.events, tails), namer) as Record<string, unknown[]>;
   const ledger = scrub(raw.ledger, namer) as unknown[];
   const answers = scrub(raw.answers, namer) as unknown[];
-  return { name: raw.name, view, lanes, ledger, answers, tails: scrub(tails, namer) as Record<string, string>, counts: { events: raw.events.length, ledger: raw.ledger.length } };
+  return { name: raw.name, view, lanes, ledger, answers, tails: scrub(tails, namer) as Record<string, string>, counts: { events: raw.events.length, compared: comparedEvents(lanes), ledger: raw.ledger.length } };
 }
