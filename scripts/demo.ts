@@ -4,15 +4,15 @@
 // Run through `npm run demo`, which first sets the machine up.
 import { spawn } from 'node:child_process';
 import { mkdirSync, openSync, writeFileSync } from 'node:fs';
-import { ledgerSummary } from '../services/agent/job-runner.ts';
-import { ApiClient, resolveConnection } from '../services/cli/api-client.ts';
-import { follow } from '../services/cli/commands/submit.ts';
-import type { LedgerRecord } from '../services/pipeline/ledger-record.ts';
-import { DEMO_TASK, REVIEW_POLICY, REVIEW_TASK } from '../services/replay-model/scenarios.ts';
+import { ledgerSummary } from '../services/agent/index.ts';
+import { loadClient, type ApiClient } from '../services/cli/index.ts';
+import type { LedgerRecord } from '../services/pipeline/index.ts';
+import { DEMO_TASK, REVIEW_POLICY, REVIEW_TASK } from '../services/replay-model/index.ts';
 
+const cli = await loadClient();
 const port = process.env.PORT ?? '8080';
-const conn = resolveConnection({ url: process.env.THINKFLOW_URL ?? `http://127.0.0.1:${port}` });
-const client = new ApiClient(conn);
+const conn = cli.resolveConnection({ url: process.env.THINKFLOW_URL ?? `http://127.0.0.1:${port}` });
+const client = new cli.ApiClient(conn);
 const say = (line = '') => process.stdout.write(`${line}\n`);
 
 async function ready(): Promise<boolean> {
@@ -48,7 +48,7 @@ say(`submitting the demo job: "${DEMO_TASK}"`);
 const submitted = await client.submitJob({ task: DEMO_TASK });
 say(`job ${submitted.job_id} (session ${submitted.session_id}) ${submitted.status}`);
 say();
-const code = await follow(client, conn, submitted.job_id, false, new AbortController().signal);
+const code = await cli.follow(client, conn, submitted.job_id, false, new AbortController().signal);
 const res = await fetch(`${conn.url}/v1/sessions/${submitted.session_id}/ledger`, { headers: conn.key ? { authorization: `Bearer ${conn.key}` } : {} });
 const { entries } = (await res.json()) as { entries: LedgerRecord[] };
 say();

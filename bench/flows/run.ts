@@ -9,15 +9,12 @@
 // gets that usage chunk, and the service then counts it itself (`estimated`).
 // Needs Redis, Docker and the sandbox image (scripts/setup-machine.sh).
 // Run: npm run bench:flows
-import { modelEndpoint } from '../../services/agent/model-client.ts';
-import { loadConfig } from '../../services/config/env.ts';
-import { JobRequest, type JobView } from '../../services/jobs/job-schemas.ts';
-import { JobsService } from '../../services/jobs/jobs-service.ts';
-import { WebhookSender } from '../../services/jobs/webhooks.ts';
+import { modelEndpoint } from '../../services/agent/index.ts';
+import { loadConfig } from '../../services/config/index.ts';
+import { JobRequest, JobsService, WebhookSender, type JobView } from '../../services/jobs/index.ts';
 import { createRuntime } from '../../services/main/index.ts';
-import { createRedis, deleteByPattern } from '../../services/pipeline/redis.ts';
-import { BUILTIN_TRANSCRIPTS, DEMO_TASK, reactSerialTranscript, SCENARIOS } from '../../services/replay-model/scenarios.ts';
-import { startReplayModel } from '../../services/replay-model/server.ts';
+import { createRedis, deleteByPattern } from '../../services/pipeline/index.ts';
+import { BUILTIN_TRANSCRIPTS, DEMO_TASK, reactSerialTranscript, SCENARIOS, startReplayModel } from '../../services/replay-model/index.ts';
 
 const TASKS = [
   { name: 'web project skeleton (9 commands)', task: DEMO_TASK, multiFile: true, interruptions: 0 },

@@ -8,7 +8,7 @@
 import { readFile, writeFile } from 'node:fs/promises';
 import { fileURLToPath } from 'node:url';
 import os from 'node:os';
-import type { Command } from '../../services/protocol/command.ts';
+import type { Command } from '../../services/protocol/index.ts';
 import { evaluate, parsePolicyDocument, PolicyLayers, type PolicyFile } from '../../services/policy/index.ts';
 import { worstCases } from './worst-cases.ts';
 

@@ -9,7 +9,7 @@ import { spawn } from 'node:child_process';
 import { createServer } from 'node:net';
 import { parseArgs } from 'node:util';
 import { Redis } from 'ioredis';
-import { loadConfig } from '../../services/config/env.ts';
+import { loadConfig } from '../../services/config/index.ts';
 import { startService } from '../../services/main/index.ts';
 
 const { values } = parseArgs({ options: {

@@ -8,7 +8,7 @@ import type Docker from 'dockerode';
 import { randomBytes } from 'node:crypto';
 import { mkdir, rm, unlink } from 'node:fs/promises';
 import path from 'node:path';
-import type { Command } from '../../services/protocol/command.ts';
+import type { Command } from '../../services/protocol/index.ts';
 import { SandboxManager } from '../../services/sandbox/index.ts';
 import { cloneTemplate, ensureTemplate } from '../../services/sandbox/fs-template.ts';
 import { attachLoop, detachLoop, loopsOf } from '../../services/sandbox/host-tools.ts';

@@ -1,5 +1,7 @@
-// The seven file tools of PROTOCOL.md §2. Every path goes through
-// resolveInside first; every replacement of a file is temp file + rename.
+// The file tools of PROTOCOL.md §2 (TOOLS at the end: one function per tool of
+// services/protocol/tools.ts judged by paths; a unit test checks they match).
+// Every path goes through resolveInside first; every replacement of a file is
+// temp file + rename.
 import { constants, createReadStream, createWriteStream } from 'node:fs';
 import { chmod, cp, lstat, mkdir, open, readdir, rename, stat, unlink, utimes, writeFile } from 'node:fs/promises';
 import { pipeline } from 'node:stream/promises';
@@ -214,3 +216,9 @@ export function utf8Prefix(buf) {
   }
   return buf.subarray(0, end).toString('utf8');
 }
+
+/**
+ * What `exec` runs for each file tool, by its protocol name: `(command, limits, quota)` → result fields
+ * (`bytes_written`, `stdout`…), or a thrown ToolError. bash runs in bash-tool.mjs.
+ */
+export const TOOLS = { write, append, mkdir: mkdirP, touch, copy, edit, read };

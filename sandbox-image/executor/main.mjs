@@ -44,7 +44,6 @@ function slots(n) {
   };
 }
 const viewSlots = slots(2);
-const FILE_TOOLS = { write: files.write, append: files.append, mkdir: files.mkdirP, touch: files.touch, copy: files.copy, edit: files.edit, read: files.read };
 const running = new Map(); // rid -> AbortController, for cancel
 const startedAt = Date.now();
 let lastActivity = Date.now();
@@ -62,7 +61,7 @@ async function execCommand(command, limits, signal, expect) {
     const moved = expect ? await resolutionChanged(command, expect) : null;
     if (moved) return { ...base, ok: false, error_code: 'path_changed', error: moved.message, resolved: moved.resolved };
     if (tool === 'bash') return { ...base, ...(await runBash(command, limits, signal, quota)) };
-    const fn = FILE_TOOLS[tool];
+    const fn = Object.hasOwn(files.TOOLS, tool) ? files.TOOLS[tool] : undefined;
     if (!fn) return { ...base, ok: false, error_code: 'bad_request', error: `unknown tool ${JSON.stringify(tool)}` };
     return { ...base, ok: true, ...(await fn(command, limits, quota)) };
   } catch (err) {

@@ -1,9 +1,8 @@
 // The feedback builder (PROTOCOL.md §5): turns ledger records and parse errors
 // into the [THINKFLOW …] blocks the model reads on its next call. Pure.
-import type { ParseError, ToolName } from '../protocol/index.ts';
-import { targetOf, type LedgerStatus } from '../pipeline/index.ts';
+import { targetOf, toolOf, type ParseError, type ToolName } from '../protocol/index.ts';
+import type { LedgerStatus } from '../pipeline/index.ts';
 
-export { targetOf };
 
 /** The ledger fields feedback needs; a structural subset of the pipeline's LedgerRecord. */
 export interface FeedbackRecord {
@@ -59,7 +58,7 @@ export function renderInterruption(i: Interruption): string {
     return [
       '[THINKFLOW RESULT]',
       `Command ${r.id} (${r.tool} ${targetOf(r)}) ${r.status}${r.exit_code !== null ? ` with exit code ${r.exit_code}` : ''}.`,
-      ...output(r.tool === 'read' ? 'content' : 'stdout', r.stdout, r.stdout_truncated),
+      ...output(toolOf(r.tool).outputLabel ?? 'stdout', r.stdout, r.stdout_truncated),
       ...output('stderr', r.stderr, r.stderr_truncated),
       ...(r.error ? [`error: ${r.error}`] : []),
       'Continue with new ids.',

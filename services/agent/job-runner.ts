@@ -1,7 +1,8 @@
 // A job from start to end: seed files (not commands), then model calls until a
 // turn ends normally, a limit is hit, or the job is cancelled. Keeps the job's
 // figures and emits the job-level events (API.md, jobs).
-import { FAILURE_STATUSES, PipelineError, targetOf, type JobEmit, type LedgerRecord, type LedgerStatus, type Pipeline } from '../pipeline/index.ts';
+import { FAILURE_STATUSES, PipelineError, type JobEmit, type LedgerRecord, type LedgerStatus, type Pipeline } from '../pipeline/index.ts';
+import { targetOf } from '../protocol/index.ts';
 import { withIds, type Logger } from '../log/index.ts';
 import { feedbackMessage } from './feedback.ts';
 import { FLOWS } from './flows.ts';

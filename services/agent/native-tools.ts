@@ -1,8 +1,9 @@
 // Native tool calls (API.md, precise points): the function names equal the tool
-// names, plus list_files and grep, which run as read-only bash. Every call
-// becomes a Command and goes through the same policy, queue and ledger.
+// names, their parameters the tool's attributes and body (protocol/tools.ts),
+// plus list_files and grep, which run as read-only bash. Every call becomes a
+// Command and goes through the same policy, queue and ledger.
 import { quote } from 'shell-quote';
-import type { Command } from '../protocol/index.ts';
+import { isToolName, TOOL_NAMES, TOOLS, type Command, type ToolDescriptor, type ToolName } from '../protocol/index.ts';
 import { normalizeWorkspacePath } from '../policy/index.ts';
 import type { ToolSpec } from './messages.ts';
 
@@ -12,22 +13,30 @@ function tool(name: string, description: string, properties: Params, required: s
   return { name, description, parameters: { type: 'object', properties, required, additionalProperties: false } };
 }
 
-const path = { type: 'string', description: 'path relative to the workspace' } as const;
-const content = { type: 'string', description: 'full text' } as const;
+/** The body's parameters: what a tag carries between its opening and closing tags. */
+const BODY_PARAMS: Record<ToolDescriptor['body'], Params> = {
+  none: {},
+  content: { content: { type: 'string', description: 'full text' } },
+  edit: { old_text: { type: 'string', description: 'text to find' }, new_text: { type: 'string', description: 'replacement' } },
+};
+
+/** A tool's native function: its attributes (less `nativeOmit` ones) and its body, body parameters required. */
+function fromDescriptor(name: ToolName): ToolSpec {
+  const d = TOOLS[name];
+  const properties: Params = {};
+  const required: string[] = [];
+  for (const a of d.attributes) {
+    if (a.nativeOmit) continue;
+    properties[a.name] = { type: a.kind === 'seconds' ? 'integer' : 'string', description: a.describe };
+    if (a.required) required.push(a.name);
+  }
+  Object.assign(properties, BODY_PARAMS[d.body]);
+  required.push(...Object.keys(BODY_PARAMS[d.body]));
+  return tool(name, d.summary, properties, required);
+}
 
 export const NATIVE_TOOLS: Record<string, ToolSpec> = {
-  write: tool('write', 'Replace a file with content (parents are created).', { path, content }, ['path', 'content']),
-  append: tool('append', 'Append text to a file.', { path, content }, ['path', 'content']),
-  mkdir: tool('mkdir', 'Create a directory and its parents.', { path }, ['path']),
-  touch: tool('touch', 'Create an empty file or update its time.', { path }, ['path']),
-  copy: tool('copy', 'Copy a file.', { path, dest: { type: 'string', description: 'destination path' } }, ['path', 'dest']),
-  edit: tool('edit', 'Replace old_text, which must occur exactly once, by new_text.', {
-    path, old_text: { type: 'string', description: 'text to find' }, new_text: { type: 'string', description: 'replacement' },
-  }, ['path', 'old_text', 'new_text']),
-  read: tool('read', 'Read a file.', { path }, ['path']),
-  bash: tool('bash', 'Run a bash command in the workspace (no network).', {
-    cmd: { type: 'string', description: 'the script' }, timeout: { type: 'integer', description: 'seconds' },
-  }, ['cmd']),
+  ...Object.fromEntries(TOOL_NAMES.map((n) => [n, fromDescriptor(n)])),
   list_files: tool('list_files', 'List files under a directory.', { path: { type: 'string', description: 'directory, default "."' } }, []),
   grep: tool('grep', 'Search files for a regular expression.', {
     pattern: { type: 'string', description: 'extended regular expression' }, path: { type: 'string', description: 'where to search, default "."' },
@@ -43,12 +52,6 @@ export type NativeCallOutcome = { ok: true; command: Command } | { ok: false; er
 type Fields = Omit<Command, 'id' | 'need_result'>;
 type FieldsOutcome = { ok: true; fields: Fields } | { ok: false; error: string };
 type Args = Record<string, unknown>;
-
-/** File tools: their required string arguments are the command fields of the same names. */
-const FILE_TOOL_ARGS: Record<string, ReadonlyArray<'path' | 'content' | 'dest' | 'old_text' | 'new_text'>> = {
-  write: ['path', 'content'], append: ['path', 'content'], mkdir: ['path'], touch: ['path'], read: ['path'],
-  copy: ['path', 'dest'], edit: ['path', 'old_text', 'new_text'],
-};
 
 const str = (v: unknown): v is string => typeof v === 'string';
 
@@ -68,23 +71,8 @@ export function commandFromToolCall(id: string, name: string, rawArguments: stri
 
 function fieldsOf(name: string, args: Args): FieldsOutcome {
   const missing = (key: string): FieldsOutcome => ({ ok: false, error: `${name} needs a string '${key}'` });
-  const fileArgs = FILE_TOOL_ARGS[name];
-  if (fileArgs) {
-    const picked: Partial<Record<(typeof fileArgs)[number], string>> = {};
-    for (const key of fileArgs) {
-      const v = args[key];
-      if (!str(v)) return missing(key);
-      picked[key] = v;
-    }
-    return { ok: true, fields: { tool: name as Fields['tool'], ...picked, ...(name === 'write' ? { allow_empty: true } : {}) } };
-  }
+  if (isToolName(name)) return toolFields(name, args, missing);
   switch (name) {
-    case 'bash': {
-      if (!str(args.cmd)) return missing('cmd');
-      const t = args.timeout;
-      if (t !== undefined && !(Number.isInteger(t) && (t as number) > 0)) return { ok: false, error: 'bash timeout must be whole seconds > 0' };
-      return { ok: true, fields: { tool: 'bash', cmd: args.cmd, ...(t !== undefined ? { timeout: t as number } : {}) } };
-    }
     case 'list_files': {
       const dir = operand(str(args.path) ? args.path : '.');
       if (!dir.ok) return dir;
@@ -99,6 +87,31 @@ function fieldsOf(name: string, args: Args): FieldsOutcome {
     default:
       return { ok: false, error: `unknown tool '${name}'` };
   }
+}
+
+/** A protocol tool's call: its parameters are the command fields of the same names (fromDescriptor). */
+function toolFields(name: ToolName, args: Args, missing: (key: string) => FieldsOutcome): FieldsOutcome {
+  const d = TOOLS[name];
+  const fields: Fields = { tool: name };
+  for (const a of d.attributes) {
+    const v = args[a.name];
+    if (a.nativeOmit) continue;
+    if (a.kind === 'seconds') {
+      if (v !== undefined && !(Number.isInteger(v) && (v as number) > 0)) return { ok: false, error: `${name} ${a.name} must be whole seconds > 0` };
+      if (v !== undefined) fields.timeout = v as number;
+    } else if (str(v)) {
+      fields[a.name as 'path' | 'dest' | 'cmd'] = v;
+    } else if (a.required) {
+      return missing(a.name);
+    }
+  }
+  for (const key of Object.keys(BODY_PARAMS[d.body]) as Array<'content' | 'old_text' | 'new_text'>) {
+    const v = args[key];
+    if (!str(v)) return missing(key);
+    fields[key] = v;
+  }
+  if (d.attributes.some((a) => a.nativeOmit && a.name === 'allow_empty')) fields.allow_empty = true;
+  return { ok: true, fields };
 }
 
 /**

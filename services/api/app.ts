@@ -3,7 +3,8 @@ import type { Context } from 'hono';
 import type { Redis } from 'ioredis';
 import { z } from 'zod';
 import type { ApiKeys } from '../config/index.ts';
-import { dashboardRoutes } from '../dashboard/index.ts';
+import { dashboardRoutes, type ToolCatalog } from '../dashboard/index.ts';
+import { TOOL_NAMES, TOOLS } from '../protocol/index.ts';
 import type { JobsService } from '../jobs/index.ts';
 import { withIds } from '../log/index.ts';
 import type { Firehose, Keys, Pipeline, PolicyGate } from '../pipeline/index.ts';
@@ -71,7 +72,7 @@ export function createApp(d: AppDeps): OpenAPIHono<AppEnv> {
   app.use('*', auth({ keys: d.apiKeys, names: d.apiKeyNames, publicPrefixes: ['/dashboard'] }));
   app.use('*', guardRawFilePaths());
 
-  app.route('/dashboard', dashboardRoutes());
+  app.route('/dashboard', dashboardRoutes(toolCatalog()));
   app.route('/', systemRoutes({ ping, metrics: d.metrics }));
   app.route('/admin', adminRoutes({ pipeline }));
   if (jobs) app.route('/v1/jobs', jobEventRoutes({ firehose, streams, jobs }));
@@ -104,4 +105,13 @@ function idsOf(c: Context): { session_id?: string; job_id?: string } {
   const m = /^\/v1\/(sessions|jobs)\/([^/]+)/.exec(c.req.path);
   if (!m || m[2] === 'events') return {};
   return m[1] === 'sessions' ? { session_id: m[2] } : { job_id: m[2] };
+}
+
+/** The dashboard's view of the tool descriptors: data only, for its generated `tools.js`. */
+function toolCatalog(): ToolCatalog {
+  return Object.fromEntries(TOOL_NAMES.map((name) => {
+    const d = TOOLS[name];
+    const paths = d.attributes.filter((a) => a.kind === 'path').map((a) => ({ name: a.name, access: a.access }));
+    return [name, { verb: d.verb, judged: d.judged, body: d.body, paths }];
+  }));
 }

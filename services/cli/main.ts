@@ -23,6 +23,16 @@ export const CLIENT_SUBCOMMANDS: Subcommands = {
   cancel: { summary: 'cancel JOB_ID                             stop a job: the model, the queue, its approvals', load: async () => (await import('./commands/cancel.ts')).cancelMain },
 };
 
+/**
+ * The REST client and `submit --wait`'s follower, for a script that drives a
+ * job itself (scripts/demo.ts); loaded on demand like the subcommands, so
+ * importing the CLI's door costs no HTTP client or logger.
+ */
+export async function loadClient() {
+  const [{ ApiClient, resolveConnection }, { follow }] = await Promise.all([import('./api-client.ts'), import('./commands/submit.ts')]);
+  return { ApiClient, resolveConnection, follow };
+}
+
 function usage(subcommands: Subcommands): string {
   const lines = Object.entries(subcommands).map(([, s]) => `  thinkflow ${s.summary}`);
   return ['usage:', ...lines].join('\n') + '\n';

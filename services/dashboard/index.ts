@@ -1,2 +1,2 @@
 // Public surface of the operator dashboard. Re-exports only.
-export { dashboardRoutes } from './routes.ts';
+export { dashboardRoutes, type ToolCatalog } from './routes.ts';

@@ -88,9 +88,20 @@ const routes = {
   }),
 };
 
-export function dashboardRoutes(): OpenAPIHono {
+/**
+ * What the page knows of each tf-* tool, by name: the API builds it from the
+ * tool descriptors (protocol/tools.ts), which this folder may not import, and
+ * the page reads it as the generated module `assets/tools.js`.
+ */
+export type ToolCatalog = Record<string, {
+  verb: string; judged: 'paths' | 'script'; body: 'none' | 'content' | 'edit';
+  paths: Array<{ name: string; access?: 'read' | 'write' }>;
+}>;
+
+export function dashboardRoutes(tools: ToolCatalog): OpenAPIHono {
   const app = new OpenAPIHono();
   const assets = loadAssets();
+  assets.set('tools.js', { body: `// Generated from the tool descriptors (services/protocol/tools.ts).\nexport const TOOLS = ${JSON.stringify(tools)};\n`, type: TYPES['.js']! });
   app.openapi(routes.page, (c) => c.html(page(), 200, SECURITY_HEADERS));
   app.openapi(routes.asset, (c) => {
     const { name } = c.req.valid('param');

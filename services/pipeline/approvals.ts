@@ -2,10 +2,10 @@ import { randomBytes } from 'node:crypto';
 import type { Redis } from 'ioredis';
 import type { z } from 'zod';
 import type { Evaluation, Grant, GrantOptions, GrantScope } from '../policy/index.ts';
-import type { Command } from '../protocol/index.ts';
+import { targetOf, type Command } from '../protocol/index.ts';
 import type { PublicApproval } from './events.ts';
 import type { Keys } from './keys.ts';
-import { ApprovalDecision, targetOf, type LedgerApproval, type LedgerRecord } from './ledger-record.ts';
+import { ApprovalDecision, type LedgerApproval, type LedgerRecord } from './ledger-record.ts';
 import type { PipelineRedis } from './redis.ts';
 
 // Approvals of POLICY.md §5. A token (256 random bits) names one pending

@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { GrantScope, MatchedRule } from '../policy/index.ts';
-import { Command, ParseError } from '../protocol/index.ts';
-import { LedgerRecord, targetOf } from './ledger-record.ts';
+import { Command, ParseError, targetOf } from '../protocol/index.ts';
+import { LedgerRecord } from './ledger-record.ts';
 
 // The event log's one model: every event of a session's stream (the SSE
 // `event:` names and `data:` fields of API.md), as a zod discriminated union

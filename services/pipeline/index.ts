@@ -1,10 +1,10 @@
 // Public surface of the execution pipeline. Re-exports only.
 export { Pipeline } from './pipeline.ts';
 export type { CommandHandle } from './pipeline.ts';
-export { createRedis, isStorageFull } from './redis.ts';
+export { createRedis, deleteByPattern, isStorageFull } from './redis.ts';
 export type { PipelineRedis } from './redis.ts';
 export { parseTurnBody, runCommandsTurn, runParsedTurn, turnItems, CommandResult } from './api-turn.ts';
-export { LedgerRecord, LedgerStatus, LedgerApproval, LEDGER_STATUSES, FAILURE_STATUSES, targetOf } from './ledger-record.ts';
+export { LedgerRecord, LedgerStatus, LedgerApproval, LEDGER_STATUSES, FAILURE_STATUSES } from './ledger-record.ts';
 export { Ledger } from './ledger.ts';
 export { SessionEvent, StreamEvent, PublicApproval, EVENT_TYPES } from './events.ts';
 export type { SessionEventType, EventBody, RunnerEvent } from './events.ts';

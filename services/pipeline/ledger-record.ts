@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { Decision, MatchedRule } from '../policy/index.ts';
-import { CommandFlow, ToolName, type Command } from '../protocol/index.ts';
+import { CommandFlow, ToolName, toolOf, type Command } from '../protocol/index.ts';
 import { boundBodies } from './record-body.ts';
 
 // The ledger record of PROTOCOL.md §6, its zod schema, and the pure functions
@@ -115,9 +115,7 @@ const BODY_DEFAULTS = {
 };
 
 export function riskOf(tool: ToolName): 'low' | 'medium' | 'high' {
-  if (tool === 'bash') return 'high';
-  if (tool === 'read') return 'low';
-  return 'medium';
+  return toolOf(tool).risk;
 }
 
 /** Strictest rule first: forbid > prompt > allow; the first of equals wins. */
@@ -138,7 +136,7 @@ export function buildBase(args: {
     session: args.session, turn: args.turn, id: c.id, tool: c.tool,
     path: c.path ?? null, dest: c.dest ?? null, cmd: c.cmd ?? null,
     ...boundBodies(c, args.bodyBytes),
-    need_result: c.need_result || c.tool === 'read',
+    need_result: c.need_result || toolOf(c.tool).result === 'always',
     timeout: c.timeout ?? null,
     flow: args.flow, risk: riskOf(c.tool), decision: ev.decision,
     matched_rule: deciding,
@@ -186,24 +184,8 @@ const oneLine = (s: string, max = 160) => {
   return line.length > max ? `${line.slice(0, max - 1)}…` : line;
 };
 
-/** A short human summary for the ledger block fed back to the model. */
+/** A short human summary for the ledger block fed back to the model: the tool's own for a success (tools.ts `done`). */
 export function summarize(tool: ToolName, r: Partial<LedgerResult> & { status: LedgerStatus }): string {
   if (r.status !== 'succeeded') return oneLine(r.error ?? r.status);
-  switch (tool) {
-    case 'write': return `wrote ${r.bytes_written ?? 0} bytes`;
-    case 'append': return `appended ${r.bytes_written ?? 0} bytes`;
-    case 'read': return `read ${Buffer.byteLength(r.stdout ?? '')} bytes`;
-    case 'bash': {
-      const last = (r.stdout ?? '').trimEnd().split('\n').pop() ?? '';
-      return last ? `exit ${r.exit_code ?? 0}: ${oneLine(last)}` : `exit ${r.exit_code ?? 0}`;
-    }
-    default: return 'ok';
-  }
-}
-
-/** The target an operator sees: the path, `path -> dest` for copy, or the cmd. */
-export function targetOf(c: { tool: ToolName; path?: string | null; dest?: string | null; cmd?: string | null }): string {
-  if (c.tool === 'bash') return c.cmd ?? '';
-  if (c.tool === 'copy') return `${c.path ?? ''} -> ${c.dest ?? ''}`;
-  return c.path ?? '';
+  return toolOf(tool).done?.(r) ?? 'ok';
 }

@@ -1,9 +1,8 @@
-import type { Command } from '../protocol/index.ts';
+import { pathFields, targetOf, type Command } from '../protocol/index.ts';
 import { normalizeWorkspacePath, OUTSIDE, redirectFileOps, type Grant } from '../policy/index.ts';
 import type { ExpectedResolution } from '../sandbox/index.ts';
-import type { Sandboxes } from './sandboxes.ts';
-import { targetOf } from './ledger-record.ts';
 import type { PolicyGate } from './policy-gate.ts';
+import type { Sandboxes } from './sandboxes.ts';
 import type { SessionMeta } from './sessions.ts';
 
 // POLICY.md §7 "Resolved paths": path rules and the workspace invariant are
@@ -23,11 +22,9 @@ export type Resolution = {
   resolved?: Command;
 };
 
-const FILE_FIELDS = ['path', 'dest'] as const;
-
 export async function resolveForPolicy(sandboxes: Sandboxes, sid: string, command: Command): Promise<Resolution> {
   if (command.tool === 'bash') return {};
-  const fields = FILE_FIELDS.filter((f) => typeof command[f] === 'string');
+  const fields = pathFields(command.tool).filter((f) => typeof command[f] === 'string');
   if (fields.length === 0) return {};
   const written = fields.map((f) => command[f] as string);
   const real = await sandboxes.resolvePaths(sid, written);
@@ -66,7 +63,7 @@ export async function verifyResolvedPaths(
 export function expectAsWritten(command: Command): ExpectedResolution | undefined {
   if (command.tool === 'bash') return undefined;
   const expect: ExpectedResolution = {};
-  for (const field of FILE_FIELDS) {
+  for (const field of pathFields(command.tool)) {
     const raw = command[field];
     if (typeof raw !== 'string') continue;
     const n = normalizeWorkspacePath(raw);
@@ -81,7 +78,7 @@ export function judgeResolved(
   gate: PolicyGate, session: SessionMeta, grants: Grant[], command: Command, resolved: Command, approvedTarget?: string,
 ): PathVerdict {
   const expect: ExpectedResolution = {};
-  for (const field of FILE_FIELDS) if (typeof resolved[field] === 'string') expect[field] = resolved[field];
+  for (const field of pathFields(resolved.tool)) if (typeof resolved[field] === 'string') expect[field] = resolved[field];
   const evaluation = gate.evaluate(session, resolved, grants);
   const via = `${JSON.stringify(targetOf(command))} resolves to ${JSON.stringify(targetOf(resolved))} through a symlink`;
   if (evaluation.decision === 'forbid') return { ok: false, code: 'forbidden', reason: `${via}: ${evaluation.reason || 'forbidden by policy'}` };

@@ -1,7 +1,7 @@
 // Approval semantics (POLICY.md §4, §5) as pure functions: what happens to an
 // evaluated command under a mode and the session's grants, and which grant an
 // `approve_for_session` answer creates. The waiting itself lives in the pipeline.
-import type { Command } from '../protocol/index.ts';
+import { pathFields, type Command } from '../protocol/index.ts';
 import type { ApprovalMode } from './approval-mode.ts';
 import type { GrantScope } from './grant-scope.ts';
 import { normalizeWorkspacePath } from './path.ts';
@@ -75,7 +75,7 @@ export function grantOptions(command: Command, evaluation: Evaluation): GrantOpt
 export function grantFor(command: Command, evaluation: Evaluation): Grant {
   if (command.tool !== 'bash') {
     const path = command.path === undefined ? undefined : normalized(command.path);
-    const dest = command.tool === 'copy' && command.dest !== undefined ? normalized(command.dest) : undefined;
+    const dest = pathFields(command.tool).includes('dest') && command.dest !== undefined ? normalized(command.dest) : undefined;
     return dest === undefined ? { tool: command.tool, path } : { tool: command.tool, path, dest };
   }
   return grantsFor(command, evaluation)[0] ?? { tool: 'bash', argv: splitScript(command.cmd ?? '').commands[0] ?? [] };

@@ -1,21 +1,14 @@
 // The rules of global → project → session for one job, indexed for speed.
 // Built once per job (or per CLI call); evaluation then only does lookups.
-import { TOOL_NAMES, type ToolName } from '../protocol/index.ts';
+import { TOOL_NAMES, TOOLS, type ToolName } from '../protocol/index.ts';
 import { stricter, type Decision } from './decision.ts';
 import type { PolicyFile } from './parser.ts';
 import { ruleMatchesArgv, ruleMatchesPath, type Layer, type Rule } from './rule.ts';
 import { DEFAULT_KEYS, type DefaultKey } from './schema.ts';
 
-/** POLICY.md §3.4 and §6: file tools and read allow, bash and complex scripts prompt. */
+/** POLICY.md §3.4 and §6: each tool's descriptor default (file tools and read allow, bash prompts); complex scripts prompt. */
 export const BUILTIN_DEFAULTS: Readonly<Record<DefaultKey, Decision>> = {
-  write: 'allow',
-  append: 'allow',
-  mkdir: 'allow',
-  touch: 'allow',
-  copy: 'allow',
-  edit: 'allow',
-  read: 'allow',
-  bash: 'prompt',
+  ...(Object.fromEntries(TOOL_NAMES.map((t) => [t, TOOLS[t].defaultDecision])) as Record<ToolName, Decision>),
   complex_command: 'prompt',
 };
 

@@ -1,7 +1,7 @@
 // evaluate(): one command against the layered policy (POLICY.md §1, §3, §6).
 // Pure and synchronous. Every verdict carries the rules that matched and a
 // reason naming what decided it, so the ledger and the API can say why.
-import type { Command, ToolName } from '../protocol/index.ts';
+import { pathFields, type Command, type ToolName } from '../protocol/index.ts';
 import { rank, stricter, type Decision } from './decision.ts';
 import type { PolicyLayers } from './layers.ts';
 import type { MatchedRule } from './matched-rule.ts';
@@ -158,8 +158,7 @@ function evaluateComplex(layers: PolicyLayers, r: Reading, why: string): Evaluat
 }
 
 function evaluateFile(layers: PolicyLayers, command: Command, grants: readonly Grant[]): Evaluation {
-  const targets: ['path' | 'dest', string | undefined][] = [['path', command.path]];
-  if (command.tool === 'copy') targets.push(['dest', command.dest]);
+  const targets = pathFields(command.tool).map((field) => [field, command[field]] as const);
   const matched = new Set<Rule>();
   const parts: Part[] = [];
   for (const [field, raw] of targets) {
@@ -285,5 +284,5 @@ export function bashGrantCovers(g: Grant, argv: readonly string[]): boolean {
 
 function fileGrantCovers(g: Grant, tool: ToolName, parts: readonly Part[]): boolean {
   if (g.tool !== tool || g.path === undefined || parts[0]?.path !== g.path) return false;
-  return g.dest === undefined ? tool !== 'copy' : parts[1]?.path === g.dest;
+  return g.dest === undefined ? parts.length === 1 : parts[1]?.path === g.dest;
 }

@@ -2,7 +2,7 @@
 // leading line break, counts UTF-8 bytes, keeps content only while it is under
 // the limit, and feeds edit bodies to their own checker.
 import { EditBodyReader } from './edit-body.ts';
-import { isToolName, takesBody } from './tag.ts';
+import { isToolName, toolOf } from './tools.ts';
 import { TextAccumulator } from './text-accumulator.ts';
 import { utf8SliceBytes, utf8UnitBytes } from './utf8.ts';
 
@@ -14,9 +14,7 @@ const NON_BLANK = /[^ \t\r\n\f]/;
 export type BodyKind = 'content' | 'edit' | 'none' | 'ignore';
 
 export function bodyKind(name: string): BodyKind {
-  if (!isToolName(name)) return 'ignore';
-  if (name === 'edit') return 'edit';
-  return takesBody(name) ? 'content' : 'none';
+  return isToolName(name) ? toolOf(name).body : 'ignore';
 }
 
 // Plain `private` fields: this runs per character with 1-byte deltas.

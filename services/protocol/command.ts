@@ -1,11 +1,6 @@
 import { z } from 'zod';
 
-/** The eight tools of PROTOCOL.md §2. */
-export const TOOL_NAMES = ['write', 'append', 'mkdir', 'touch', 'copy', 'edit', 'read', 'bash'] as const;
-export const ToolName = z.enum(TOOL_NAMES);
-export type ToolName = z.infer<typeof ToolName>;
-
-export const FILE_TOOLS = ['write', 'append', 'mkdir', 'touch', 'copy', 'edit', 'read'] as const;
+import { ToolName } from './tools.ts';
 
 /** Where a command came from (ledger `flow`). */
 export const CommandFlow = z.enum(['reasoning', 'text', 'native', 'api']);

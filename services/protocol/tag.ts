@@ -1,32 +1,15 @@
 // What the stream parser knows about one protocol tag, and the single place
 // that turns it into a Command or a ParseError (PROTOCOL.md §2, §3, §7).
-import type { Command, ParseError, ParseErrorCode, ToolName } from './command.ts';
-import { TOOL_NAMES } from './command.ts';
+import type { Command, ParseError, ParseErrorCode } from './command.ts';
+import { isToolName, toolOf, type ToolName } from './tools.ts';
 
 export const OPENING_TAG_LIMIT = 64 * 1024;
 export const DEFAULT_BODY_LIMIT = 8 * 1024 * 1024;
 
-const TOOLS = new Set<string>(TOOL_NAMES);
-
-/** Attributes each tool takes besides `id` and `need_result`. */
-const TOOL_ATTRIBUTES: Record<ToolName, readonly string[]> = {
-  write: ['path', 'allow_empty'],
-  append: ['path'],
-  mkdir: ['path'],
-  touch: ['path'],
-  copy: ['path', 'dest'],
-  edit: ['path'],
-  read: ['path'],
-  bash: ['cmd', 'timeout'],
-};
-const TAKES_BODY = new Set<ToolName>(['write', 'append', 'edit']);
-
-export function isToolName(name: string): name is ToolName {
-  return TOOLS.has(name);
-}
+export { isToolName };
 
 export function takesBody(tool: ToolName): boolean {
-  return TAKES_BODY.has(tool);
+  return toolOf(tool).body !== 'none';
 }
 
 /** One tag as the stream parser saw it; filled in as bytes arrive. */
@@ -92,19 +75,16 @@ export function completeTag(tag: TagRecord, ctx: CompletionContext): TagOutcome 
   if (!fresh) {
     return fail('duplicate_id', `<${tagName}> id "${wellFormedId}" was already used (in this turn, or by a command that failed or was skipped); use a new id`, wellFormedId, tool);
   }
-  if (tool === 'bash') {
-    if (!attrs.has('cmd')) return fail('missing_cmd', `<${tagName} id="${wellFormedId}"> needs a cmd attribute`, wellFormedId, tool);
-  } else {
-    if (!attrs.has('path')) return fail('missing_path', `<${tagName} id="${wellFormedId}"> needs a path attribute`, wellFormedId, tool);
-    if (tool === 'copy' && !attrs.has('dest')) {
-      return fail('missing_dest', `<${tagName} id="${wellFormedId}"> needs a dest attribute`, wellFormedId, tool);
+  for (const a of toolOf(tool).attributes) {
+    if (a.required && !attrs.has(a.name)) {
+      return fail(`missing_${a.name}` as ParseErrorCode, `<${tagName} id="${wellFormedId}"> needs a ${a.name} attribute`, wellFormedId, tool);
     }
   }
   if (tag.closed) {
     if (!takesBody(tool) && tag.bodyHasText) {
       return fail('unexpected_body', `<${tagName} id="${wellFormedId}"> takes no body, but text was found inside it`, wellFormedId, tool);
     }
-    if (tool === 'edit' && tag.edit === null) {
+    if (toolOf(tool).body === 'edit' && tag.edit === null) {
       return fail('bad_edit', `<${tagName} id="${wellFormedId}"> body must be <old>…</old> then <new>…</new>, with a non-empty <old>`, wellFormedId, tool);
     }
   }
@@ -151,36 +131,39 @@ export function unclosedOpeningTag(name: string, fullName: string, id: string | 
 }
 
 function checkAttributes(tool: ToolName, attrs: AttributeView): string | null {
-  const allowed = TOOL_ATTRIBUTES[tool];
+  const taken = toolOf(tool).attributes;
   for (const [key, value] of attrs.list) {
     if (key === 'id') continue;
-    if (key !== 'need_result' && !allowed.includes(key)) return `attribute '${key}' is not taken by ${tool}`;
-    if ((key === 'need_result' || key === 'allow_empty') && value !== 'true' && value !== 'false') {
+    const kind = key === 'need_result' ? 'boolean' : taken.find((a) => a.name === key)?.kind;
+    if (kind === undefined) return `attribute '${key}' is not taken by ${tool}`;
+    if (kind === 'boolean' && value !== 'true' && value !== 'false') {
       return `attribute '${key}' must be "true" or "false", got "${value}"`;
     }
-    if (key === 'timeout' && !(ID_PATTERN.test(value) && Number(value) > 0)) {
-      return `attribute 'timeout' must be whole seconds > 0, got "${value}"`;
+    if (kind === 'seconds' && !(ID_PATTERN.test(value) && Number(value) > 0)) {
+      return `attribute '${key}' must be whole seconds > 0, got "${value}"`;
     }
   }
   return null;
 }
 
 function toCommand(tool: ToolName, id: string, attrs: AttributeView, tag: TagRecord): Command {
-  const command: Command = { id, tool, need_result: tool === 'read' || attrs.get('need_result') === 'true' };
-  const path = attrs.get('path');
-  if (path !== undefined) command.path = path;
-  const dest = attrs.get('dest');
-  if (dest !== undefined) command.dest = dest;
-  const cmd = attrs.get('cmd');
-  if (cmd !== undefined) command.cmd = cmd;
-  if (tool === 'write' || tool === 'append') command.content = tag.content;
-  if (tool === 'edit' && tag.edit) {
+  const d = toolOf(tool);
+  const command: Command = { id, tool, need_result: d.result === 'always' || attrs.get('need_result') === 'true' };
+  // Field order as the Command schema lists them: text attributes, body, then the numeric and boolean ones.
+  for (const a of d.attributes) {
+    const value = attrs.get(a.name);
+    if (value !== undefined && (a.kind === 'path' || a.kind === 'text')) command[a.name as 'path' | 'dest' | 'cmd'] = value;
+  }
+  if (d.body === 'content') command.content = tag.content;
+  if (d.body === 'edit' && tag.edit) {
     command.old_text = tag.edit.oldText;
     command.new_text = tag.edit.newText;
   }
-  const timeout = attrs.get('timeout');
-  if (timeout !== undefined) command.timeout = Number(timeout);
-  if (attrs.get('allow_empty') === 'true') command.allow_empty = true;
+  for (const a of d.attributes) {
+    const value = attrs.get(a.name);
+    if (value !== undefined && a.kind === 'seconds') command.timeout = Number(value);
+    if (value === 'true' && a.kind === 'boolean') command.allow_empty = true;
+  }
   return command;
 }
 

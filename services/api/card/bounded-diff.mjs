@@ -66,7 +66,8 @@ export function summarizeBase(baseJson, limits, withDiff, commandJson) {
   }
   const oldCap = capText(b.old_text, limits.maxBytes);
   const newCap = capText(b.new_text, limits.maxBytes);
-  const edit = b.tool === 'edit' && withDiff ? boundedLineDiff(b.old_text ?? '', b.new_text ?? '', limits) : null;
+  // withDiff: the caller's word that the tool's body is an edit (protocol/tools.ts).
+  const edit = withDiff ? boundedLineDiff(b.old_text ?? '', b.new_text ?? '', limits) : null;
   return {
     id: b.id, tool: b.tool, path: b.path ?? null, dest: b.dest ?? null, cmd: b.cmd ?? null,
     content: b.content ?? null, content_size: b.content_size ?? null, policy_reason: b.policy_reason ?? null,

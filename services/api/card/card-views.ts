@@ -1,6 +1,6 @@
 import { describeGrant, type BashExplanation, type Grant } from '../../policy/index.ts';
-import type { Command } from '../../protocol/index.ts';
-import { targetOf, type ApprovalState, type LedgerApproval, type Pipeline, type PolicyGate } from '../../pipeline/index.ts';
+import { isToolName, targetOf, TOOLS, type Command } from '../../protocol/index.ts';
+import { type ApprovalState, type LedgerApproval, type Pipeline, type PolicyGate } from '../../pipeline/index.ts';
 import { withIds, reasonOf } from '../../log/index.ts';
 import type { BaseSummary, BoundedDiff } from './bounded-diff.mjs';
 import { Lru } from './lru.ts';
@@ -117,7 +117,7 @@ export class CardViews {
     let failed: string | null = null;
     if (raw) {
       try {
-        s = await this.#d.pool.summarize(raw, a.tool === 'edit', full);
+        s = await this.#d.pool.summarize(raw, isToolName(a.tool) && TOOLS[a.tool].body === 'edit', full);
         this.#heads.set(`${a.session_id}:${a.index}`, headOf(s));
       } catch (err) {
         // Shown on the card and kept with it: a failure is not retried per stream.

@@ -3,7 +3,7 @@
 // single JSON line of API.md. Exit 0 for every decision, 2 for a bad policy
 // file or bad arguments.
 import { readFile } from 'node:fs/promises';
-import { TOOL_NAMES, type Command, type ToolName } from '../../protocol/index.ts';
+import { pathFields, TOOL_NAMES, TOOLS, type Command, type ToolName } from '../../protocol/index.ts';
 import { evaluate, loadPolicyDir, parsePolicyDocument, PolicyLoadError, type PolicyFile } from '../../policy/index.ts';
 
 const USAGE = `usage: thinkflow policy check [--policy-dir D] [--project P] [--session-rules F]
@@ -43,19 +43,25 @@ function commandFrom(f: Partial<Record<Flag, string>>): Command {
   const tool = (f.tool ?? (f.cmd !== undefined ? 'bash' : undefined)) as ToolName | undefined;
   if (tool === undefined) throw new UsageError('give --cmd, or --tool with --path');
   if (!(TOOL_NAMES as readonly string[]).includes(tool)) throw new UsageError(`unknown tool '${tool}' (one of ${TOOL_NAMES.join(', ')})`);
-  if (tool === 'bash') {
-    if (f.cmd === undefined) throw new UsageError('--tool bash needs --cmd');
-    if (f.path !== undefined || f.dest !== undefined) throw new UsageError('--path/--dest are for file tools, not bash');
+  if (TOOLS[tool].judged === 'script') {
+    if (f.cmd === undefined) throw new UsageError(`--tool ${tool} needs --cmd`);
+    if (f.path !== undefined || f.dest !== undefined) throw new UsageError(`--path/--dest are for file tools, not ${tool}`);
     return { id: '1', tool, cmd: f.cmd, need_result: false };
   }
   if (f.cmd !== undefined) throw new UsageError(`--cmd is for bash, not ${tool}`);
-  if (f.path === undefined) throw new UsageError(`--tool ${tool} needs --path`);
-  if (tool === 'copy' && f.dest === undefined) throw new UsageError('--tool copy needs --dest');
-  if (tool !== 'copy' && f.dest !== undefined) throw new UsageError(`--dest is only for copy`);
-  const c: Command = { id: '1', tool, path: f.path, need_result: false };
-  if (f.dest !== undefined) c.dest = f.dest;
+  const takes = pathFields(tool);
+  const c: Command = { id: '1', tool, need_result: false };
+  for (const field of takes) {
+    if (f[field] === undefined) throw new UsageError(`--tool ${tool} needs --${field}`);
+    c[field] = f[field];
+  }
+  for (const field of PATH_FLAGS) {
+    if (f[field] !== undefined && !takes.includes(field)) throw new UsageError(`--${field} is only for ${TOOL_NAMES.filter((t) => pathFields(t).includes(field)).join(', ')}`);
+  }
   return c;
 }
+
+const PATH_FLAGS = ['path', 'dest'] as const;
 
 async function sessionLayer(file: string | undefined): Promise<PolicyFile[]> {
   if (file === undefined) return [];

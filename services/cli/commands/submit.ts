@@ -7,6 +7,7 @@ import { readFile } from 'node:fs/promises';
 import { parseArgs } from 'node:util';
 import type { JobView } from '../../jobs/index.ts';
 import type { PublicApproval, StreamEvent } from '../../pipeline/index.ts';
+import { isToolName, targetOf } from '../../protocol/index.ts';
 import {
   ApiClient, CliError, CONNECTION_OPTIONS, jobStreamEvent, oneLine, resolveConnection, UsageError,
   type Connection, type JobRequestInput,
@@ -72,7 +73,8 @@ async function readArgs(args: string[]): Promise<Args> {
 
 type Target = { tool?: string; path?: string | null; dest?: string | null; cmd?: string | null };
 
-const targetOf = (c: Target) => oneLine(c.tool === 'copy' ? `${c.path} -> ${c.dest}` : c.path ?? c.cmd ?? '', 70);
+/** A tool this CLI knows shows its target as the service does; another (a newer server) shows what it has. */
+const shownTarget = (c: Target) => oneLine(c.tool !== undefined && isToolName(c.tool) ? targetOf({ ...c, tool: c.tool }) : c.path ?? c.cmd ?? '', 70);
 
 /** The human progress view: one stderr line per step worth knowing; the model's text summarized per turn. */
 class Progress {
@@ -92,12 +94,12 @@ class Progress {
     switch (e.type) {
       case 'turn_started': return this.#say(`── turn ${e.turn} (api call ${e.api_call})`);
       case 'text_delta': this.#text += e.text ?? ''; return;
-      case 'command_parsed': return this.#say(`  [${e.command?.id}] parsed     ${e.command?.tool}  ${targetOf(e.command ?? {})}`);
+      case 'command_parsed': return this.#say(`  [${e.command?.id}] parsed     ${e.command?.tool}  ${shownTarget(e.command ?? {})}`);
       case 'command_finished': {
         const r = e.record;
         if (!r) return;
         const extra = [r.exit_code != null ? `exit ${r.exit_code}` : '', r.duration_ms != null ? `${Math.round(r.duration_ms)} ms` : '', r.error ? oneLine(r.error, 80) : ''].filter(Boolean).join(', ');
-        return this.#say(`  [${r.id}] ${r.status.padEnd(10)} ${r.tool}  ${targetOf(r)}${extra ? `  (${extra})` : ''}`);
+        return this.#say(`  [${r.id}] ${r.status.padEnd(10)} ${r.tool}  ${shownTarget(r)}${extra ? `  (${extra})` : ''}`);
       }
       case 'parse_error': return this.#say(`  parse error (${e.stream}): ${e.error?.code}: ${e.error?.message}${e.error?.id ? ` [command ${e.error.id}]` : ''}`);
       case 'approval_requested': return this.#approvalRequested(e.approval);

@@ -2,6 +2,7 @@
 // last ledger entries. Pure rendering from the card data of
 // GET /v1/approvals/events; the approvals view owns state and actions.
 import { h, when } from './dom.js';
+import { TOOLS } from './tools.js';
 
 const FOLD_LINES = 16;
 const FOLD_CHARS = 1500;
@@ -53,22 +54,21 @@ function segmentsTable(bash) {
   ];
 }
 
+/** Shown by what the tool's descriptor says (tools.js): a script, a body of content, an edit, or its paths. */
 function whatWillRun(c) {
   const cmd = c.command;
-  switch (c.tool) {
-    case 'bash':
-      return [h('pre', { class: 'code', tabindex: '0', 'aria-label': 'full command' }, cmd.cmd ?? c.target), c.bash ? segmentsTable(c.bash) : null];
-    case 'write':
-    case 'append':
-      if (cmd.content === null) return h('p', {}, `${c.tool} ${cmd.content_size ?? '?'} bytes to ${cmd.path} (content too large to keep inline; see the ledger digest).`);
-      return [h('p', {}, `${c.tool === 'write' ? 'Write' : 'Append'} ${cmd.content.length} characters to `, h('code', {}, cmd.path), ':'), folded(cmd.content, 'Content')];
-    case 'edit':
-      return [h('p', {}, 'Edit ', h('code', {}, cmd.path), ': old → new'), c.diff ? diffView(c.diff) : noDiff(c)];
-    case 'copy':
-      return h('p', {}, 'Copy ', h('code', {}, cmd.path), ' → ', h('code', {}, cmd.dest));
-    default:
-      return h('p', {}, `${c.tool} `, h('code', {}, cmd.path ?? c.target));
+  const tool = TOOLS[c.tool];
+  if (!tool) return h('p', {}, `${c.tool} `, h('code', {}, cmd.path ?? c.target));
+  if (tool.judged === 'script') {
+    return [h('pre', { class: 'code', tabindex: '0', 'aria-label': 'full command' }, cmd.cmd ?? c.target), c.bash ? segmentsTable(c.bash) : null];
   }
+  if (tool.body === 'content') {
+    if (cmd.content === null) return h('p', {}, `${c.tool} ${cmd.content_size ?? '?'} bytes to ${cmd.path} (content too large to keep inline; see the ledger digest).`);
+    return [h('p', {}, `${tool.verb} ${cmd.content.length} characters to `, h('code', {}, cmd.path), ':'), folded(cmd.content, 'Content')];
+  }
+  if (tool.body === 'edit') return [h('p', {}, `${tool.verb} `, h('code', {}, cmd.path), ': old → new'), c.diff ? diffView(c.diff) : noDiff(c)];
+  const paths = tool.paths.map((p) => h('code', { title: p.access ? `${p.access}s` : null }, cmd[p.name] ?? ''));
+  return h('p', {}, `${tool.verb} `, paths.flatMap((p, k) => (k === 0 ? [p] : [' → ', p])));
 }
 
 function recentTable(recent) {

@@ -4,6 +4,10 @@
 import { api, connectionWords, stream, words } from './api.js';
 import { clear, h, when } from './dom.js';
 import { countsText } from './jobs.js';
+import { TOOLS } from './tools.js';
+
+/** A ledger record's target as the service shows it: the cmd, or the tool's path fields joined by ` -> `. */
+const targetText = (r) => r.cmd ?? (TOOLS[r.tool]?.paths ?? [{ name: 'path' }]).map((p) => r[p.name] ?? '').join(' -> ');
 
 const STATUSES = ['all', 'queued', 'awaiting_approval', 'running', 'succeeded', 'failed', 'skipped', 'forbidden', 'rejected', 'interrupted'];
 /** Events after which the figures and the ledger are read again. */
@@ -77,12 +81,12 @@ function ledgerTables() {
     const f = filter.value;
     clear(ledgerBody, ledger.filter((r) => f === 'all' || r.status === f).map((r) => h('tr', { dataset: { status: r.status, id: r.id } },
       h('td', {}, String(r.index)), h('td', {}, String(r.turn)), h('td', {}, r.id), h('td', {}, r.tool),
-      h('td', {}, h('code', {}, r.cmd ?? (r.dest ? `${r.path} -> ${r.dest}` : r.path ?? ''))),
+      h('td', {}, h('code', {}, targetText(r))),
       h('td', {}, h('span', { class: `decision d-${r.decision}` }, r.decision)),
       h('td', {}, h('span', { class: `status s-${r.status}` }, r.status)),
       h('td', { class: 'small' }, r.error ?? r.output_summary ?? (r.exit_code !== null ? `exit ${r.exit_code}` : '')))));
     clear(approvalsBody, ledger.filter((r) => r.approval).map((r) => h('tr', { dataset: { id: r.id } },
-      h('td', {}, r.id), h('td', {}, r.tool), h('td', {}, h('code', {}, r.cmd ?? r.path ?? '')),
+      h('td', {}, r.id), h('td', {}, r.tool), h('td', {}, h('code', {}, targetText(r))),
       h('td', {}, r.approval.decision ?? 'pending'), h('td', { class: 'decided-by' }, r.approval.decided_by ?? '—'),
       h('td', {}, when(r.approval.decided_at)), h('td', {}, r.approval.reason ?? ''))));
   };

@@ -67,6 +67,8 @@ export class FakeSandboxes implements Sandboxes {
         }
         return ok({ stdout, exit_code: 0 });
       }
+      default:
+        return fail(`unknown tool ${JSON.stringify(c.tool)}`, 'bad_request');
     }
   }
 

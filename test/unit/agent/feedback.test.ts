@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { feedbackMessage, renderInterruption, renderLedger, targetOf, type FeedbackRecord } from '../../../services/agent/feedback.ts';
+import { feedbackMessage, renderInterruption, renderLedger, type FeedbackRecord } from '../../../services/agent/feedback.ts';
+import { targetOf } from '../../../services/protocol/index.ts';
 import { decideTurnOutcome } from '../../../services/agent/turn-outcome.ts';
 
 const rec = (over: Partial<FeedbackRecord>): FeedbackRecord => ({

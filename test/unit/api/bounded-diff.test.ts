@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { boundedLineDiff, capText, summarizeBase, textFacts } from '../../../services/api/card/bounded-diff.mjs';
 import { INLINE_BASE_BYTES, ViewPool } from '../../../services/api/card/view-pool.ts';
-import { loadConfig } from '../../../services/config/env.ts';
+import { loadConfig } from '../../../services/config/index.ts';
 
 // Issue 18: the approval card's line diff is bounded in size and time; beyond
 // the bounds the card says so, with both sides' sizes and sha256.

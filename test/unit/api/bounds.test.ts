@@ -1,10 +1,9 @@
-// Issue 18, bounded work per request: the defaults of the new limits, the
-// options the HTTP server gets from them, and the turn parser's command cap.
+// Issue 18, bounded work per request: the defaults of the new limits and the
+// turn parser's command cap (the options the HTTP server gets from them are
+// in test/unit/main/http-guard.test.ts).
 import { describe, expect, it } from 'vitest';
-import { loadConfig } from '../../../services/config/env.ts';
-import { httpServerOptions } from '../../../services/main/http-guard.ts';
-import { parseTurnBody } from '../../../services/pipeline/api-turn.ts';
-import { PipelineError } from '../../../services/pipeline/errors.ts';
+import { loadConfig } from '../../../services/config/index.ts';
+import { parseTurnBody, PipelineError } from '../../../services/pipeline/index.ts';
 import { TurnCaps } from '../../../services/api/stream-caps.ts';
 
 describe('bounds: defaults', () => {
@@ -19,15 +18,6 @@ describe('bounds: defaults', () => {
     for (const name of ['THINKFLOW_MAX_COMMANDS_PER_TURN', 'THINKFLOW_MAX_TURNS_PER_KEY', 'THINKFLOW_HEADERS_TIMEOUT_MS', 'THINKFLOW_MAX_CONNECTIONS_PER_ADDRESS']) {
       expect(() => loadConfig({ [name]: '0' }), name).toThrow(name);
     }
-  });
-
-  it('gives the HTTP server its timeouts, checked often enough to hold them', () => {
-    expect(httpServerOptions(loadConfig({}).http)).toEqual({
-      headersTimeout: 10_000, requestTimeout: 120_000, keepAliveTimeout: 5_000, connectionsCheckingInterval: 1000,
-    });
-    // Node refuses a request timeout below the headers timeout.
-    const small = httpServerOptions({ headersTimeoutMs: 300, requestTimeoutMs: 100, keepAliveTimeoutMs: 100, maxConnectionsPerAddress: 1 });
-    expect(small).toMatchObject({ headersTimeout: 300, requestTimeout: 300, connectionsCheckingInterval: 150 });
   });
 });
 

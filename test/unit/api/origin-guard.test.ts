@@ -4,7 +4,7 @@
 // The same guards against the real service: test/integration/api/browser-guards.test.ts.
 import { Hono } from 'hono';
 import { describe, expect, it } from 'vitest';
-import { loadConfig } from '../../../services/config/env.ts';
+import { loadConfig } from '../../../services/config/index.ts';
 import { toAppError } from '../../../services/api/errors.ts';
 import { hostName, originGuard, sameOrigin, type OriginGuardOptions } from '../../../services/api/middleware/origin.ts';
 

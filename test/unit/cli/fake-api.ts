@@ -4,7 +4,7 @@
 // that replays after Last-Event-ID and can break mid-way like a real network.
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import type { JobView } from '../../../services/jobs/job-schemas.ts';
+import type { JobView } from '../../../services/jobs/index.ts';
 
 export type FakeEvent = { type: string; data: Record<string, unknown> };
 export type SeenRequest = { method: string; path: string; headers: IncomingMessage['headers']; body: string };

@@ -9,7 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { hostAddresses, parseWebhookAllow, resolveWebhook } from '../../../services/jobs/webhook-destinations.ts';
 import type { WebhookDelivery } from '../../../services/jobs/job-schemas.ts';
 import { WebhookSender } from '../../../services/jobs/webhooks.ts';
-import { loadConfig } from '../../../services/config/env.ts';
+import { loadConfig } from '../../../services/config/index.ts';
 
 type Hit = { path: string; headers: IncomingHttpHeaders };
 let receiver: Server;

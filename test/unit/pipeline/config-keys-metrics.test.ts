@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { loadConfig, parseApiKeyNames, parseApiKeys } from '../../../services/config/env.ts';
+import { loadConfig, parseApiKeyNames, parseApiKeys } from '../../../services/config/index.ts';
 import { createKeys } from '../../../services/pipeline/keys.ts';
 import { PipelineMetrics } from '../../../services/pipeline/metrics.ts';
 import { skipReason } from '../../../services/pipeline/lifecycle/results.ts';

@@ -1,8 +1,9 @@
 import { createHash } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import {
-  LedgerRecord, buildBase, capText, decidingRule, recordFromHash, riskOf, summarize, targetOf,
+  LedgerRecord, buildBase, capText, decidingRule, recordFromHash, riskOf, summarize,
 } from '../../../services/pipeline/ledger-record.ts';
+import { targetOf } from '../../../services/protocol/index.ts';
 
 const allow = { decision: 'allow' as const, matched_rules: [], reason: '' };
 

@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
-import { loadConfig } from '../../../services/config/env.ts';
+import { loadConfig } from '../../../services/config/index.ts';
 import type { Command } from '../../../services/protocol/index.ts';
 import { buildBase, recordFromHash } from '../../../services/pipeline/ledger-record.ts';
 import { boundBodies, boundCommand, hasCutBody, shareBudget, storeBody } from '../../../services/pipeline/record-body.ts';

@@ -1,5 +1,5 @@
 import { afterAll, describe, expect, it } from 'vitest';
-import { loadConfig } from '../../../services/config/env.ts';
+import { loadConfig } from '../../../services/config/index.ts';
 import { PipelineError } from '../../../services/pipeline/errors.ts';
 import { EventWriter } from '../../../services/pipeline/event-writer.ts';
 import { createKeys } from '../../../services/pipeline/keys.ts';

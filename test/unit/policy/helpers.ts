@@ -1,5 +1,5 @@
 // Builds layers from inline YAML so each table row states its whole policy.
-import type { Command, ToolName } from '../../../services/protocol/command.ts';
+import type { Command, ToolName } from '../../../services/protocol/index.ts';
 import { parsePolicyDocument, PolicyLayers, type PolicyFile } from '../../../services/policy/index.ts';
 
 export type LayerTexts = { global?: string[]; project?: string[]; session?: string[] };
