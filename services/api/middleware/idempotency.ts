@@ -76,13 +76,14 @@ export function idempotent(store: IdempotencyStore, opts: IdempotentOptions): Mi
         });
       }
       if (got.state === 'done') return replay(c, got.answer);
-      if (Date.now() + pause > deadline) {
+      const left = deadline - Date.now();
+      if (left <= 0) {
         c.header('retry-after', '1');
         throw new AppError(409, 'idempotency_in_progress', `the request with this ${IDEMPOTENCY_HEADER} is still running; retry to get its answer`, {
           details: { header: IDEMPOTENCY_HEADER, waited_ms: waitMs },
         });
       }
-      await new Promise((r) => setTimeout(r, pause));
+      await new Promise((r) => setTimeout(r, Math.min(pause, left)));
     }
   };
 }
