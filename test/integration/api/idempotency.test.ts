@@ -105,6 +105,24 @@ describe('Idempotency-Key on POST /v1/jobs', () => {
     expect(await jobCount()).toBe(before + 1);
   });
 
+  it('thinkflow submit --idempotency-key: run twice (on two processes), one job', async () => {
+    const before = await jobCount();
+    const cli = (url: string) => new Promise<{ code: number | null; out: string; err: string }>((resolve) => {
+      const p = spawn(process.execPath, [join(ROOT, 'bin/thinkflow.mjs'), 'submit', 'say hello', '--idempotency-key', 'cli-1', '--json'], {
+        cwd: ROOT, env: { ...process.env, THINKFLOW_URL: url, THINKFLOW_API_KEY: 'k-a' },
+      });
+      let out = '';
+      let err = '';
+      p.stdout.on('data', (d: Buffer) => { out += d.toString(); });
+      p.stderr.on('data', (d: Buffer) => { err += d.toString(); });
+      p.on('close', (code) => resolve({ code, out, err }));
+    });
+    const [a, b] = [await cli(urlA), await cli(urlB)];
+    expect([a.code, b.code], a.err + b.err).toEqual([0, 0]);
+    expect(JSON.parse(b.out).job_id).toBe(JSON.parse(a.out).job_id);
+    expect(await jobCount()).toBe(before + 1);
+  }, 60_000);
+
   it('keys are scoped to the API key: another key with the same Idempotency-Key gets its own job', async () => {
     const body = { task: 'say hello', metadata: { scoped: true } };
     const a = await submit(urlA, body, { idem: 'shared-1', key: 'k-a' });
