@@ -5,5 +5,5 @@ export { JobStore, jobKeys } from './job-store.ts';
 export type { StoredJob } from './job-store.ts';
 export { JobRequest, JobView, JobStatus, JobLimits, SubmitResponse, WebhookDelivery, FINAL_JOB_STATUSES, CommandCounts, emptyCounts } from './job-schemas.ts';
 export { JobEvents } from './job-events.ts';
-export { WebhookSender, signBody } from './webhooks.ts';
+export { WebhookSender, signBody, signTimestamped } from './webhooks.ts';
 export type { WebhookOptions } from './webhooks.ts';

@@ -57,6 +57,8 @@ export const SubmitResponse = z.object({ job_id: z.string(), session_id: z.strin
 
 /** One attempt to deliver the job's final view to its webhook. */
 export const WebhookDelivery = z.object({
+  /** the delivery's `X-ThinkFlow-Delivery`: the same on each of its retries */
+  delivery_id: z.string(),
   attempt: z.number().int(), at: z.string(), ok: z.boolean(), status_code: z.number().int().optional(), error: z.string().optional(),
 });
 export type WebhookDelivery = z.infer<typeof WebhookDelivery>;

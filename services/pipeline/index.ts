@@ -39,3 +39,5 @@ export { PipelineMetrics } from './metrics.ts';
 export { createKeys } from './keys.ts';
 export type { Keys } from './keys.ts';
 export { Firehose } from './firehose.ts';
+export { IdempotencyStore, HeldKey, IDEMPOTENCY_TTL_MS } from './idempotency.ts';
+export type { IdempotencyState, IdempotentAnswer, IdempotencyOptions } from './idempotency.ts';

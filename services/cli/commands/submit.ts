@@ -13,9 +13,9 @@ import {
 } from '../api-client.ts';
 
 const USAGE = 'usage: thinkflow submit "TASK" [--approval never|on-request] [--project P] [--flow thinkflow|react]\n'
-  + '                        [--file path=localfile ...] [--max-turns N] [--timeout S] [--wait] [--json] [--url URL] [--key KEY]\n';
+  + '                        [--file path=localfile ...] [--max-turns N] [--timeout S] [--idempotency-key K] [--wait] [--json] [--url URL] [--key KEY]\n';
 
-type Args = { request: JobRequestInput; wait: boolean; json: boolean; conn: Connection };
+type Args = { request: JobRequestInput; wait: boolean; json: boolean; conn: Connection; idempotencyKey?: string };
 
 function wholeNumber(flag: string, raw: string | undefined): number | undefined {
   if (raw === undefined) return undefined;
@@ -33,7 +33,7 @@ async function readArgs(args: string[]): Promise<Args> {
         ...CONNECTION_OPTIONS,
         approval: { type: 'string' }, project: { type: 'string' }, flow: { type: 'string' },
         file: { type: 'string', multiple: true }, 'max-turns': { type: 'string' }, timeout: { type: 'string' },
-        wait: { type: 'boolean', default: false }, json: { type: 'boolean', default: false },
+        wait: { type: 'boolean', default: false }, json: { type: 'boolean', default: false }, 'idempotency-key': { type: 'string' },
       },
     });
   } catch (err) {
@@ -67,7 +67,10 @@ async function readArgs(args: string[]): Promise<Args> {
     }
     request.files = files;
   }
-  return { request, wait: v.wait, json: v.json, conn: resolveConnection(v) };
+  const key = v['idempotency-key'];
+  // The server's bounds, checked here so a typo is a usage error, not a request.
+  if (key !== undefined && !/^[\x20-\x7e]{1,255}$/.test(key)) throw new UsageError('--idempotency-key must be 1 to 255 printable ASCII characters');
+  return { request, wait: v.wait, json: v.json, conn: resolveConnection(v), ...(key !== undefined ? { idempotencyKey: key } : {}) };
 }
 
 type Target = { tool?: string; path?: string | null; dest?: string | null; cmd?: string | null };
@@ -177,7 +180,7 @@ export async function submitMain(args: string[]): Promise<number> {
   const onSigint = () => ac.abort();
   let jobId: string | undefined;
   try {
-    const job = await client.submitJob(a.request);
+    const job = await client.submitJob(a.request, a.idempotencyKey);
     jobId = job.job_id;
     const urls = { job_url: client.jobUrl(job.job_id), events_url: client.eventsUrl(job.job_id) };
     if (a.json) process.stdout.write(`${JSON.stringify({ ...job, ...urls })}\n`);
