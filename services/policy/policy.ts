@@ -6,7 +6,9 @@ import { rank, stricter, type Decision } from './decision.ts';
 import type { PolicyLayers } from './layers.ts';
 import type { MatchedRule } from './matched-rule.ts';
 import { normalizeWorkspacePath } from './path.ts';
-import { prefixLength, type Layer, type Rule } from './rule.ts';
+import { prefixLength } from './rule-kinds/command-rule.ts';
+import type { Rule } from './rule-kinds/index.ts';
+import type { Layer } from './rule-kinds/kind.ts';
 import type { DefaultKey } from './schema.ts';
 import { fileOpsOf, touchesFiles, type FileOp, type FileOps } from './redirects.ts';
 import { describeOp, matchOp, unsureReason } from './op-match.ts';
@@ -197,7 +199,7 @@ function partFrom(
     if (rule === undefined || rank(r.decision) > rank(rule.decision)) rule = r;
     // Only the command's own rules give a grant prefix: an inner rule's
     // prefix would not line up with this argv.
-    if (r.decision === 'prompt') promptPrefix = Math.max(promptPrefix, prefixLength(r));
+    if (r.decision === 'prompt' && r.kind === 'command') promptPrefix = Math.max(promptPrefix, prefixLength(r));
   }
   for (const r of inner) if (rule === undefined || rank(r.decision) > rank(rule.decision)) rule = r;
   const decision = rule?.decision ?? layers.defaultFor(tool).decision;
