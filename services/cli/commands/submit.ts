@@ -13,7 +13,7 @@ import {
 } from '../api-client.ts';
 
 const USAGE = 'usage: thinkflow submit "TASK" [--approval never|on-request] [--project P] [--flow thinkflow|react]\n'
-  + '                        [--file path=localfile ...] [--max-turns N] [--timeout S] [--idempotency-key K] [--wait] [--json] [--url URL] [--key KEY]\n';
+  + '                        [--file path=localfile ...] [--max-turns N] [--timeout S] [--validate CMD] [--idempotency-key K] [--wait] [--json] [--url URL] [--key KEY]\n';
 
 type Args = { request: JobRequestInput; wait: boolean; json: boolean; conn: Connection; idempotencyKey?: string };
 
@@ -32,7 +32,7 @@ async function readArgs(args: string[]): Promise<Args> {
       options: {
         ...CONNECTION_OPTIONS,
         approval: { type: 'string' }, project: { type: 'string' }, flow: { type: 'string' },
-        file: { type: 'string', multiple: true }, 'max-turns': { type: 'string' }, timeout: { type: 'string' },
+        file: { type: 'string', multiple: true }, 'max-turns': { type: 'string' }, timeout: { type: 'string' }, validate: { type: 'string' },
         wait: { type: 'boolean', default: false }, json: { type: 'boolean', default: false }, 'idempotency-key': { type: 'string' },
       },
     });
@@ -49,6 +49,10 @@ async function readArgs(args: string[]): Promise<Args> {
   if (v.project !== undefined) request.project = v.project;
   if (v.approval !== undefined) request.approval = v.approval;
   if (v.flow !== undefined) request.flow = v.flow;
+  if (v.validate !== undefined) {
+    if (v.validate.trim() === '') throw new UsageError('--validate takes a command, got an empty one');
+    request.validate = { cmd: v.validate };
+  }
   const maxTurns = wholeNumber('max-turns', v['max-turns']);
   const timeout = wholeNumber('timeout', v.timeout);
   if (maxTurns !== undefined || timeout !== undefined) {
@@ -112,6 +116,9 @@ class Progress {
       case 'turn_ended':
         this.#flushText();
         return this.#say(`  turn ${e.turn} ended: ${e.outcome}`);
+      case 'validation_started': return this.#say(`── validation ${e.round}/${e.max_rounds}: ${oneLine(e.cmd, 70)}`);
+      case 'validation_finished':
+        return this.#say(`  validation ${e.round}/${e.max_rounds} ${e.passed ? 'passed' : `failed (${e.status}${e.exit_code != null ? `, exit ${e.exit_code}` : ''})`}`);
       case 'job_finished': return this.#flushText();
       default: return;
     }
@@ -138,6 +145,7 @@ function finalReport(job: JobView): string {
     `usage      prompt ${u.prompt_tokens}, completion ${u.completion_tokens}, total ${u.total_tokens} tokens${u.estimated ? ' (estimated)' : ''}`,
     `commands   ${c.total} total: ${c.succeeded} succeeded, ${c.failed} failed, ${c.skipped} skipped, ${c.forbidden} forbidden, ${c.rejected} rejected`,
   ];
+  if (job.validation) lines.push(`validation ${job.validation.passed ? 'passed' : 'not passed'} after ${job.validation.rounds} round${job.validation.rounds === 1 ? '' : 's'}  (${oneLine(job.validate?.cmd ?? '', 60)})`);
   if (job.error) lines.push(`error      ${job.error}`);
   lines.push('final_text', job.final_text ? job.final_text.replace(/^/gm, '  ') : '  (none)');
   return lines.join('\n') + '\n';
