@@ -11,5 +11,6 @@ export type { ModelEndpoint } from './model-client.ts';
 export { FLOWS, FlowName } from './flows.ts';
 export type { Flow } from './flows.ts';
 export { commandFromToolCall, nativeTools } from './native-tools.ts';
-export { JobStatus, JobLimits, JobUsage, CommandCounts, emptyCounts } from './job-state.ts';
+export { validatorCommand } from './validator.ts';
+export { JobStatus, JobLimits, JobUsage, CommandCounts, emptyCounts, JobValidate, ValidationProgress } from './job-state.ts';
 export type { JobState } from './job-state.ts';

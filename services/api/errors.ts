@@ -11,7 +11,9 @@ export type AppErrorCode =
   | 'approval_not_found' | 'approval_closed' | 'path_outside_workspace' | 'invalid_path'
   | 'invalid_policy' | 'policy_loosens' | 'grant_scope_unavailable' | 'webhook_refused' | 'invalid_files' | 'seed_failed' | 'duplicate_id' | 'not_ready' | 'too_many' | 'storage_full' | 'cleanup_failed' | 'internal'
   | 'host_not_allowed' | 'cross_origin_refused' | 'client_header_required'
-  | 'too_many_commands' | 'path_changed' | 'sandbox_unavailable' | 'storage_quota_exceeded';
+  | 'too_many_commands' | 'path_changed' | 'sandbox_unavailable' | 'storage_quota_exceeded'
+  | 'invalid_idempotency_key' | 'idempotency_conflict' | 'idempotency_in_progress' | 'idempotency_answer_not_kept'
+  | 'invalid_validator';
 
 export class AppError extends Error {
   readonly code: AppErrorCode;
@@ -36,6 +38,7 @@ const PIPELINE_STATUS: Record<PipelineError['code'], ContentfulStatusCode> = {
   too_many_commands: 413,
   // 429 like the other per-key caps: this key's quota, not the server's storage (that is 503 storage_full).
   storage_quota_exceeded: 429,
+  invalid_validator: 400,
 };
 
 /** The one boundary where pipeline errors become HTTP errors. */

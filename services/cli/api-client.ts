@@ -137,8 +137,8 @@ export class ApiClient {
     }
   }
 
-  async #json<T>(method: string, url: string, body?: unknown): Promise<T> {
-    const init: RequestInit & { headers: Record<string, string> } = { method, headers: { accept: 'application/json' } };
+  async #json<T>(method: string, url: string, body?: unknown, headers: Record<string, string> = {}): Promise<T> {
+    const init: RequestInit & { headers: Record<string, string> } = { method, headers: { accept: 'application/json', ...headers } };
     if (body !== undefined) {
       init.headers['content-type'] = 'application/json';
       init.body = JSON.stringify(body);
@@ -158,8 +158,9 @@ export class ApiClient {
     }
   }
 
-  submitJob(request: JobRequestInput): Promise<Submitted> {
-    return this.#json('POST', `${this.url}/v1/jobs`, request);
+  /** With an `idempotencyKey`, submitting again (e.g. after a network error) gives the same job, not a second one. */
+  submitJob(request: JobRequestInput, idempotencyKey?: string): Promise<Submitted> {
+    return this.#json('POST', `${this.url}/v1/jobs`, request, idempotencyKey !== undefined ? { 'idempotency-key': idempotencyKey } : {});
   }
 
   getJob(jobId: string): Promise<JobView> {

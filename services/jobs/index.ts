@@ -4,4 +4,4 @@ export { JobStore } from './job-store.ts';
 export type { StoredJob } from './job-store.ts';
 export { JobRequest, JobView, SubmitResponse, WebhookDelivery, FINAL_JOB_STATUSES } from './job-schemas.ts';
 export { JobEvents } from './job-events.ts';
-export { WebhookSender } from './webhooks.ts';
+export { WebhookSender, signBody, signTimestamped } from './webhooks.ts';

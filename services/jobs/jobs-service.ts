@@ -2,7 +2,7 @@
 // process), read, cancel from any process, and recovery of jobs whose runner
 // process died. The runner itself is agent/job-runner.ts.
 import { randomBytes } from 'node:crypto';
-import { emptyCounts, runJob, type ModelEndpoint } from '../agent/index.ts';
+import { emptyCounts, runJob, validatorCommand, type ModelEndpoint } from '../agent/index.ts';
 import { newSessionId, type Keys, type Pipeline, type PipelineRedis, type SessionMeta } from '../pipeline/index.ts';
 import { log, reasonOf, withIds, type Logger } from '../log/index.ts';
 import { JobEvents } from './job-events.ts';
@@ -114,6 +114,7 @@ export class JobsService {
       session = await this.#d.pipeline.createSession({
         owner, project: request.project ?? null, approval: request.approval, policy: request.policy ?? null, jobId, sessionId, tightenOnly: opts.tightenOnly ?? false,
         ...(request.files ? { files: request.files } : {}),
+        ...(request.validate ? { validator: validatorCommand(request.validate, 1) } : {}),
       });
     } catch (err) {
       await caps.releaseLive(owner, sessionId);
@@ -123,7 +124,8 @@ export class JobsService {
       job_id: jobId, session_id: session.session_id, status: 'queued', task: request.task, project: request.project ?? null,
       approval: request.approval, flow: request.flow, limits: request.limits, model: this.#d.endpoint.model, model_source: this.#d.endpoint.source,
       turns: 0, api_calls: 0, usage: { prompt_tokens: 0, completion_tokens: 0, total_tokens: 0 }, commands: emptyCounts(),
-      final_text: null, files_seeded: [], error: null, webhook: request.webhook ?? null, metadata: request.metadata ?? {},
+      final_text: null, files_seeded: [], validate: request.validate ?? null, validation: request.validate ? { rounds: 0, passed: null } : null,
+      error: null, webhook: request.webhook ?? null, metadata: request.metadata ?? {},
       created_at: new Date().toISOString(), started_at: null, finished_at: null,
     };
     await this.store.create(view, owner, this.runnerId);

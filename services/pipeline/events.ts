@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { GrantScope, MatchedRule } from '../policy/index.ts';
 import { Command, ParseError, targetOf } from '../protocol/index.ts';
-import { LedgerRecord } from './ledger-record.ts';
+import { LedgerRecord, LedgerStatus } from './ledger-record.ts';
 
 // The event log's one model: every event of a session's stream (the SSE
 // `event:` names and `data:` fields of API.md), as a zod discriminated union
@@ -87,6 +87,12 @@ export const JOB_EVENTS = [
   event('parse_error', { turn, stream: z.enum(['reasoning', 'text']), error: ParseError }),
   // outcome: how the turn ended (done, tools, failure, parse_error, result, …): the runner's word, shown as is
   event('turn_ended', { turn, api_call: z.number().int(), outcome: z.string() }),
+  // a job's validator (`validate.cmd`), run when the model ends; `command_id` is its ledger id (flow `validator`)
+  event('validation_started', { round: z.number().int().positive(), max_rounds: z.number().int().positive(), command_id: z.string(), cmd: z.string() }),
+  event('validation_finished', {
+    round: z.number().int().positive(), max_rounds: z.number().int().positive(), command_id: z.string(),
+    passed: z.boolean(), status: LedgerStatus, exit_code: z.number().nullable(), error: z.string().nullable(),
+  }),
   // the job's view is the jobs layer's schema (above this one): checked here for what the stream needs
   event('job_finished', { job: z.looseObject({ job_id: z.string(), session_id: z.string(), status: z.string() }) }),
 ] as const;

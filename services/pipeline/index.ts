@@ -31,3 +31,5 @@ export { PipelineMetrics } from './metrics.ts';
 export { createKeys } from './keys.ts';
 export type { Keys } from './keys.ts';
 export { Firehose } from './firehose.ts';
+export { IdempotencyStore, HeldKey } from './idempotency.ts';
+export type { IdempotentAnswer } from './idempotency.ts';

@@ -21,13 +21,13 @@ import { deleteSession } from './session-delete.ts';
 import type { PipelineMetrics } from './metrics.ts';
 import type { PolicyGate } from './policy-gate.ts';
 import { SessionQueues } from './queues.ts';
+import { checkValidator } from './validator-check.ts';
 import type { PipelineRedis } from './redis.ts';
 import { newSessionId, Sessions, type SessionMeta } from './sessions.ts';
 
-// The pipeline as callers see it (REST routes now, the model-driven job runner
-// later): sessions, enqueue in stream order, await one command or a whole
-// turn, the ledger and its injected marks. Execution itself happens in the
-// WorkerPool, in whichever process holds the session's queue.
+// The pipeline as callers see it (REST routes now, the model-driven job runner later): sessions,
+// enqueue in stream order, await one command or a whole turn, the ledger and its injected marks.
+// Execution itself happens in the WorkerPool, in whichever process holds the session's queue.
 
 export type CommandHandle = { sessionId: string; turn: number; id: string; index: number; status: LedgerStatus };
 
@@ -108,6 +108,7 @@ export class Pipeline {
     /** The policy comes from a submitter key: it may only tighten (POLICY.md §7). */
     tightenOnly?: boolean;
     files?: Record<string, string>;
+    /** A job's validator: `invalid_validator` if the session's policy would never let it run. */ validator?: Command;
   }): Promise<SessionMeta> {
     try {
       this.#d.gate.validateSession(input.project ?? null, input.policy ?? null, input.tightenOnly ?? false);
@@ -120,7 +121,9 @@ export class Pipeline {
       owner: input.owner, project: input.project ?? null, approval: input.approval ?? 'never',
       policy: input.policy ?? null, job_id: input.jobId ?? null,
     };
-    if (input.files) this.#checkSeeds({ ...fields, created_at: '', deleted_at: null }, input.files);
+    const draft = { ...fields, created_at: '', deleted_at: null };
+    if (input.files) this.#checkSeeds(draft, input.files);
+    if (input.validator) checkValidator(this.#d.gate, draft, input.validator);
     await this.storage.assert(input.owner);
     const slot = await this.caps.reserveSession(input.owner);
     let meta: SessionMeta;

@@ -9,6 +9,7 @@ export { looseningIn } from './tighten.ts';
 export { normalizeWorkspacePath, OUTSIDE } from './path.ts';
 export { parsePolicyDocument } from './parser.ts';
 export type { PolicyFile } from './parser.ts';
+export type { Rule } from './rule-kinds/index.ts';
 export { PolicyLayers } from './layers.ts';
 export { loadPolicyDir, PolicyStore } from './loader.ts';
 export { evaluate } from './policy.ts';

@@ -14,9 +14,9 @@ import {
 } from '../api-client.ts';
 
 const USAGE = 'usage: thinkflow submit "TASK" [--approval never|on-request] [--project P] [--flow thinkflow|react]\n'
-  + '                        [--file path=localfile ...] [--max-turns N] [--timeout S] [--wait] [--json] [--url URL] [--key KEY]\n';
+  + '                        [--file path=localfile ...] [--max-turns N] [--timeout S] [--validate CMD] [--idempotency-key K] [--wait] [--json] [--url URL] [--key KEY]\n';
 
-type Args = { request: JobRequestInput; wait: boolean; json: boolean; conn: Connection };
+type Args = { request: JobRequestInput; wait: boolean; json: boolean; conn: Connection; idempotencyKey?: string };
 
 function wholeNumber(flag: string, raw: string | undefined): number | undefined {
   if (raw === undefined) return undefined;
@@ -33,8 +33,8 @@ async function readArgs(args: string[]): Promise<Args> {
       options: {
         ...CONNECTION_OPTIONS,
         approval: { type: 'string' }, project: { type: 'string' }, flow: { type: 'string' },
-        file: { type: 'string', multiple: true }, 'max-turns': { type: 'string' }, timeout: { type: 'string' },
-        wait: { type: 'boolean', default: false }, json: { type: 'boolean', default: false },
+        file: { type: 'string', multiple: true }, 'max-turns': { type: 'string' }, timeout: { type: 'string' }, validate: { type: 'string' },
+        wait: { type: 'boolean', default: false }, json: { type: 'boolean', default: false }, 'idempotency-key': { type: 'string' },
       },
     });
   } catch (err) {
@@ -50,6 +50,10 @@ async function readArgs(args: string[]): Promise<Args> {
   if (v.project !== undefined) request.project = v.project;
   if (v.approval !== undefined) request.approval = v.approval;
   if (v.flow !== undefined) request.flow = v.flow;
+  if (v.validate !== undefined) {
+    if (v.validate.trim() === '') throw new UsageError('--validate takes a command, got an empty one');
+    request.validate = { cmd: v.validate };
+  }
   const maxTurns = wholeNumber('max-turns', v['max-turns']);
   const timeout = wholeNumber('timeout', v.timeout);
   if (maxTurns !== undefined || timeout !== undefined) {
@@ -68,7 +72,10 @@ async function readArgs(args: string[]): Promise<Args> {
     }
     request.files = files;
   }
-  return { request, wait: v.wait, json: v.json, conn: resolveConnection(v) };
+  const key = v['idempotency-key'];
+  // The server's bounds, checked here so a typo is a usage error, not a request.
+  if (key !== undefined && !/^[\x20-\x7e]{1,255}$/.test(key)) throw new UsageError('--idempotency-key must be 1 to 255 printable ASCII characters');
+  return { request, wait: v.wait, json: v.json, conn: resolveConnection(v), ...(key !== undefined ? { idempotencyKey: key } : {}) };
 }
 
 type Target = { tool?: string; path?: string | null; dest?: string | null; cmd?: string | null };
@@ -110,6 +117,9 @@ class Progress {
       case 'turn_ended':
         this.#flushText();
         return this.#say(`  turn ${e.turn} ended: ${e.outcome}`);
+      case 'validation_started': return this.#say(`── validation ${e.round}/${e.max_rounds}: ${oneLine(e.cmd, 70)}`);
+      case 'validation_finished':
+        return this.#say(`  validation ${e.round}/${e.max_rounds} ${e.passed ? 'passed' : `failed (${e.status}${e.exit_code != null ? `, exit ${e.exit_code}` : ''})`}`);
       case 'job_finished': return this.#flushText();
       default: return;
     }
@@ -136,6 +146,7 @@ function finalReport(job: JobView): string {
     `usage      prompt ${u.prompt_tokens}, completion ${u.completion_tokens}, total ${u.total_tokens} tokens${u.estimated ? ' (estimated)' : ''}`,
     `commands   ${c.total} total: ${c.succeeded} succeeded, ${c.failed} failed, ${c.skipped} skipped, ${c.forbidden} forbidden, ${c.rejected} rejected`,
   ];
+  if (job.validation) lines.push(`validation ${job.validation.passed ? 'passed' : 'not passed'} after ${job.validation.rounds} round${job.validation.rounds === 1 ? '' : 's'}  (${oneLine(job.validate?.cmd ?? '', 60)})`);
   if (job.error) lines.push(`error      ${job.error}`);
   lines.push('final_text', job.final_text ? job.final_text.replace(/^/gm, '  ') : '  (none)');
   return lines.join('\n') + '\n';
@@ -178,7 +189,7 @@ export async function submitMain(args: string[]): Promise<number> {
   const onSigint = () => ac.abort();
   let jobId: string | undefined;
   try {
-    const job = await client.submitJob(a.request);
+    const job = await client.submitJob(a.request, a.idempotencyKey);
     jobId = job.job_id;
     const urls = { job_url: client.jobUrl(job.job_id), events_url: client.eventsUrl(job.job_id) };
     if (a.json) process.stdout.write(`${JSON.stringify({ ...job, ...urls })}\n`);

@@ -93,6 +93,26 @@ describe('a tool added as a descriptor and an executor function (tf-move)', () =
     expect(usage.stderr).toContain('--dest');
   });
 
+  it('meets the write protections of the policies without any file naming it; the seven tools keep their own rules', async () => {
+    const rules = join(copy, 'write-rules.yaml');
+    writeFileSync(rules, 'version: 1\nrules:\n  - id: docs-need-review\n    tool: write\n    path: "docs/**"\n    decision: prompt\n  - id: src-writes-ok\n    tool: write\n    path: "src/**"\n    decision: allow\n');
+    const check = (...args: string[]) => thinkflow(['policy', 'check', '--session-rules', rules, ...args]);
+    const [intoGit, wholeWorkspace, intoDocs, copyIntoDocs] = await Promise.all([
+      check('--tool', 'move', '--path', 'a.txt', '--dest', '.git/hooks/pre-commit'),
+      check('--tool', 'move', '--path', 'a.txt', '--dest', '.'),
+      check('--tool', 'move', '--path', 'src/a.txt', '--dest', 'docs/a.txt'),
+      check('--tool', 'copy', '--path', 'a.txt', '--dest', 'docs/a.txt'),
+    ]);
+    // protect-git-dir and no-whole-workspace-write name `write` (and the seven tools), never `move`.
+    expect(lines(intoGit.stdout)[0]).toMatchObject({ decision: 'forbid', matched_rules: [expect.objectContaining({ id: 'protect-git-dir' })] });
+    expect(lines(wholeWorkspace.stdout)[0]).toMatchObject({ decision: 'forbid', matched_rules: [expect.objectContaining({ id: 'no-whole-workspace-write' })] });
+    // A write prompt reaches move's dest; the write allow on src/** is not listed: restrictions only.
+    const docs = lines(intoDocs.stdout)[0]!;
+    expect(docs).toMatchObject({ decision: 'prompt', matched_rules: [expect.objectContaining({ id: 'docs-need-review' })] });
+    // copy is one of the seven tools of PROTOCOL.md §2: judged by rules naming copy only, as before.
+    expect(lines(copyIntoDocs.stdout)[0]).toMatchObject({ decision: 'allow', matched_rules: [] });
+  });
+
   describe('runs in the copy\'s sandbox image, is ledgered and shows in `thinkflow submit --wait`', () => {
     const boxes = sandboxPrefix('move-tool');
     let redis: OwnRedis | undefined;

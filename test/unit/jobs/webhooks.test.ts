@@ -96,7 +96,7 @@ describe('WebhookSender', () => {
     s.send(`http://127.0.0.1:${port}/hook`, 'job_finished', { x: 1 }, 'job_a');
     await s.drain();
     expect(hits.length).toBe(before);
-    expect(recorded).toEqual([{ attempt: 1, at: expect.any(String), ok: false, error: expect.stringMatching(/refused: 127\.0\.0\.1 is a loopback/) }]);
+    expect(recorded).toEqual([{ delivery_id: expect.any(String), attempt: 1, at: expect.any(String), ok: false, error: expect.stringMatching(/refused: 127\.0\.0\.1 is a loopback/) }]);
   });
 
   it('a name that resolves to a refused address only at delivery is a recorded failed delivery', async () => {
@@ -123,7 +123,7 @@ describe('WebhookSender', () => {
     s.send(`http://127.0.0.1:${port}/redirect`, 'job_finished', {}, 'job_d');
     await s.drain();
     expect(hits.some((h) => h.path === '/second')).toBe(false);
-    expect(recorded).toEqual([{ attempt: 1, at: expect.any(String), ok: false, status_code: 307, error: `redirect to http://127.0.0.1:${port}/second not followed` }]);
+    expect(recorded).toEqual([{ delivery_id: expect.any(String), attempt: 1, at: expect.any(String), ok: false, status_code: 307, error: `redirect to http://127.0.0.1:${port}/second not followed` }]);
   });
 });
 
