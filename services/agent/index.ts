@@ -1,5 +1,7 @@
 // The agent's door. One export statement per line.
 export { runJob, ledgerSummary, JobStopped } from './job-runner.ts';
+export { steeringBlock } from './steering.ts';
+export type { JobControl, SteeringMessage } from './steering.ts';
 export type { JobRunnerDeps, JobPipeline } from './job-runner.ts';
 export { runTurn, ModelError } from './turn-runner.ts';
 export type { TurnDeps, TurnInput, TurnReport, TurnPipeline, TurnStop } from './turn-runner.ts';

@@ -12,6 +12,7 @@ export type AppErrorCode =
   | 'invalid_policy' | 'policy_loosens' | 'grant_scope_unavailable' | 'webhook_refused' | 'invalid_files' | 'seed_failed' | 'duplicate_id' | 'not_ready' | 'too_many' | 'storage_full' | 'cleanup_failed' | 'internal'
   | 'host_not_allowed' | 'cross_origin_refused' | 'client_header_required'
   | 'too_many_commands' | 'path_changed' | 'sandbox_unavailable' | 'storage_quota_exceeded'
+  | 'job_finished' | 'job_not_paused'
   | 'invalid_idempotency_key' | 'idempotency_conflict' | 'idempotency_in_progress' | 'idempotency_answer_not_kept';
 
 export class AppError extends Error {

@@ -7,3 +7,4 @@ export { JobRequest, JobView, JobStatus, JobLimits, SubmitResponse, WebhookDeliv
 export { JobEvents } from './job-events.ts';
 export { WebhookSender, signBody, signTimestamped } from './webhooks.ts';
 export type { WebhookOptions } from './webhooks.ts';
+export { JobControlStore, MAX_MESSAGE_CHARS, MAX_PENDING_MESSAGES } from './job-control.ts';
