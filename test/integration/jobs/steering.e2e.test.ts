@@ -15,7 +15,7 @@ const STEERING: TranscriptInput[] = [
     name: 'steer', match: 'steer me', delay_ms: 50, chunk: 4,
     turns: [
       {
-        reasoning: '<tf-bash id="1" cmd="sleep 2" />\n<tf-write id="2" path="queued.txt">\nstill written\n</tf-write>\n',
+        reasoning: '<tf-bash id="1" cmd="sleep 3" />\n<tf-write id="2" path="queued.txt">\nstill written\n</tf-write>\n',
         text: `Working slowly ${'. '.repeat(150)}${TAIL}`,
       },
       { reasoning: '<tf-write id="3" path="steered.txt">\nafter the message\n</tf-write>', text: 'Done as you asked.' },
@@ -57,7 +57,10 @@ async function eventsOf(jobId: string): Promise<Array<{ event: string; data: Rec
 describe('steering a running job', () => {
   it('interrupt: the stream stops, the queued commands still finish, the next request carries the message', async () => {
     const { job_id, session_id } = await h.submit({ task: 'steer me' });
-    await until('the sleep to start', async () => (await h.ledger(session_id)).find((e) => e.id === '1' && e.status === 'running'));
+    await until('the write to queue behind the running sleep', async () => {
+      const l = await h.ledger(session_id);
+      return l.some((e) => e.id === '1' && e.status === 'running') && l.some((e) => e.id === '2' && e.status === 'queued');
+    });
     const res = await post(`${job_id}/messages`, { text: 'Also write steered.txt, please.', interrupt: true });
     expect(res.status).toBe(202);
     expect(await res.json()).toMatchObject({ job_id, interrupt: true, message_id: expect.stringMatching(/^msg_/) });
