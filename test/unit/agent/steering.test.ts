@@ -55,7 +55,7 @@ function start(control: MemoryControl, ...calls: Step[][]) {
   return { done, pipeline, model, events: sink.events };
 }
 
-const lastUser = (messages: readonly { role: string }[]) => ([...messages].reverse().find((m) => m.role === 'user') as { text: string }).text;
+const lastUser = (messages: readonly { role: string }[]) => ([...messages].reverse().find((m) => m.role === 'user') as unknown as { text: string }).text;
 const write = (id: string, path: string) => `<tf-write id="${id}" path="${path}">\nx\n</tf-write>\n`;
 
 describe('steering', () => {
