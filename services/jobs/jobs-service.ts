@@ -151,7 +151,7 @@ export class JobsService {
     const save = (v: JobView) => this.store.save(v).catch((err: unknown) => logger.error({ err }, 'saving the job view failed'));
     const emit = this.events.emitter(view.session_id, view.job_id);
     const final = await runJob({ pipeline: this.#d.pipeline, stream: this.#d.endpoint.stream, emit, save, control }, view, request, signal);
-    if (control.paused || (await this.control.pauseRequested(view.job_id))) await this.#unpauseFinished(view, logger);
+    await this.#settleControl(final, control, logger);
     // The final state must land even across a Redis restart, or the job would
     // stay `running` with a live runner that no recovery would ever fail.
     await this.#persistently('writing the final job state', logger, () => this.events.finish(this.store.keyOf(final.job_id), final));
@@ -200,14 +200,22 @@ export class JobsService {
 
   /** The runner saw a pause or resume: the job's status and its event (the runner is the only writer of the view). */
   async #pauseChanged(view: JobView, paused: boolean): Promise<void> {
-    if (FINAL_JOB_STATUSES.has(view.status)) return;
-    view.status = paused ? 'paused' : 'running';
-    await this.store.save(view);
+    // A resume can let the job finish before the next poll sees it: the event still precedes job_finished.
+    if (!FINAL_JOB_STATUSES.has(view.status)) {
+      view.status = paused ? 'paused' : 'running';
+      await this.store.save(view);
+    }
     await this.events.append(view.session_id, view.job_id, paused ? 'job_paused' : 'job_resumed', {});
   }
 
-  /** A job that ended paused (cancelled, timed out) leaves its session's queue running, so the session stays usable. */
-  async #unpauseFinished(view: JobView, logger: Logger): Promise<void> {
+  /**
+   * After the job: a resume not polled yet still gets its event; a job that
+   * ended paused (cancelled, timed out) resumes its session's queue, so the
+   * session stays usable.
+   */
+  async #settleControl(view: JobView, control: LiveJobControl, logger: Logger): Promise<void> {
+    await control.poll().catch((err: unknown) => logger.warn({ err }, 'the last pause/resume poll failed'));
+    if (!control.paused && !(await this.control.pauseRequested(view.job_id))) return;
     await this.#persistently('resuming the queue of a job that ended paused', logger, async () => {
       await this.control.setPaused(view.job_id, false);
       await this.#d.pipeline.queues.queue(view.session_id).resume();

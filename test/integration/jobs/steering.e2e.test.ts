@@ -4,6 +4,8 @@
 // carries the message; a pause lets the running command finish and starts
 // nothing new until resume.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startService } from '../../../services/main/index.ts';
+import { testConfig } from '../pipeline/helpers.ts';
 import type { TranscriptInput } from '../../../services/replay-model/transcript.ts';
 import { lastUserMessage, startHarness, type Harness } from './harness.ts';
 
@@ -31,7 +33,7 @@ let h: Harness;
 beforeAll(async () => { h = await startHarness('steering', STEERING); });
 afterAll(async () => { await h?.close(); });
 
-const post = (path: string, body?: unknown) => fetch(`${h.url}/v1/jobs/${path}`, {
+const post = (path: string, body?: unknown, base = h.url) => fetch(`${base}/v1/jobs/${path}`, {
   method: 'POST', headers: { 'content-type': 'application/json' }, ...(body === undefined ? {} : { body: JSON.stringify(body) }),
 });
 
@@ -147,5 +149,30 @@ describe('pause and resume', () => {
     const res = await fetch(`${h.url}/v1/sessions/${session_id}/commands`, { method: 'POST', headers: { 'content-type': 'text/plain' }, body: '<tf-write id="9" path="later.txt">\nok\n</tf-write>' });
     expect(res.status).toBe(200);
     expect(((await res.json()) as { results: Array<{ status: string }> }).results[0]!.status).toBe('succeeded');
+  });
+});
+
+describe('across processes', () => {
+  it('another API process steers, pauses and resumes a job this one runs', async () => {
+    const other = await startService(testConfig(h.prefix, { PORT: '0', THINKFLOW_ROLE: 'api' }), {});
+    try {
+      const { job_id, session_id } = await h.submit({ task: 'pause around a command' });
+      await until('the sleep to start', async () => (await h.ledger(session_id)).find((e) => e.id === '1' && e.status === 'running'));
+      const paused = await post(`${job_id}/pause`, undefined, other.url!);
+      expect(paused.status).toBe(202);
+      expect(await paused.json()).toMatchObject({ status: 'paused' });
+      expect((await post(`${job_id}/messages`, { text: 'from the other process' }, other.url!)).status).toBe(202);
+      await until('the sleep to finish', async () => (await h.ledger(session_id)).find((e) => e.id === '1' && e.status === 'succeeded'));
+      await new Promise((r) => setTimeout(r, 1000));
+      expect((await h.ledger(session_id)).find((e) => e.id === '2')?.status).toBe('queued');
+      expect((await post(`${job_id}/resume`, undefined, other.url!)).status).toBe(202);
+      const job = await h.waitFinal(job_id);
+      // The message arrived after the model's only call: one more call carries it.
+      expect(job).toMatchObject({ status: 'succeeded', api_calls: 2 });
+      const second = h.model.log.filter((r) => JSON.stringify(r.messages).includes('from the other process'));
+      expect(second).toHaveLength(1);
+    } finally {
+      await other.close();
+    }
   });
 });
