@@ -94,7 +94,7 @@ export class JobsService {
       if (!job || FINAL_JOB_STATUSES.has(job.view.status) || this.#running.has(id)) continue;
       if (job.runner && (await this.#d.redis.exists(this.#heartbeatKey(job.runner)))) continue;
       // A paused job's commands wait in a paused queue: nobody would ever resume it.
-      if (job.view.status === 'paused') await this.#d.pipeline.queues.queue(job.view.session_id).resume();
+      if (job.view.status === 'paused' || (await this.control.pauseRequested(id))) await this.#d.pipeline.queues.queue(job.view.session_id).resume();
       job.view.status = 'failed';
       job.view.error = 'the process running this job stopped before it finished';
       withIds({ job_id: id, session_id: job.view.session_id }).warn({ runner: job.runner }, 'the runner of this job is gone; marked failed');
