@@ -81,17 +81,17 @@ export const LEDGER_EVENTS = [
 /** The job runner's events (API.md §Events); job_finished is written with the job's final view. */
 export const JOB_EVENTS = [
   event('turn_started', { turn, api_call: z.number().int() }),
+  // steering (POST /v1/jobs/:id/messages): the text joins the model's next user message; `interrupt` also stops the current stream
+  event('message_added', { text: z.string(), interrupt: z.boolean() }),
+  // pause/resume: while paused no model call and no command starts (the running one finishes)
+  event('job_paused', {}),
+  event('job_resumed', {}),
   event('reasoning_delta', text),
   event('text_delta', text),
   event('command_parsed', { turn, stream: z.enum(['reasoning', 'text', 'native']), command: ParsedCommand }),
   event('parse_error', { turn, stream: z.enum(['reasoning', 'text']), error: ParseError }),
   // outcome: how the turn ended (done, tools, failure, parse_error, result, …): the runner's word, shown as is
   event('turn_ended', { turn, api_call: z.number().int(), outcome: z.string() }),
-  // steering (POST /v1/jobs/:id/messages): the text joins the model's next user message; `interrupt` also stops the current stream
-  event('message_added', { text: z.string(), interrupt: z.boolean() }),
-  // pause/resume: while paused no model call and no command starts (the running one finishes)
-  event('job_paused', {}),
-  event('job_resumed', {}),
   // the job's view is the jobs layer's schema (above this one): checked here for what the stream needs
   event('job_finished', { job: z.looseObject({ job_id: z.string(), session_id: z.string(), status: z.string() }) }),
 ] as const;
