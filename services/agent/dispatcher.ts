@@ -18,12 +18,15 @@ export type StopReason =
   /** One turn issued more than THINKFLOW_MAX_COMMANDS_PER_TURN: nothing further is parsed. */
   | { kind: 'too_many_commands'; limit: number }
   /** The job was cancelled, timed out or the service shuts down. */
-  | { kind: 'aborted'; reason: unknown };
+  | { kind: 'aborted'; reason: unknown }
+  /** A steering message with `interrupt: true`: the model re-plans with it; the turn's queued commands still run. */
+  | { kind: 'steered' };
 
 export type DispatchInput =
   | { type: 'parsed'; output: ParserOutput }
   | { type: 'command_finished'; turn: number; commandId: string; status: LedgerStatus }
-  | { type: 'aborted'; reason: unknown };
+  | { type: 'aborted'; reason: unknown }
+  | { type: 'steered' };
 
 /** What the driver does with one input (the policy's allow/prompt/forbid is `Decision`, another concept). */
 export type DispatchVerdict =
@@ -55,6 +58,8 @@ export function dispatch(state: DispatchState, input: DispatchInput): { state: D
   switch (input.type) {
     case 'aborted':
       return stop({ kind: 'aborted', reason: input.reason });
+    case 'steered':
+      return stop({ kind: 'steered' });
     case 'command_finished':
       if (input.turn !== state.turn || !FAILURE_STATUSES.has(input.status)) return { state, decision: { kind: 'ignore' } };
       return stop({ kind: 'command_failed', commandId: input.commandId });

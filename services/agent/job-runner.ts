@@ -8,6 +8,7 @@ import { feedbackMessage, unansweredApproval } from './feedback.ts';
 import { FLOWS } from './flows.ts';
 import { emptyCounts, type JobState, type JobTask } from './job-state.ts';
 import type { AgentMessage, StreamFn } from './messages.ts';
+import { beforeModelCall, pendingSteering, type JobControl } from './steering.ts';
 import { decideTurnOutcome, type TurnOutcome } from './turn-outcome.ts';
 import { ModelError, runTurn, type NativeResult, type TurnPipeline, type TurnReport } from './turn-runner.ts';
 import { JobValidation } from './validation-round.ts';
@@ -26,6 +27,8 @@ export interface JobRunnerDeps<V extends JobState> {
   emit: JobEmit;
   /** Persists the view; called after every change. Must not throw. */
   save(view: V): Promise<void>;
+  /** Steering messages and pause (steering.ts); none: the job runs unsteered. */
+  control?: JobControl;
 }
 
 /** Statuses whose ids the model may not reuse in later turns (PROTOCOL.md §5.3): the failed ones and the skipped ones. */
@@ -113,6 +116,9 @@ async function runTurns<V extends JobState>(deps: JobRunnerDeps<V>, view: V, tas
   let issued = 0;
   for (let call = 1; call <= view.limits.max_turns; call++) {
     if (signal.aborted) throw stoppedBy(signal, view);
+    await beforeModelCall(deps.control, history, signal).catch((err: unknown) => {
+      throw signal.aborted ? stoppedBy(signal, view) : err;
+    });
     const { report, outcome } = await oneTurn(deps, view, { call, history: [...history], issued, signal });
     issued += report.commandsIssued;
     const stuck = watchdog.observe(turnFailure(outcome, report.nativeResults));
@@ -139,6 +145,7 @@ async function oneTurn<V extends JobState>(deps: JobRunnerDeps<V>, view: V, c: T
   try {
     report = await runTurn(deps, {
       flow: FLOWS[view.flow], sessionId: sid, jobId: view.job_id, turn, messages: c.history, commandBudget: view.limits.max_commands - c.issued, burntIds, signal: c.signal,
+      control: deps.control,
     });
   } catch (err) {
     if (c.signal.aborted) throw stoppedBy(c.signal, view);
@@ -158,7 +165,8 @@ async function oneTurn<V extends JobState>(deps: JobRunnerDeps<V>, view: V, c: T
     await pipeline.failTurn(sid, turn, 'too_many_commands');
     throw new JobStopped('failed', `too_many_commands: a model call issued more than ${report.stop.limit} commands (THINKFLOW_MAX_COMMANDS_PER_TURN)`);
   }
-  const outcome = decideTurnOutcome({ records: report.records, stop: report.stop, nativeCalls: report.toolCalls.length });
+  let outcome = decideTurnOutcome({ records: report.records, stop: report.stop, nativeCalls: report.toolCalls.length });
+  if (outcome.kind === 'done' && (await pendingSteering(deps.control))) outcome = { kind: 'steered' };
   await refreshCounts(pipeline, view);
   await deps.emit({ type: 'turn_ended', turn, api_call: c.call, outcome: outcome.kind === 'interrupt' ? outcome.interruption.kind : outcome.kind });
   await deps.save(view);

@@ -5,7 +5,7 @@ import type { FlowName } from './flows.ts';
 // command counts. The schemas live here, with the loop that enforces and
 // updates them; jobs/ composes them into the REST job view (API.md, jobs).
 
-export const JobStatus = z.enum(['queued', 'running', 'awaiting_approval', 'succeeded', 'failed', 'cancelled']);
+export const JobStatus = z.enum(['queued', 'running', 'awaiting_approval', 'paused', 'succeeded', 'failed', 'cancelled']);
 export type JobStatus = z.infer<typeof JobStatus>;
 
 export const JobLimits = z.strictObject({

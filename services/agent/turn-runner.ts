@@ -12,6 +12,7 @@ import { dispatch, startDispatch, type DispatchInput, type DispatchState, type D
 import type { Flow } from './flows.ts';
 import type { AgentMessage, ModelEvent, NativeToolCall, StreamFn, ToolSpec } from './messages.ts';
 import { commandFromToolCall, nativeTools } from './native-tools.ts';
+import type { JobControl } from './steering.ts';
 import { estimateUsage, type Usage } from './usage.ts';
 
 /** The part of the pipeline a turn uses. */
@@ -39,6 +40,8 @@ export interface TurnInput {
   burntIds: readonly string[];
   /** Aborted on cancel or job timeout. */
   signal: AbortSignal;
+  /** Steering: an interrupt message stops this call's stream (the turn's queued commands still run). */
+  control?: Pick<JobControl, 'onInterrupt'> | undefined;
 }
 
 /** The model endpoint failed (connection, HTTP error, broken stream): the job fails with this reason. */
@@ -111,7 +114,9 @@ class TurnRun {
     signal.addEventListener('abort', onAbort, { once: true });
     if (signal.aborted) onAbort();
     try {
-      const completed = await this.#stream();
+      // Only the stream is interrupted: a message arriving while the turn drains waits for the next call.
+      const unsteer = this.input.control?.onInterrupt(() => this.#halt({ type: 'steered' }));
+      const completed = await this.#stream().finally(() => unsteer?.());
       this.#report.usage = this.#usage();
       await this.#settle(completed);
     } finally {

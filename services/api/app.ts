@@ -23,6 +23,7 @@ import { guardRawFilePaths } from './routes/raw-path.ts';
 import { sessionEventRoutes } from './routes/session-events.ts';
 import { sessionRoutes } from './routes/sessions.ts';
 import { systemRoutes } from './routes/system.ts';
+import { jobControlRoutes } from './routes/job-control.ts';
 import { jobRoutes } from './routes/jobs.ts';
 import { StreamCaps, TurnCaps } from './stream-caps.ts';
 import { validationHook } from './validate.ts';
@@ -79,6 +80,7 @@ export function createApp(d: AppDeps): OpenAPIHono<AppEnv> {
   app.route('/admin', adminRoutes({ pipeline }));
   if (jobs) app.route('/v1/jobs', jobEventRoutes({ firehose, streams, jobs }));
   if (jobs) app.route('/v1/jobs', jobRoutes({ jobs, pipeline, redis, keys, streams, maxJsonBytes, idempotency }));
+  if (jobs) app.route('/v1/jobs', jobControlRoutes({ jobs, maxJsonBytes }));
   app.route('/v1/sessions', sessionRoutes({ pipeline, maxJsonBytes, maxCommandsBytes, turns, idempotency }));
   app.route('/v1/sessions', sessionEventRoutes({ pipeline, redis, keys, streams }));
   // Every approvals path, routed or not, is for operators.

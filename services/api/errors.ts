@@ -7,6 +7,7 @@ import { isStorageFull, PipelineError } from '../pipeline/index.ts';
 
 export type AppErrorCode =
   | 'invalid_json' | 'invalid_body' | 'invalid_query' | 'unsupported_media_type' | 'payload_too_large'
+  | 'job_finished' | 'job_not_paused'
   | 'unauthorized' | 'forbidden' | 'not_found' | 'session_not_found' | 'session_deleted'
   | 'approval_not_found' | 'approval_closed' | 'path_outside_workspace' | 'invalid_path'
   | 'invalid_policy' | 'policy_loosens' | 'grant_scope_unavailable' | 'webhook_refused' | 'invalid_files' | 'seed_failed' | 'duplicate_id' | 'not_ready' | 'too_many' | 'storage_full' | 'cleanup_failed' | 'internal'

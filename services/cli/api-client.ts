@@ -171,6 +171,18 @@ export class ApiClient {
     return this.#json('POST', `${this.jobUrl(jobId)}/cancel`);
   }
 
+  steerJob(jobId: string, text: string, interrupt: boolean): Promise<{ message_id: string; job_id: string; interrupt: boolean }> {
+    return this.#json('POST', `${this.jobUrl(jobId)}/messages`, { text, interrupt });
+  }
+
+  pauseJob(jobId: string): Promise<JobView> {
+    return this.#json('POST', `${this.jobUrl(jobId)}/pause`);
+  }
+
+  resumeJob(jobId: string): Promise<JobView> {
+    return this.#json('POST', `${this.jobUrl(jobId)}/resume`);
+  }
+
   async pendingApprovals(): Promise<{ approvals: PendingApproval[] }> {
     return this.#json('GET', `${this.url}/v1/approvals?status=pending`);
   }

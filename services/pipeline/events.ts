@@ -81,6 +81,11 @@ export const LEDGER_EVENTS = [
 /** The job runner's events (API.md §Events); job_finished is written with the job's final view. */
 export const JOB_EVENTS = [
   event('turn_started', { turn, api_call: z.number().int() }),
+  // steering (POST /v1/jobs/:id/messages): the text joins the model's next user message; `interrupt` also stops the current stream
+  event('message_added', { text: z.string(), interrupt: z.boolean() }),
+  // pause/resume: while paused no model call and no command starts (the running one finishes)
+  event('job_paused', {}),
+  event('job_resumed', {}),
   event('reasoning_delta', text),
   event('text_delta', text),
   event('command_parsed', { turn, stream: z.enum(['reasoning', 'text', 'native']), command: ParsedCommand }),

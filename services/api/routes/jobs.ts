@@ -21,7 +21,7 @@ import { checkFilePaths, jsonBody, limitOf } from '../validate.ts';
 export type JobRoutesDeps = { jobs: JobsService; pipeline: Pipeline; redis: Redis; keys: Keys; streams: StreamCaps; maxJsonBytes: number; idempotency: IdempotencyStore };
 
 /** A job the caller may see: a submitter sees only its own (404 for others'). */
-async function visibleJob(c: Context<AppEnv>, jobs: JobsService): Promise<StoredJob> {
+export async function visibleJob(c: Context<AppEnv>, jobs: JobsService): Promise<StoredJob> {
   const id = c.req.param('job_id') ?? '';
   const job = await jobs.store.get(id);
   const me = c.var.principal;

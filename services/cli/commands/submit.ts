@@ -109,6 +109,9 @@ class Progress {
         return this.#say(`  [${r.id}] ${r.status.padEnd(10)} ${r.tool}  ${shownTarget(r)}${extra ? `  (${extra})` : ''}`);
       }
       case 'parse_error': return this.#say(`  parse error (${e.stream}): ${e.error?.code}: ${e.error?.message}${e.error?.id ? ` [command ${e.error.id}]` : ''}`);
+      case 'message_added': return this.#say(`  message${e.interrupt ? ' (interrupt)' : ''}: "${oneLine(e.text, 90)}"`);
+      case 'job_paused': return this.#say('  paused: no new model call or command starts until resume');
+      case 'job_resumed': return this.#say('  resumed');
       case 'approval_requested': return this.#approvalRequested(e.approval);
       case 'approval_resolved': {
         const a = e.approval;

@@ -45,6 +45,9 @@ export const SAMPLES: { [T in SessionEventType]: EventBody & { type: T } } = {
   },
   job_finished: { type: 'job_finished', job: { job_id: 'job_1', session_id: 'ses_1', status: 'succeeded', turns: 1 } },
   files_seeded: { type: 'files_seeded', paths: [{ path: 'a.txt', bytes: 2 }] },
+  message_added: { type: 'message_added', text: 'use tabs, not spaces', interrupt: true },
+  job_paused: { type: 'job_paused' },
+  job_resumed: { type: 'job_resumed' },
 };
 
 /** What a script stores for a body: seq and index first, then the body's JSON. */
