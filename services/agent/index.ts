@@ -1,8 +1,7 @@
 // The agent's door. One export statement per line.
-export { runJob, ledgerSummary, JobStopped } from './job-runner.ts';
-export { steeringBlock } from './steering.ts';
+export { runJob, ledgerSummary } from './job-runner.ts';
 export type { JobControl, SteeringMessage } from './steering.ts';
-export type { JobRunnerDeps, JobPipeline } from './job-runner.ts';
+export type { JobPipeline } from './job-runner.ts';
 export { runTurn, ModelError } from './turn-runner.ts';
 export type { TurnInput } from './turn-runner.ts';
 export { dispatch, startDispatch } from './dispatcher.ts';

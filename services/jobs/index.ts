@@ -5,4 +5,4 @@ export type { StoredJob } from './job-store.ts';
 export { JobRequest, JobView, SubmitResponse, WebhookDelivery, FINAL_JOB_STATUSES } from './job-schemas.ts';
 export { JobEvents } from './job-events.ts';
 export { WebhookSender, signBody, signTimestamped } from './webhooks.ts';
-export { JobControlStore, MAX_MESSAGE_CHARS, MAX_PENDING_MESSAGES } from './job-control.ts';
+export { MAX_MESSAGE_CHARS, MAX_PENDING_MESSAGES } from './job-control.ts';
