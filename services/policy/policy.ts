@@ -1,7 +1,8 @@
 // evaluate(): one command against the layered policy (POLICY.md §1, §3, §6).
 // Pure and synchronous. Every verdict carries the rules that matched and a
 // reason naming what decided it, so the ledger and the API can say why.
-import { pathFields, TOOLS, type Command, type ToolName } from '../protocol/index.ts';
+import { pathFields, type Command, type ToolName } from '../protocol/index.ts';
+import { accessRestrictions } from './access-rules.ts';
 import { rank, stricter, type Decision } from './decision.ts';
 import type { PolicyLayers } from './layers.ts';
 import type { MatchedRule } from './matched-rule.ts';
@@ -180,19 +181,6 @@ function evaluateFile(layers: PolicyLayers, command: Command, grants: readonly G
   const grant = grants.find((g) => fileGrantCovers(g, command.tool, parts));
   if (grant) for (const p of parts) if (p.decision === 'prompt') p.granted = true;
   return finish(layers, { tool: command.tool, parts }, matched);
-}
-
-/**
- * A tool that is not `ownRulesOnly` (protocol/tools.ts) also meets the forbid and prompt path
- * rules of `write` or `read` where it writes or reads, so policies that protect a path
- * (`.git/**`, secrets) cover a new tool before any file names it. Restrictions only: a
- * `write` allow never loosens the tool's own default.
- */
-function accessRestrictions(layers: PolicyLayers, tool: ToolName, field: 'path' | 'dest', path: string): Rule[] {
-  const d = TOOLS[tool];
-  const access = d.ownRulesOnly ? undefined : d.attributes.find((a) => a.name === field)?.access;
-  if (access === undefined || access === tool) return [];
-  return layers.matchPath(access, path).filter((r) => r.decision !== 'allow');
 }
 
 type Where = Pick<Part, 'argv' | 'path' | 'field' | 'fileTool' | 'scope'>;

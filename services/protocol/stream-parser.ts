@@ -6,7 +6,8 @@ import type { Command, ParseError } from './command.ts';
 import { BodyReader, bodyKind } from './body-reader.ts';
 import { FenceReader } from './fence.ts';
 import { OpeningTagReader, isBlank, isLower } from './opening-tag.ts';
-import { completeTag, isToolName, unclosedOpeningTag, type CompletionContext } from './tag.ts';
+import { completeTag, unclosedOpeningTag, type CompletionContext } from './tag.ts';
+import { isToolName } from './tools.ts';
 import { TextAccumulator } from './text-accumulator.ts';
 import { Stop, TextScanner } from './text-scanner.ts';
 

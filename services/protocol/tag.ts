@@ -6,8 +6,6 @@ import { isToolName, toolOf, type ToolName } from './tools.ts';
 export const OPENING_TAG_LIMIT = 64 * 1024;
 export const DEFAULT_BODY_LIMIT = 8 * 1024 * 1024;
 
-export { isToolName };
-
 export function takesBody(tool: ToolName): boolean {
   return toolOf(tool).body !== 'none';
 }
