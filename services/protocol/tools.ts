@@ -140,9 +140,6 @@ export function toolOf(name: ToolName): ToolDescriptor {
   return TABLE[name];
 }
 
-/** The tools judged by path rules (every tool but bash). */
-export const FILE_TOOLS = TOOL_NAMES.filter((t) => TABLE[t].judged === 'paths');
-
 /** The path attributes of a tool, in declared order (`path`, then `dest` for copy). */
 export function pathFields(tool: ToolName): Array<'path' | 'dest'> {
   return TABLE[tool].attributes.filter((a) => a.kind === 'path').map((a) => a.name as 'path' | 'dest');
