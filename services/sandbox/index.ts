@@ -8,3 +8,5 @@ export type { ReapResult } from './reaper.ts';
 export { SandboxImageMissingError } from './session-container.ts';
 export { toContainerSpec } from './container-spec.ts';
 export { containerName, volumeName, sessionSlug, LABEL_MANAGED, LABEL_SESSION } from './names.ts';
+export { UploadError } from './workspace-upload.ts';
+export type { UploadEntry, UploadOptions, UploadRefusal, UploadResult } from './workspace-upload.ts';
