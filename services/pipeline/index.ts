@@ -24,6 +24,7 @@ export type { PolicyGate, ApprovalAction } from './policy-gate.ts';
 export { Sessions, SessionMeta, ApprovalMode, RunningJob, newSessionId } from './sessions.ts';
 export { SessionClaims } from './session-claims.ts';
 export { checkSeeds } from './seed-check.ts';
+export { checkValidator } from './validator-check.ts';
 export { uploadWorkspace } from './workspace-upload.ts';
 export type { UploadSummary } from './workspace-upload.ts';
 export { WorkerPool } from './worker-pool.ts';
