@@ -39,8 +39,6 @@ export function createKeys(prefix = 'tf') {
     record: (sid: string, n: number) => `${s(sid)}:rec:${n}`,
     /** count of records not yet final */
     open: (sid: string) => `${s(sid)}:open`,
-    /** string: the token of the workspace upload in progress (session-claims.ts), with a TTL renewed while it runs */
-    uploadMarker: (sid: string) => `${s(sid)}:upload`,
     turnCounter: (sid: string) => `${s(sid)}:turn`,
     turnState: (sid: string, turn: number) => `${s(sid)}:turn:${turn}`,
     turnCommands: (sid: string, turn: number) => `${s(sid)}:turn:${turn}:cmds`,

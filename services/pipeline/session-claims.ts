@@ -7,12 +7,13 @@ import type { RunningJob } from './sessions.ts';
 
 // A session runs one upload or one job at a time, and neither while another
 // runs or a command is open (API.md: 409 `session_busy`). A claim is one
-// atomic script (scripts/sessionClaim-3.lua), so two API processes racing
-// cannot both win. An upload's marker has a TTL renewed while it runs (a
-// process that dies mid-upload frees the session by itself); a job's claim is
-// released when the job ends, or by the recovery of a job whose runner died.
+// atomic script (scripts/sessionClaim-2.lua) on fields of the session's meta
+// hash, so two API processes racing cannot both win. An upload's claim
+// expires unless renewed while it runs (a process that dies mid-upload frees
+// the session by itself); a job's claim is released when the job ends, or by
+// the recovery of a job whose runner died.
 
-/** The marker of an upload outlives its last renewal by this much. */
+/** The claim of an upload outlives its last renewal by this much. */
 const UPLOAD_TTL_MS = 60_000;
 
 export type UploadClaim = { release(): Promise<void> };
@@ -34,7 +35,7 @@ export class SessionClaims {
 
   #run(sid: string, op: string, token: string, ttlMs = 0, job = ''): Promise<string> {
     const k = this.#keys;
-    return this.#redis.sessionClaim(k.sessionMeta(sid), k.open(sid), k.uploadMarker(sid), op, token, ttlMs, job) as Promise<string>;
+    return this.#redis.sessionClaim(k.sessionMeta(sid), k.open(sid), op, token, ttlMs, job) as Promise<string>;
   }
 
   #refuse(sid: string, got: string): never {
