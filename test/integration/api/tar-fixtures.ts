@@ -12,8 +12,10 @@ export type FixtureEntry = {
   data?: string | Buffer;
   linkname?: string;
   mode?: number;
-  /** Declared size when it differs from the data (a bomb's zeros are written by `zeros`). */
+  /** Declared size when it differs from the data. */
   size?: number;
+  /** A name over 100 bytes goes in a pax header (POSIX) or a GNU `L` record (GNU tar's default). @default 'pax' */
+  longName?: 'pax' | 'gnu';
 };
 
 const BLOCK = 512;
@@ -38,12 +40,28 @@ function header(e: FixtureEntry, size: number): Buffer {
 
 const pad = (n: number) => Buffer.alloc((BLOCK - (n % BLOCK)) % BLOCK);
 
+function paxRecord(key: string, value: string): Buffer {
+  const body = ` ${key}=${value}\n`;
+  const base = Buffer.byteLength(body);
+  let len = base;
+  for (let next = base + String(len).length; next !== len; next = base + String(len).length) len = next;
+  return Buffer.from(`${len}${body}`);
+}
+
+/** The record that carries a long name before its entry. */
+function longNameRecord(e: FixtureEntry): Buffer[] {
+  if (Buffer.byteLength(e.name) <= 100) return [];
+  const body = e.longName === 'gnu' ? Buffer.from(`${e.name}\0`) : paxRecord('path', e.name);
+  const kind = e.longName === 'gnu' ? { name: '././@LongLink', type: 'L' } : { name: 'PaxHeader/x', type: 'x' };
+  return [header(kind, body.length), body, pad(body.length)];
+}
+
 /** A plain tar of the entries, with its two end-of-archive blocks. */
 export function tar(entries: FixtureEntry[]): Buffer {
   const parts: Buffer[] = [];
   for (const e of entries) {
     const data = typeof e.data === 'string' ? Buffer.from(e.data) : e.data ?? Buffer.alloc(0);
-    parts.push(header(e, e.size ?? data.length), data, pad(data.length));
+    parts.push(...longNameRecord(e), header(e, e.size ?? data.length), data, pad(data.length));
   }
   parts.push(Buffer.alloc(BLOCK * 2));
   return Buffer.concat(parts);
