@@ -31,21 +31,22 @@ export class StagingTree {
   }
 
   /**
-   * Makes room for an entry and returns its absolute staged path: a directory
+   * Makes room for an entry (`name`: as the archive spells it, for errors)
+   * and returns its absolute staged path: a directory
    * is made (once), a file or link of a name seen before replaces the earlier
    * one (the later entry wins, as in tar).
    */
-  place(rel, kind) {
-    this.#parents(rel, rel);
+  place(rel, kind, name = rel) {
+    this.#parents(rel, name);
     const abs = `${this.root}/${rel}`;
     const was = this.kinds.get(rel);
     if (kind === 'dir') {
       if (was === undefined) mkdirSync(abs, 0o755);
-      else if (was !== 'dir') throw invalid(rel, 'a directory of the same name as a file or link of the archive');
+      else if (was !== 'dir') throw invalid(name, 'a directory of the same name as a file or link of the archive');
       this.kinds.set(rel, 'dir');
       return abs;
     }
-    if (was === 'dir') throw invalid(rel, 'a file or link of the same name as a directory of the archive');
+    if (was === 'dir') throw invalid(name, 'a file or link of the same name as a directory of the archive');
     if (was !== undefined) unlinkSync(abs);
     this.kinds.set(rel, kind);
     return abs;

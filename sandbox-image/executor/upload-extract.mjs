@@ -97,7 +97,7 @@ async function extract() {
     const line = { path: entry.path, kind: entry.kind, size: entry.size };
     if (entry.target !== undefined) line.target = entry.target;
     emit({ e: line }); // judged (policy) by the host while the rest streams
-    const abs = tree.place(entry.path, entry.kind);
+    const abs = tree.place(entry.path, entry.kind, h.name);
     if (entry.kind === 'file') {
       await writeFile(reader, h, entry, abs);
       files++;
