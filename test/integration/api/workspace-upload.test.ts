@@ -186,6 +186,36 @@ describe('PUT /v1/sessions/:id/workspace', () => {
     expect((await put(sid, tar([{ name: 'n.txt', data: 'n' }]))).status).toBe(200);
   });
 
+  it('refuses a turn of commands (409 session_busy) while an upload streams in, then lands the upload', async () => {
+    const { sid } = await seeded();
+    const body = tar([{ name: 'slow.txt', data: 's'.repeat(4096) }]);
+    let release!: () => void;
+    const held = new Promise<void>((r) => { release = r; });
+    const stream = new ReadableStream({
+      async start(c) {
+        c.enqueue(body.subarray(0, 1024));
+        await held;
+        c.enqueue(body.subarray(1024));
+        c.close();
+      },
+    });
+    const upload = put(sid, stream);
+    // The staging directory shows once the upload holds the session (a listing does not wait for it).
+    for (let i = 0; i < 100; i++) {
+      const root = (await (await a.get(`/v1/sessions/${sid}/files/`)).json()) as { entries: { name: string }[] };
+      if (root.entries.some((e) => e.name.startsWith('.thinkflow-upload-'))) break;
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    const turn = await fetch(`${svc.url}/v1/sessions/${sid}/commands`, {
+      method: 'POST', headers: { authorization: 'Bearer k-a', 'content-type': 'text/plain' }, body: '<tf-bash id="1" cmd="true" />',
+    });
+    expect(turn.status).toBe(409);
+    expect(((await turn.json()) as any).error).toMatchObject({ code: 'session_busy', details: { held_by: 'upload' } });
+    release();
+    expect((await upload).status).toBe(200);
+    expect((await bash(sid, 'wc -c slow.txt')).stdout).toBe('4096 slow.txt\n');
+  });
+
   it("answers 404 for another key's session (and an unknown one), 415 for another media type", async () => {
     const { sid, before } = await seeded();
     const body = tar([{ name: 'x.txt', data: 'x' }]);

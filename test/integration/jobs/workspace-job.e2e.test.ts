@@ -61,7 +61,7 @@ async function newSession(body: unknown = {}): Promise<string> {
 }
 
 async function upload(sid: string, key = 'k-a'): Promise<{ status: number; body: any }> {
-  const res = await fetch(`${h.url}/v1/sessions/${sid}/workspace`, { method: 'PUT', headers: { ...auth(key), 'content-type': 'application/gzip' }, body: archive });
+  const res = await fetch(`${h.url}/v1/sessions/${sid}/workspace`, { method: 'PUT', headers: { ...auth(key), 'content-type': 'application/gzip' }, body: new Uint8Array(archive) });
   return { status: res.status, body: await res.json() };
 }
 
@@ -161,7 +161,7 @@ describe('a job on an uploaded workspace', () => {
     const final = lines.at(-1);
     expect(final).toMatchObject({ status: 'succeeded', session_id: lines[0].session_id });
     const [record] = await h.ledger(final.session_id);
-    expect(record.stdout).toBe('first commit\n# demo\n');
+    expect(record?.stdout).toBe('first commit\n# demo\n');
     expect(readFileSync(join(repo, 'README.md'), 'utf8')).toBe('# demo\n');
   });
 });

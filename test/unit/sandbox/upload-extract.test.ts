@@ -117,7 +117,7 @@ describe('upload-extract.mjs', () => {
     const good = tar([{ name: 'f', data: 'x'.repeat(2000) }]);
     const gz = gzipSync(good);
     const corrupt = Buffer.from(good);
-    corrupt[10] ^= 0xff;
+    corrupt[10] = corrupt[10]! ^ 0xff;
     // Cut in a file's data, in its padding, after the last entry (no end blocks), and a gzip stream cut short.
     for (const input of [good.subarray(0, 1000), good.subarray(0, 512 + 2010), good.subarray(0, 512 * 5), gz.subarray(0, gz.length - 10), corrupt, Buffer.alloc(0), Buffer.from([0x1f, 0x8b, 1, 2, 3])]) {
       const r = await extract(input);
