@@ -2,7 +2,8 @@
 // it speaks JSON lines over the container's attached stdin/stdout:
 //   -> {"rid":"a1","op":"exec","command":{...},"limits":{...}}
 //   <- {"rid":"a1","result":{...}}
-// Other ops: ping, readPath, resolve {"paths"}, cancel {"target": rid}, cancelAll.
+// Other ops: ping, readPath, resolve {"paths"}, cancel {"target": rid}, cancelAll,
+// and uploadBegin/uploadTouch/uploadEnd (workspace uploads, upload.mjs).
 // `exec` may carry `expect: {path?, dest?}` (resolutions the host's policy
 // check saw): when they no longer hold it fails with `path_changed`. Responses carry the
 // request's rid, so several managers or overlapping requests stay matched.
@@ -19,6 +20,7 @@ import { FilesystemQuota } from './fs-quota.mjs';
 import { WorkspaceQuota } from './quota.mjs';
 import { readPath } from './read-path.mjs';
 import { killStrays } from './strays.mjs';
+import { removeStaleStaging, uploadOps } from './upload.mjs';
 
 dropToCommandUser();
 
@@ -112,13 +114,15 @@ function cancelledBeforeStart(command) {
   return { tool: command && command.tool, path: command && command.path, ok: false, error_code: 'aborted', error: 'cancelled before it started' };
 }
 
+const uploads = uploadOps({ serial, send, quota });
+
 async function handle(req) {
   const rid = req.rid;
   const limits = { ...DEFAULT_LIMITS, ...(req.limits || {}) };
   switch (req.op) {
     case 'ping':
       // A command still running counts as activity now: the reaper must not take it for idle.
-      return send({ rid, result: { pong: true, pid: process.pid, startedAt, lastActivity: running.size > 0 ? Date.now() : lastActivity } });
+      return send({ rid, result: { pong: true, pid: process.pid, startedAt, lastActivity: running.size > 0 || uploads.active() ? Date.now() : lastActivity } });
     case 'cancel':
       running.get(req.target)?.abort();
       return send({ rid, result: { cancelled: running.has(req.target) } });
@@ -147,6 +151,11 @@ async function handle(req) {
         lastActivity = Date.now();
       }
     }
+    case 'uploadBegin':
+    case 'uploadTouch':
+    case 'uploadEnd':
+      lastActivity = Date.now();
+      return uploads[req.op](req, limits);
     default:
       return send({ rid, error: `unknown op ${JSON.stringify(req.op)}` });
   }
@@ -191,8 +200,16 @@ process.stdin.on('end', () => {
 process.stdout.on('error', () => process.exit(0));
 // A restarted executor (new container start) finds no command of its own
 // running: anything of the command user left from before is an orphan.
+// So is an upload's staging directory (upload.mjs): it never became part of the workspace.
 killStrays().then(
-  () => send({ rid: null, type: 'ready', pid: process.pid }),
+  () => {
+    try {
+      removeStaleStaging();
+    } catch (err) {
+      process.stderr.write(`executor: a stale upload staging directory could not be removed: ${err && err.message}\n`);
+    }
+    send({ rid: null, type: 'ready', pid: process.pid });
+  },
   (err) => {
     process.stderr.write(`executor: cannot clear leftover processes: ${err && err.message}\n`);
     process.exit(1);

@@ -22,6 +22,7 @@ import { approvalEventRoutes, jobEventRoutes } from './routes/live-routes.ts';
 import { guardRawFilePaths } from './routes/raw-path.ts';
 import { sessionEventRoutes } from './routes/session-events.ts';
 import { sessionRoutes } from './routes/sessions.ts';
+import { workspaceUploadRoutes } from './routes/workspace-upload.ts';
 import { systemRoutes } from './routes/system.ts';
 import { jobControlRoutes } from './routes/job-control.ts';
 import { jobRoutes } from './routes/jobs.ts';
@@ -36,7 +37,8 @@ export type AppDeps = {
   web?: { allowedHosts: string[]; corsOrigins: string[] };
   apiKeyNames: Map<string, string>;
   /** maxTurnsPerKey omitted = no cap */
-  limits: { maxJsonBytes: number; maxCommandsBytes: number; maxStreamsPerKey: number; maxTurnsPerKey?: number };
+  /** maxUploadBytes omitted = 256 MiB (THINKFLOW_MAX_UPLOAD_MB's default) */
+  limits: { maxJsonBytes: number; maxCommandsBytes: number; maxUploadBytes?: number; maxStreamsPerKey: number; maxTurnsPerKey?: number };
   pipeline: Pipeline;
   gate: PolicyGate;
   /** every session's events and approval answers, for the cross-session streams */
@@ -83,6 +85,7 @@ export function createApp(d: AppDeps): OpenAPIHono<AppEnv> {
   if (jobs) app.route('/v1/jobs', jobControlRoutes({ jobs, maxJsonBytes }));
   app.route('/v1/sessions', sessionRoutes({ pipeline, maxJsonBytes, maxCommandsBytes, turns, idempotency }));
   app.route('/v1/sessions', sessionEventRoutes({ pipeline, redis, keys, streams }));
+  app.route('/v1/sessions', workspaceUploadRoutes({ pipeline, maxUploadBytes: d.limits.maxUploadBytes ?? 256 * 1024 * 1024 }));
   // Every approvals path, routed or not, is for operators.
   app.use('/v1/approvals', requireRole('operator', 'admin'));
   app.use('/v1/approvals/*', requireRole('operator', 'admin'));

@@ -14,7 +14,8 @@ export type AppErrorCode =
   | 'host_not_allowed' | 'cross_origin_refused' | 'client_header_required'
   | 'too_many_commands' | 'path_changed' | 'sandbox_unavailable' | 'storage_quota_exceeded'
   | 'invalid_idempotency_key' | 'idempotency_conflict' | 'idempotency_in_progress' | 'idempotency_answer_not_kept'
-  | 'invalid_validator';
+  | 'invalid_validator'
+  | 'session_busy' | 'invalid_archive' | 'workspace_full' | 'workspace_conflict' | 'upload_failed';
 
 export class AppError extends Error {
   readonly code: AppErrorCode;
@@ -40,6 +41,8 @@ const PIPELINE_STATUS: Record<PipelineError['code'], ContentfulStatusCode> = {
   // 429 like the other per-key caps: this key's quota, not the server's storage (that is 503 storage_full).
   storage_quota_exceeded: 429,
   invalid_validator: 400,
+  // Workspace uploads (PUT /v1/sessions/:id/workspace); upload_failed: the sandbox's extraction failed on its side.
+  session_busy: 409, invalid_archive: 400, workspace_full: 413, workspace_conflict: 409, upload_failed: 502,
 };
 
 /** The one boundary where pipeline errors become HTTP errors. */

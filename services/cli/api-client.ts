@@ -4,6 +4,7 @@
 // server's event union. Only types are imported from the server modules, so
 // the CLI loads neither zod nor Redis (only the logger, for errors it
 // deliberately ignores).
+import { Readable } from 'node:stream';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { z } from 'zod';
 import type { PendingApproval } from '../api/index.ts';
@@ -156,6 +157,20 @@ export class ApiClient {
     } catch {
       throw new CliError(`the API at ${this.url} answered ${method} ${new URL(url).pathname} with something that is not JSON`);
     }
+  }
+
+  createSession(body: { project?: string; approval?: string }, idempotencyKey?: string): Promise<{ session_id: string }> {
+    return this.#json('POST', `${this.url}/v1/sessions`, body, idempotencyKey !== undefined ? { 'idempotency-key': idempotencyKey } : {});
+  }
+
+  /** PUT /v1/sessions/:id/workspace: the archive streamed as it is read. */
+  async uploadWorkspace(sessionId: string, archive: Readable, type: 'application/gzip' | 'application/x-tar'): Promise<{ files: number; bytes: number }> {
+    const res = await this.#fetch(`${this.url}/v1/sessions/${encodeURIComponent(sessionId)}/workspace`, {
+      method: 'PUT', headers: { 'content-type': type, accept: 'application/json' },
+      body: Readable.toWeb(archive) as ReadableStream, duplex: 'half',
+    } as RequestInit & { headers: Record<string, string> });
+    if (!res.ok) throw await apiErrorFrom(res);
+    return (await res.json()) as { files: number; bytes: number };
   }
 
   /** With an `idempotencyKey`, submitting again (e.g. after a network error) gives the same job, not a second one. */

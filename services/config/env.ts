@@ -31,6 +31,8 @@ export const EnvSchema = z.object({
   THINKFLOW_REDIS_PREFIX: z.string().regex(/^[A-Za-z0-9_.-]{1,32}$/).default('tf'),
   THINKFLOW_MAX_JSON_BYTES: int(2 * 1024 * 1024),
   THINKFLOW_MAX_COMMANDS_BYTES: int(16 * 1024 * 1024),
+  /** PUT /v1/sessions/:id/workspace: the archive as sent (compressed) in MiB; past it 413 */
+  THINKFLOW_MAX_UPLOAD_MB: z.coerce.number().int().min(1).default(256),
   /** BullMQ job lock; a dead worker's command is recovered after about lock + stalled interval */
   THINKFLOW_LOCK_MS: int(30_000),
   THINKFLOW_STALLED_INTERVAL_MS: int(30_000),
@@ -122,6 +124,8 @@ export type Config = {
   redisPrefix: string;
   maxJsonBytes: number;
   maxCommandsBytes: number;
+  /** THINKFLOW_MAX_UPLOAD_MB in bytes */
+  maxUploadBytes: number;
   lockMs: number;
   stalledIntervalMs: number;
   workerIdleMs: number;
@@ -223,6 +227,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     redisPrefix: e.THINKFLOW_REDIS_PREFIX,
     maxJsonBytes: e.THINKFLOW_MAX_JSON_BYTES,
     maxCommandsBytes: e.THINKFLOW_MAX_COMMANDS_BYTES,
+    maxUploadBytes: e.THINKFLOW_MAX_UPLOAD_MB * 1024 * 1024,
     lockMs: e.THINKFLOW_LOCK_MS,
     stalledIntervalMs: e.THINKFLOW_STALLED_INTERVAL_MS,
     workerIdleMs: e.THINKFLOW_WORKER_IDLE_MS,

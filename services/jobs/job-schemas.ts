@@ -12,7 +12,10 @@ export const JobRequest = z.strictObject({
   /** No cap of its own: the JSON body limit (THINKFLOW_MAX_JSON_BYTES) is the limit. */
   task: z.string().min(1, 'task must not be empty'),
   project: ProjectName.optional(),
-  approval: ApprovalMode.default('never'),
+  /** `never` unless set (with `session_id`: the session's unless set) */
+  approval: ApprovalMode.optional().meta({ description: 'never unless set; with session_id, the session\'s unless set' }),
+  /** Run on this existing session of the same key, with its workspace (409 session_busy while a job or upload runs there). */
+  session_id: z.string().min(1).max(64).optional().meta({ description: 'an existing session of the same key: the job runs on its workspace; project, approval and policy are the session\'s unless set here' }),
   flow: FlowName.default('thinkflow'),
   files: z.record(z.string().min(1).max(4096), z.string()).optional(),
   /** A session policy layer, same shape as a policy file (an object, or its YAML text). */

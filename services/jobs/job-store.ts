@@ -21,7 +21,8 @@ export function jobKeys(prefix: string) {
   };
 }
 
-export type StoredJob = { view: JobView; owner: string | null; cancelRequested: boolean; runner: string | null };
+/** `fromSeq`: the session's events before the job (a job on an existing session streams the ones after). */
+export type StoredJob = { view: JobView; owner: string | null; cancelRequested: boolean; runner: string | null; fromSeq: number };
 
 const PRUNE_BATCH = 20;
 
@@ -37,10 +38,10 @@ export class JobStore {
     this.#retentionS = retentionS;
   }
 
-  async create(view: JobView, owner: string | null, runner: string): Promise<void> {
+  async create(view: JobView, owner: string | null, runner: string, fromSeq = 0): Promise<void> {
     await this.#redis
       .multi()
-      .hset(this.#keys.job(view.job_id), { data: JSON.stringify(view), owner: owner ?? '', cancel: '0', runner })
+      .hset(this.#keys.job(view.job_id), { data: JSON.stringify(view), owner: owner ?? '', cancel: '0', runner, from_seq: String(fromSeq) })
       .zadd(this.#keys.jobs(), Date.parse(view.created_at), view.job_id)
       .publish(this.#keys.changes(), view.job_id)
       .exec();
@@ -66,7 +67,7 @@ export class JobStore {
     if (!/^job_[A-Za-z0-9]{1,64}$/.test(id)) return null;
     const h = await this.#redis.hgetall(this.#keys.job(id));
     if (!h.data) return null;
-    return { view: JobView.parse(JSON.parse(h.data)), owner: h.owner || null, cancelRequested: h.cancel === '1', runner: h.runner || null };
+    return { view: JobView.parse(JSON.parse(h.data)), owner: h.owner || null, cancelRequested: h.cancel === '1', runner: h.runner || null, fromSeq: Number(h.from_seq ?? 0) };
   }
 
   /** Appends one webhook delivery attempt (a list, so concurrent attempts never overwrite each other). */

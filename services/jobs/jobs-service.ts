@@ -2,11 +2,12 @@
 // process), read, cancel from any process, and recovery of jobs whose runner
 // process died. The runner itself is agent/job-runner.ts.
 import { randomBytes } from 'node:crypto';
-import { emptyCounts, runJob, validatorCommand, type ModelEndpoint } from '../agent/index.ts';
-import { newSessionId, type Keys, type Pipeline, type PipelineRedis, type SessionMeta } from '../pipeline/index.ts';
+import { emptyCounts, runJob, type ModelEndpoint } from '../agent/index.ts';
+import type { Keys, Pipeline, PipelineRedis } from '../pipeline/index.ts';
 import { log, reasonOf, withIds, type Logger } from '../log/index.ts';
 import { JobControlStore, LiveJobControl } from './job-control.ts';
 import { JobEvents } from './job-events.ts';
+import { openJobSession, scopedPipeline } from './job-session.ts';
 import { FINAL_JOB_STATUSES, type JobRequest, type JobView } from './job-schemas.ts';
 import { JobStore, jobKeys } from './job-store.ts';
 import type { WebhookSender } from './webhooks.ts';
@@ -100,6 +101,7 @@ export class JobsService {
       withIds({ job_id: id, session_id: job.view.session_id }).warn({ runner: job.runner }, 'the runner of this job is gone; marked failed');
       job.view.finished_at = new Date().toISOString();
       await this.events.finish(this.store.keyOf(id), job.view);
+      await this.#d.pipeline.claims.releaseJob(job.view.session_id, id);
       recovered++;
     }
     return recovered;
@@ -112,35 +114,26 @@ export class JobsService {
       if (refused) throw new WebhookRefusedError(refused);
     }
     const jobId = newId('job');
-    const caps = this.#d.pipeline.caps;
-    const sessionId = newSessionId();
-    // The job's session will have a live container: it counts against the key's cap of those.
-    await caps.claimLive(owner, sessionId);
-    let session: SessionMeta;
-    try {
-      session = await this.#d.pipeline.createSession({
-        owner, project: request.project ?? null, approval: request.approval, policy: request.policy ?? null, jobId, sessionId, tightenOnly: opts.tightenOnly ?? false,
-        ...(request.files ? { files: request.files } : {}),
-        ...(request.validate ? { validator: validatorCommand(request.validate, 1) } : {}),
-      });
-    } catch (err) {
-      await caps.releaseLive(owner, sessionId);
-      throw err;
-    }
+    const on = await openJobSession(this.#d, request, owner, jobId, opts.tightenOnly ?? false);
     const view: JobView = {
-      job_id: jobId, session_id: session.session_id, status: 'queued', task: request.task, project: request.project ?? null,
-      approval: request.approval, flow: request.flow, limits: request.limits, model: this.#d.endpoint.model, model_source: this.#d.endpoint.source,
+      job_id: jobId, session_id: on.sessionId, status: 'queued', task: request.task, project: on.settings.project,
+      approval: on.settings.approval, flow: request.flow, limits: request.limits, model: this.#d.endpoint.model, model_source: this.#d.endpoint.source,
       turns: 0, api_calls: 0, usage: { prompt_tokens: 0, completion_tokens: 0, total_tokens: 0 }, commands: emptyCounts(),
       final_text: null, files_seeded: [], validate: request.validate ?? null, validation: request.validate ? { rounds: 0, passed: null } : null,
       error: null, webhook: request.webhook ?? null, metadata: request.metadata ?? {},
       created_at: new Date().toISOString(), started_at: null, finished_at: null,
     };
-    await this.store.create(view, owner, this.runnerId);
+    try {
+      await this.store.create(view, owner, this.runnerId, on.fromSeq);
+    } catch (err) {
+      await this.#d.pipeline.claims.releaseJob(on.sessionId, jobId);
+      throw err;
+    }
     const submitted = { ...view };
     const abort = new AbortController();
     const timeout = setTimeout(() => abort.abort('timeout'), request.limits.timeout_s * 1000);
     const control = new LiveJobControl(this.control, jobId, (paused) => this.#pauseChanged(view, paused));
-    const done = this.#run(view, request, abort.signal, control).finally(async () => {
+    const done = this.#run(view, request, on.ledgerFrom, abort.signal, control).finally(async () => {
       clearTimeout(timeout);
       this.#running.delete(jobId);
     });
@@ -148,15 +141,17 @@ export class JobsService {
     return submitted;
   }
 
-  async #run(view: JobView, request: JobRequest, signal: AbortSignal, control: LiveJobControl): Promise<void> {
+  async #run(view: JobView, request: JobRequest, ledgerFrom: number, signal: AbortSignal, control: LiveJobControl): Promise<void> {
     const logger = withIds({ job_id: view.job_id, session_id: view.session_id });
     const save = (v: JobView) => this.store.save(v).catch((err: unknown) => logger.error({ err }, 'saving the job view failed'));
     const emit = this.events.emitter(view.session_id, view.job_id);
-    const final = await runJob({ pipeline: this.#d.pipeline, stream: this.#d.endpoint.stream, emit, save, control }, view, request, signal);
+    const pipeline = scopedPipeline(this.#d.pipeline, ledgerFrom);
+    const final = await runJob({ pipeline, stream: this.#d.endpoint.stream, emit, save, control }, view, request, signal);
     await this.#settleControl(final, control, logger);
     // The final state must land even across a Redis restart, or the job would
     // stay `running` with a live runner that no recovery would ever fail.
     await this.#persistently('writing the final job state', logger, () => this.events.finish(this.store.keyOf(final.job_id), final));
+    await this.#persistently('freeing the session of the job', logger, () => this.#d.pipeline.claims.releaseJob(final.session_id, final.job_id));
     logger.info({ status: final.status, reason: final.error, api_calls: final.api_calls }, 'job finished');
     if (final.webhook) this.#d.webhooks.send(final.webhook, 'job_finished', { event: 'job_finished', job: final }, final.job_id);
   }

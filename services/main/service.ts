@@ -36,7 +36,7 @@ export async function startService(config: Config, overrides: RuntimeOverrides =
     jobsRuntime = await startJobs(runtime, logger);
     const app = createApp({
       apiKeys: config.apiKeys, apiKeyNames: config.apiKeyNames, web: config.web,
-      limits: { maxJsonBytes: config.maxJsonBytes, maxCommandsBytes: config.maxCommandsBytes, maxStreamsPerKey: config.caps.maxStreamsPerKey, maxTurnsPerKey: config.caps.maxTurnsPerKey },
+      limits: { maxJsonBytes: config.maxJsonBytes, maxCommandsBytes: config.maxCommandsBytes, maxUploadBytes: config.maxUploadBytes, maxStreamsPerKey: config.caps.maxStreamsPerKey, maxTurnsPerKey: config.caps.maxTurnsPerKey },
       pipeline: runtime.pipeline, gate: runtime.gate, redis: runtime.redis, keys: runtime.keys, metrics: runtime.metrics,
       firehose: new Firehose(runtime.subscriber, runtime.keys), jobs: jobsRuntime.jobs, viewPool,
       idempotency: new IdempotencyStore(runtime.redis, runtime.keys),

@@ -22,6 +22,8 @@ import type { PipelineMetrics } from './metrics.ts';
 import type { PolicyGate } from './policy-gate.ts';
 import { SessionQueues } from './queues.ts';
 import { checkValidator } from './validator-check.ts';
+import { SessionClaims } from './session-claims.ts';
+import { checkSeeds } from './seed-check.ts';
 import type { PipelineRedis } from './redis.ts';
 import { newSessionId, Sessions, type SessionMeta } from './sessions.ts';
 
@@ -76,6 +78,7 @@ export class Pipeline {
   readonly caps: OwnerCaps;
   readonly retention: SessionRetention;
   readonly storage: StorageBudget;
+  readonly claims: SessionClaims; // one upload or one job at a time per session
   readonly #d: PipelineDeps;
   /** per-session chain: one process enqueues a session's commands strictly one after the other */
   readonly #chains = new Map<string, Promise<unknown>>();
@@ -92,10 +95,12 @@ export class Pipeline {
     this.events = new EventWriter(deps.redis, deps.keys, deps.eventsKeep ?? 0, deps.bodyBytes);
     this.retention = new SessionRetention(deps.redis, deps.keys, this.queues, deps.retentionS);
     this.storage = new StorageBudget(deps.redis, deps.keys, deps.storeBytesPerKey ?? Infinity);
+    this.claims = new SessionClaims(deps.redis, deps.keys);
     this.caps = new OwnerCaps(deps.redis, deps.keys, deps.ownerCaps ?? { maxSessions: Infinity, maxRunning: Infinity, liveWindowMs: 0 });
   }
 
   get sandboxes(): Sandboxes { return this.#d.sandboxes; }
+  get gate(): PolicyGate { return this.#d.gate; }
   get eventsKeep(): number { return this.#d.eventsKeep ?? 0; }
   get bodyBytes(): number { return this.#d.bodyBytes; }
   get retentionS(): number { return this.#d.retentionS; }
@@ -122,7 +127,7 @@ export class Pipeline {
       policy: input.policy ?? null, job_id: input.jobId ?? null,
     };
     const draft = { ...fields, created_at: '', deleted_at: null };
-    if (input.files) this.#checkSeeds(draft, input.files);
+    if (input.files) checkSeeds(this.#d.gate, draft, input.files);
     if (input.validator) checkValidator(this.#d.gate, draft, input.validator);
     await this.storage.assert(input.owner);
     const slot = await this.caps.reserveSession(input.owner);
@@ -137,19 +142,6 @@ export class Pipeline {
     await slot.commit(meta.session_id);
     await this.queues.configure(meta.session_id);
     return meta;
-  }
-
-  /**
-   * A seeded file is the submitter's input, not a command of the session, yet
-   * it may not put where the policy would not let a command write: every path
-   * must be allowed for `write` outright (forbid and prompt both refuse).
-   */
-  #checkSeeds(session: SessionMeta, files: Record<string, string>): void {
-    const refused = Object.keys(files).flatMap((path) => {
-      const e = this.#d.gate.evaluate(session, seedCommand(path, ''), []);
-      return e.decision === 'allow' ? [] : [{ path, decision: e.decision, reason: e.reason, matched_rules: e.matched_rules }];
-    });
-    if (refused.length) throw new PipelineError('invalid_files', 'the policy does not allow writing some seeded files', refused);
   }
 
   /**

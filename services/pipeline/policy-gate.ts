@@ -1,6 +1,6 @@
 import type { Command } from '../protocol/index.ts';
 import {
-  decideApproval, evaluate, explainBash, grantOptions, loadPolicyDir, looseningIn, parsePolicyDocument,
+  decideApproval, evaluate, evaluateSeededFile, explainBash, grantOptions, loadPolicyDir, looseningIn, parsePolicyDocument,
   type ApprovalAction, type BashExplanation, type Evaluation, type Grant, type GrantOptions, type PolicyFile,
 } from '../policy/index.ts';
 import type { SessionMeta } from './sessions.ts';
@@ -13,6 +13,8 @@ import type { SessionMeta } from './sessions.ts';
 
 export interface PolicyGate {
   evaluate(session: SessionMeta, command: Command, grants: Grant[]): Evaluation;
+  /** A seeded or uploaded file's path, judged as a write by the rules that apply to seeded files (POLICY.md `applies_to`). */
+  evaluateSeeded(session: SessionMeta, path: string): Evaluation;
   decide(evaluation: Evaluation, session: SessionMeta, command: Command, grants: Grant[]): ApprovalAction;
   /** What `approve_for_session` may grant: exact always, a rule prefix when §7 allows it. */
   grantOptions(command: Command, evaluation: Evaluation): GrantOptions;
@@ -42,11 +44,13 @@ export class FilePolicyGate implements PolicyGate {
 
   #sessionLayer(session: SessionMeta): PolicyFile[] {
     if (session.policy === null || session.policy === undefined) return [];
-    let files = this.#sessionFiles.get(session.session_id);
+    // A job on an existing session may bring its own policy: cached per (session, job).
+    const key = `${session.session_id}\0${session.job_id ?? ''}`;
+    let files = this.#sessionFiles.get(key);
     if (!files) {
       files = [parsePolicyDocument('session', session.policy, 'session')];
       if (this.#sessionFiles.size > 10_000) this.#sessionFiles.clear();
-      this.#sessionFiles.set(session.session_id, files);
+      this.#sessionFiles.set(key, files);
     }
     return files;
   }
@@ -54,6 +58,10 @@ export class FilePolicyGate implements PolicyGate {
   evaluate(session: SessionMeta, command: Command, grants: Grant[]): Evaluation {
     const layers = this.#store.layers(session.project ?? undefined, this.#sessionLayer(session));
     return evaluate(layers, command, grants);
+  }
+
+  evaluateSeeded(session: SessionMeta, path: string): Evaluation {
+    return evaluateSeededFile(this.#store.layers(session.project ?? undefined, this.#sessionLayer(session)), path);
   }
 
   decide(evaluation: Evaluation, session: SessionMeta, command: Command, grants: Grant[]): ApprovalAction {

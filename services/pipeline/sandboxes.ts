@@ -1,5 +1,6 @@
+import type { Readable } from 'node:stream';
 import type { Command } from '../protocol/index.ts';
-import type { ExecutionResult, ExpectedResolution, ReadPathResult, SandboxManager } from '../sandbox/index.ts';
+import type { ExecutionResult, ExpectedResolution, ReadPathResult, SandboxManager, UploadOptions, UploadResult } from '../sandbox/index.ts';
 
 // The pipeline's only view of the sandboxes: every session's sandbox by its
 // id, three verbs and a health probe. Not the in-container executor, which a
@@ -14,6 +15,8 @@ export interface Sandboxes {
   resolvePaths(sessionId: string, paths: string[]): Promise<(string | null)[]>;
   /** Aborts whatever still runs in the session's sandbox, e.g. a dead worker's command. */
   cancelRunning(sessionId: string): Promise<number>;
+  /** A tar or tar.gz stream into the workspace, all or nothing; throws the sandbox's UploadError when refused. */
+  uploadWorkspace(sessionId: string, body: Readable, opts: UploadOptions): Promise<UploadResult>;
   /** Removes the session's sandbox (container and workspace). Idempotent. */
   remove(sessionId: string): Promise<void>;
   ping(): Promise<boolean>;
@@ -46,6 +49,11 @@ export class DockerSandboxes implements Sandboxes {
   async cancelRunning(sessionId: string): Promise<number> {
     const sandbox = await this.#manager.sandboxFor(sessionId);
     return sandbox.cancelRunning();
+  }
+
+  async uploadWorkspace(sessionId: string, body: Readable, opts: UploadOptions): Promise<UploadResult> {
+    const sandbox = await this.#manager.sandboxFor(sessionId);
+    return sandbox.uploadArchive(body, opts);
   }
 
   remove(sessionId: string): Promise<void> {

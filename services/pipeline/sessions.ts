@@ -5,8 +5,10 @@ import type { Keys } from './keys.ts';
 import type { PipelineRedis } from './redis.ts';
 
 // Session metadata in Redis, readable by every API and worker process. The
-// fields that decide execution (approval mode, project, policy) never change
-// after creation, so processes may cache them; `deleted_at` is always re-read.
+// fields set at creation never change, so processes may cache them;
+// `deleted_at` is always re-read, and so is the job running on the session
+// (session-claims.ts): a job on an existing session may bring its own
+// project, approval mode and policy, which hold while it runs.
 
 export const SessionMeta = z.object({
   session_id: z.string(),
@@ -21,6 +23,10 @@ export const SessionMeta = z.object({
   deleted_at: z.string().nullable(),
 });
 export type SessionMeta = z.infer<typeof SessionMeta>;
+
+/** What a job running on the session sets (its id, and the settings it brings or keeps). */
+export const RunningJob = SessionMeta.pick({ job_id: true, project: true, approval: true, policy: true });
+export type RunningJob = z.infer<typeof RunningJob>;
 
 export function newSessionId(): string {
   // 128 random bits, lower-case hex: URL-, key- and Docker-name-safe as is.
@@ -51,21 +57,22 @@ export class Sessions {
     return meta;
   }
 
-  /** Cached immutable part; pass fresh=true when `deleted_at` matters. */
+  /**
+   * The session as it runs now: the cached immutable part with the running
+   * job's settings over it (read on every call). Pass fresh=true when
+   * `deleted_at` matters.
+   */
   async get(sid: string, fresh = false): Promise<SessionMeta | null> {
-    if (!fresh) {
-      const hit = this.#cache.get(sid);
-      if (hit) return hit;
-    }
     if (!/^[A-Za-z0-9_-]{1,64}$/.test(sid)) return null;
-    const raw = await this.#redis.hget(this.#keys.sessionMeta(sid), 'json');
+    const key = this.#keys.sessionMeta(sid);
+    const hit = fresh ? undefined : this.#cache.get(sid);
+    if (hit) return withJob(hit, await this.#redis.hget(key, 'running_job'));
+    const [raw, deleted, job] = await this.#redis.hmget(key, 'json', 'deleted_at', 'running_job');
     if (!raw) return null;
-    const meta = SessionMeta.parse(JSON.parse(raw));
-    const deleted = await this.#redis.hget(this.#keys.sessionMeta(sid), 'deleted_at');
-    const full = { ...meta, deleted_at: deleted ?? null };
+    const full = { ...SessionMeta.parse(JSON.parse(raw)), deleted_at: deleted ?? null };
     if (this.#cache.size > 10_000) this.#cache.clear();
     this.#cache.set(sid, full);
-    return full;
+    return withJob(full, job ?? null);
   }
 
   async markDeleted(sid: string): Promise<void> {
@@ -82,4 +89,8 @@ export class Sessions {
   async isDeleted(sid: string): Promise<boolean> {
     return (await this.#redis.hexists(this.#keys.sessionMeta(sid), 'deleted_at')) === 1;
   }
+}
+
+function withJob(meta: SessionMeta, job: string | null): SessionMeta {
+  return job ? { ...meta, ...RunningJob.parse(JSON.parse(job)) } : meta;
 }

@@ -32,6 +32,8 @@ export class PolicyLayers {
   private readonly everyCommand: CommandRule[] = [];
   /** Path rules by the tool they judge. */
   private readonly byTool = new Map<ToolName, PathRule[]>();
+  /** Path rules of `write` that judge seeded and uploaded files (applies_to). */
+  private readonly seeded: PathRule[] = [];
   private readonly defaults = new Map<DefaultKey, ResolvedDefault>();
 
   constructor(global: readonly PolicyFile[], project: readonly PolicyFile[], session: readonly PolicyFile[]) {
@@ -41,6 +43,8 @@ export class PolicyLayers {
     this.rank();
     for (const t of TOOL_NAMES) this.byTool.set(t, []);
     for (const r of this.rules) {
+      if (r.kind === 'path' && r.appliesTo.has('seeded_files') && r.tools.has('write')) this.seeded.push(r);
+      if (!r.appliesTo.has('commands')) continue;
       switch (r.kind) {
         case 'command':
           this.indexCommand(r);
@@ -96,6 +100,11 @@ export class PolicyLayers {
   /** The path rules of a file tool matching one normalised path, in layer order. */
   matchPath(tool: ToolName, path: string): PathRule[] {
     return (this.byTool.get(tool) ?? []).filter((r) => PATH_RULES.matches(r, path));
+  }
+
+  /** The path rules judging a seeded or uploaded file at one normalised path, in layer order. */
+  matchSeeded(path: string): PathRule[] {
+    return this.seeded.filter((r) => PATH_RULES.matches(r, path));
   }
 
   /** Every path rule of a file tool, in layer order. */

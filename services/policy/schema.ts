@@ -7,6 +7,10 @@ import { Decision } from './decision.ts';
 export const DEFAULT_KEYS = [...TOOL_NAMES, 'complex_command'] as const;
 export type DefaultKey = (typeof DEFAULT_KEYS)[number];
 
+/** What a rule can judge (its `applies_to`). */
+export const APPLIES_TO = ['commands', 'seeded_files'] as const;
+export type AppliesTo = (typeof APPLIES_TO)[number];
+
 // YAML reads `[chmod, 755]` as a number; a token is text, so take it as such
 // rather than fail a file over unquoted digits.
 const Word = z.union([z.string().min(1), z.number().transform(String)]);
@@ -27,6 +31,12 @@ export const RuleSchema = z.strictObject({
   path: z.union([Glob, z.array(Glob).min(1)], { error: 'expected a glob or a non-empty list of globs' }).optional(),
   decision: Decision,
   justification: z.string().optional(),
+  /**
+   * What the rule judges: `commands` (every tool call, from any flow) and
+   * `seeded_files` (a session's seeded `files` and uploaded archive entries,
+   * judged as a `write` of their path). @default both
+   */
+  applies_to: z.array(z.enum(APPLIES_TO)).min(1).optional(),
   // Command rules: argv patterns; path rules: globs.
   except: z.array(z.union([CommandPatternSchema, Glob])).min(1).optional(),
   examples: z

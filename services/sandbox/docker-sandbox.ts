@@ -1,6 +1,10 @@
+import type Docker from 'dockerode';
+import type { Readable } from 'node:stream';
 import type { Command } from '../protocol/index.ts';
 import type { ExecutorClient } from './executor-client.ts';
 import { logSandboxError } from './log.ts';
+import { containerName } from './names.ts';
+import { uploadArchive, type UploadOptions, type UploadResult } from './workspace-upload.ts';
 import type { ResolvedSandboxOptions } from './sandbox-options.ts';
 import type { DirEntry, ExecutionResult, ExpectedResolution, ReadPathResult, Sandbox } from './types.ts';
 
@@ -15,6 +19,8 @@ export type SandboxHooks = {
   touch: (delta: number) => void;
   /** The executor stopped answering: kill the container so the next connect starts it afresh. */
   recover: () => Promise<void>;
+  /** The engine, for what goes beside the executor's channel (`docker exec` of an upload). */
+  docker: Docker;
 };
 
 /**
@@ -126,6 +132,18 @@ export class DockerSandbox implements Sandbox {
     this.#hooks.touch(0);
     const client = await this.#hooks.connect();
     return (await client.request<{ resolved: (string | null)[] }>('resolve', { paths }, this.#opts.requestTimeoutMs)).resolved;
+  }
+
+  /** A tar or tar.gz stream into the workspace, all or nothing (workspace-upload.ts); counts as use while it runs. */
+  async uploadArchive(body: Readable, opts: UploadOptions): Promise<UploadResult> {
+    this.#hooks.touch(+1);
+    try {
+      const client = await this.#hooks.connect();
+      const container = this.#hooks.docker.getContainer(containerName(this.#opts.namePrefix, this.sessionId));
+      return await uploadArchive({ docker: this.#hooks.docker, container, client, options: this.#opts, sessionId: this.sessionId }, body, opts);
+    } finally {
+      this.#hooks.touch(-1);
+    }
   }
 
   async cancelRunning(): Promise<number> {

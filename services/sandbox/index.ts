@@ -5,3 +5,5 @@ export { DEFAULT_OUTPUT_CAP_BYTES, resolveSandboxOptions } from './sandbox-optio
 export type { ExecutionResult, ExpectedResolution, Sandbox, ReadPathResult } from './types.ts';
 export { toContainerSpec } from './container-spec.ts';
 export { containerName, volumeName, sessionSlug, LABEL_MANAGED, LABEL_SESSION } from './names.ts';
+export { UploadError } from './workspace-upload.ts';
+export type { UploadEntry, UploadOptions, UploadRefusal, UploadResult } from './workspace-upload.ts';

@@ -201,6 +201,7 @@ export class SandboxManager {
             current.inflight = Math.max(0, current.inflight + delta);
           },
           recover: () => this.#recover(sessionId),
+          docker: this.#docker,
         },
         this.options,
       );

@@ -1,4 +1,6 @@
+import type { Readable } from 'node:stream';
 import type { Command, ToolName } from '../protocol/index.ts';
+import type { UploadOptions, UploadResult } from './workspace-upload.ts';
 
 /**
  * The outcome of one command in the sandbox (ledger fields of PROTOCOL.md §6).
@@ -44,6 +46,8 @@ export interface Sandbox {
   readPath(path: string): Promise<ReadPathResult>;
   /** Workspace-relative real paths (symlinks followed; `null` = leads outside), seen as the next command will see them. */
   resolvePaths(paths: string[]): Promise<(string | null)[]>;
+  /** Extracts a tar or tar.gz stream into the workspace, all or nothing; throws UploadError when refused. */
+  uploadArchive(body: Readable, opts: UploadOptions): Promise<UploadResult>;
   /** Aborts every command running in the sandbox (whoever started it); resolves with how many. */
   cancelRunning(): Promise<number>;
 }

@@ -10,9 +10,10 @@ const LINGER_MAX_BYTES = 64 * 1024 * 1024;
 const LINGER_MAX_MS = 30_000;
 const LINGER_IDLE_MS = 5_000;
 
-type NodeBindings = { incoming: IncomingMessage; outgoing: ServerResponse };
+export type NodeBindings = { incoming: IncomingMessage; outgoing: ServerResponse };
 
-function nodeOf(c: Context): NodeBindings | null {
+/** The Node request and response under @hono/node-server; null elsewhere (app.request in tests). */
+export function nodeOf(c: Context): NodeBindings | null {
   const env = c.env as Partial<NodeBindings> | undefined;
   return env?.incoming && env.outgoing && 'socket' in env.incoming ? (env as NodeBindings) : null;
 }
@@ -34,10 +35,10 @@ export function maxBody(maxSize: number): MiddlewareHandler<AppEnv> {
     const { incoming } = node;
     const declared = incoming.headers['content-length'];
     if (declared !== undefined && incoming.headers['transfer-encoding'] === undefined && Number(declared) > maxSize) {
-      return answerThenLinger(node, tooLarge());
+      return answerThenLinger(node, 413, tooLarge().toBody());
     }
     const body = await readUpTo(incoming, maxSize);
-    if (body === null) return answerThenLinger(node, tooLarge());
+    if (body === null) return answerThenLinger(node, 413, tooLarge().toBody());
     const raw = c.req.raw;
     // The signal is node-server's: it still fires when the client goes away.
     c.req.raw = new Request(raw.url, { method: raw.method, headers: raw.headers, body: new Uint8Array(body), signal: raw.signal });
@@ -77,15 +78,16 @@ function readUpTo(incoming: IncomingMessage, max: number): Promise<Buffer | null
 }
 
 /**
- * Sends the 413 at once, then reads and discards the rest of the body before
+ * Sends the answer (a 413, or any answer given before the body was read
+ * whole) at once, then reads and discards the rest of the body before
  * closing (a lingering close). Closing with unread bytes makes the kernel
  * reset the connection, and a client that writes its whole body before
  * reading (Node's http, fetch, Python's requests) would then see EPIPE or
  * ECONNRESET instead of the answer.
  */
-function answerThenLinger({ incoming, outgoing }: NodeBindings, err: AppError): Response {
-  const body = JSON.stringify(err.toBody());
-  outgoing.writeHead(413, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body), connection: 'close' });
+export function answerThenLinger({ incoming, outgoing }: NodeBindings, status: number, payload: unknown): Response {
+  const body = JSON.stringify(payload);
+  outgoing.writeHead(status, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body), connection: 'close' });
   outgoing.write(body);
   let discarded = 0;
   const close = () => {
@@ -110,5 +112,5 @@ function answerThenLinger({ incoming, outgoing }: NodeBindings, err: AppError): 
     incoming.resume();
   }
   // Tells @hono/node-server the answer is already on the wire; the status is for the metrics.
-  return new Response(null, { status: 413, headers: { 'x-hono-already-sent': '1' } });
+  return new Response(null, { status, headers: { 'x-hono-already-sent': '1' } });
 }

@@ -34,6 +34,11 @@ const LIST_MAX = 500;
 const routes = (d: JobRoutesDeps) => ({
   submit: route({
     method: 'post', path: '/', id: 'submitJob', summary: 'Submit an unattended job', auth: 'writer', capped: true, writes: true,
+    errors: {
+      404: '`session_id` names no session of this key (`session_not_found`)',
+      409: 'a job or an upload runs on that session (`session_busy`)',
+      410: 'that session was deleted (`session_deleted`)',
+    },
     middleware: [maxBody(d.maxJsonBytes), jsonBody()], idempotent: idempotent(d.idempotency, { body: 'json' }),
     request: { body: { required: true, content: { 'application/json': { schema: JobRequest } } } },
     ok: { 202: json(SubmitResponse, 'accepted: the job is queued') },
@@ -120,7 +125,8 @@ async function jobEvents(c: Context<AppEnv>, d: JobRoutesDeps): Promise<Response
   const job = await visibleJob(c, d.jobs);
   const jobId = job.view.job_id;
   return streamSessionEvents(c, d, job.view.session_id, {
-    after: resumePoint(c),
+    // A job on an existing session starts after the session's earlier events (another job's job_finished among them).
+    after: Math.max(resumePoint(c), job.fromSeq),
     data: ({ seq, type: _type, ...rest }) => ({ seq, ...rest, job_id: jobId }),
     endsWith: 'job_finished',
     gapData: { job_id: jobId },

@@ -60,6 +60,7 @@ const routes = (d: SessionRoutesDeps) => ({
   commands: route({
     method: 'post', path: '/{id}/commands', id: 'runCommands', summary: 'Run tf-* tags as one turn', auth: 'writer', capped: true, writes: true,
     errors: {
+      409: 'an upload into the workspace is in progress (`session_busy`): nothing of the turn was run',
       410: 'the session was deleted (`session_deleted`)',
       413: 'more than THINKFLOW_MAX_COMMANDS_PER_TURN commands in the body (`too_many_commands`, details.limit): nothing of the turn was run',
       415: 'the body is not text/plain (`unsupported_media_type`)',
@@ -163,6 +164,7 @@ async function runTurn(c: Context<AppEnv>, p: Pipeline): Promise<Response> {
   if (type && !/^text\/plain\b/i.test(type)) throw new AppError(415, 'unsupported_media_type', `expected text/plain with tf-* tags, got ${type}`);
   // Parsed (and counted) before anything is claimed or recorded.
   const items = turnItems(parseTurnBody(await c.req.text(), p.maxCommandsPerTurn, p.parserOptions));
+  await p.claims.assertNotUploading(meta.session_id);
   const signal = c.req.raw.signal;
   await p.caps.claimLive(meta.owner, meta.session_id);
   try {

@@ -12,11 +12,13 @@ import {
   ApiClient, CliError, CONNECTION_OPTIONS, jobStreamEvent, oneLine, resolveConnection, UsageError,
   type Connection, type JobRequestInput,
 } from '../api-client.ts';
+import { prepareWorkspace, type WorkspaceArgs } from './workspace-arg.ts';
 
 const USAGE = 'usage: thinkflow submit "TASK" [--approval never|on-request] [--project P] [--flow thinkflow|react]\n'
-  + '                        [--file path=localfile ...] [--max-turns N] [--timeout S] [--validate CMD] [--idempotency-key K] [--wait] [--json] [--url URL] [--key KEY]\n';
+  + '                        [--file path=localfile ...] [--workspace DIR|FILE.tar.gz] [--session ID]\n'
+  + '                        [--max-turns N] [--timeout S] [--validate CMD] [--idempotency-key K] [--wait] [--json] [--url URL] [--key KEY]\n';
 
-type Args = { request: JobRequestInput; wait: boolean; json: boolean; conn: Connection; idempotencyKey?: string };
+type Args = { request: JobRequestInput; wait: boolean; json: boolean; conn: Connection; idempotencyKey?: string; workspace: WorkspaceArgs };
 
 function wholeNumber(flag: string, raw: string | undefined): number | undefined {
   if (raw === undefined) return undefined;
@@ -35,6 +37,7 @@ async function readArgs(args: string[]): Promise<Args> {
         approval: { type: 'string' }, project: { type: 'string' }, flow: { type: 'string' },
         file: { type: 'string', multiple: true }, 'max-turns': { type: 'string' }, timeout: { type: 'string' }, validate: { type: 'string' },
         wait: { type: 'boolean', default: false }, json: { type: 'boolean', default: false }, 'idempotency-key': { type: 'string' },
+        workspace: { type: 'string' }, session: { type: 'string' },
       },
     });
   } catch (err) {
@@ -75,7 +78,9 @@ async function readArgs(args: string[]): Promise<Args> {
   const key = v['idempotency-key'];
   // The server's bounds, checked here so a typo is a usage error, not a request.
   if (key !== undefined && !/^[\x20-\x7e]{1,255}$/.test(key)) throw new UsageError('--idempotency-key must be 1 to 255 printable ASCII characters');
-  return { request, wait: v.wait, json: v.json, conn: resolveConnection(v), ...(key !== undefined ? { idempotencyKey: key } : {}) };
+  if (v.session !== undefined && v.session.trim() === '') throw new UsageError('--session needs a session id');
+  const workspace = { workspace: v.workspace, session: v.session };
+  return { request, wait: v.wait, json: v.json, conn: resolveConnection(v), workspace, ...(key !== undefined ? { idempotencyKey: key } : {}) };
 }
 
 type Target = { tool?: string; path?: string | null; dest?: string | null; cmd?: string | null };
@@ -192,10 +197,12 @@ export async function submitMain(args: string[]): Promise<number> {
   const onSigint = () => ac.abort();
   let jobId: string | undefined;
   try {
+    const uploaded = await prepareWorkspace(client, a.workspace, a.request, (line) => process.stderr.write(`${line}\n`), a.idempotencyKey);
+    if (uploaded && !a.json) process.stderr.write(`workspace: ${uploaded.files} files, ${uploaded.bytes} bytes uploaded to session ${a.request.session_id}\n`);
     const job = await client.submitJob(a.request, a.idempotencyKey);
     jobId = job.job_id;
     const urls = { job_url: client.jobUrl(job.job_id), events_url: client.eventsUrl(job.job_id) };
-    if (a.json) process.stdout.write(`${JSON.stringify({ ...job, ...urls })}\n`);
+    if (a.json) process.stdout.write(`${JSON.stringify({ ...job, ...urls, ...(uploaded ? { workspace: uploaded } : {}) })}\n`);
     else process.stdout.write(`job_id     ${job.job_id}\nsession_id ${job.session_id}\nstatus     ${job.status}\njob        ${urls.job_url}\nevents     ${urls.events_url}\n`);
     if (!a.wait) return 0;
     process.on('SIGINT', onSigint);
@@ -211,6 +218,11 @@ export async function submitMain(args: string[]): Promise<number> {
     if (err instanceof CliError) {
       process.stderr.write(`thinkflow submit: ${err.message}\n`);
       return 1;
+    }
+    // A --workspace that turned out unreadable is the caller's input.
+    if (err instanceof UsageError) {
+      process.stderr.write(`thinkflow submit: ${err.message}\n${USAGE}`);
+      return 2;
     }
     throw err;
   } finally {

@@ -74,9 +74,9 @@ function compile(head: RuleHead, input: RuleInput, fail: Fail): CommandRule {
     if (typeof e === 'string') fail(listsOnly(k));
     else except.push(compilePattern(e));
   }
-  const { id, layer, file, index, tools, decision, justification } = head;
+  const { id, layer, file, index, tools, decision, justification, appliesTo } = head;
   // One literal, not a spread of `head`: every field stays in the object, a load away on the hot path.
-  return { kind: 'command', id, layer, file, index, tools, decision, justification, pattern: input.command ? compilePattern(input.command) : undefined, except };
+  return { kind: 'command', id, layer, file, index, tools, decision, justification, appliesTo, pattern: input.command ? compilePattern(input.command) : undefined, except };
 }
 
 /**

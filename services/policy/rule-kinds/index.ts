@@ -5,7 +5,7 @@
 // entry in RULE_KINDS; `Rule` follows from the list.
 import { TOOL_NAMES, TOOLS, type ToolName } from '../../protocol/index.ts';
 import type { Decision } from '../decision.ts';
-import type { RuleInput } from '../schema.ts';
+import { APPLIES_TO, type RuleInput } from '../schema.ts';
 import { COMMAND_RULES } from './command-rule.ts';
 import type { Fail, Layer, RuleHead, RuleKind } from './kind.ts';
 import { PATH_RULES } from './path-rule.ts';
@@ -38,6 +38,10 @@ export function compileRule(at: RuleSource, input: RuleInput, fail: Fail): Rule[
       }
     }
   }
+  const appliesTo = new Set(input.applies_to ?? APPLIES_TO);
+  if (!appliesTo.has('commands') && !tools.includes('write')) {
+    fail('applies_to: [seeded_files] needs `write` among its tools (seeded and uploaded files are judged as writes)');
+  }
   const rules = kinds.map((kind) => {
     const head: RuleHead = {
       id: input.id,
@@ -47,6 +51,7 @@ export function compileRule(at: RuleSource, input: RuleInput, fail: Fail): Rule[
       tools: new Set(tools.filter((t) => TOOLS[t].judged === kind.judged)),
       decision: input.decision as Decision,
       justification: input.justification ?? '',
+      appliesTo,
     };
     return kind.compile(head, input, fail);
   });

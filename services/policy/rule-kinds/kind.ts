@@ -6,7 +6,7 @@
 // tools a rule names to find out how it matches.
 import type { ToolDescriptor, ToolName } from '../../protocol/index.ts';
 import type { Decision } from '../decision.ts';
-import type { RuleInput } from '../schema.ts';
+import type { AppliesTo, RuleInput } from '../schema.ts';
 
 export type Layer = 'global' | 'project' | 'session';
 
@@ -20,6 +20,8 @@ export type RuleHead = {
   tools: ReadonlySet<ToolName>;
   decision: Decision;
   justification: string;
+  /** `applies_to`: commands, and/or seeded and uploaded files (judged as writes of their paths). */
+  appliesTo: ReadonlySet<AppliesTo>;
 };
 
 /** Stops loading with `FILE: rules[INDEX] (ID): reason` (POLICY.md §6). */

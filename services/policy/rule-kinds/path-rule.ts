@@ -64,9 +64,9 @@ function compile(head: RuleHead, input: RuleInput, fail: Fail): PathRule {
     else fail(globsOnly(k));
   }
   const globs = input.path === undefined ? undefined : typeof input.path === 'string' ? [input.path] : input.path;
-  const { id, layer, file, index, tools, decision, justification } = head;
+  const { id, layer, file, index, tools, decision, justification, appliesTo } = head;
   // One literal, not a spread of `head`: every field stays in the object, a load away on the hot path.
-  return { kind: 'path', id, layer, file, index, tools, decision, justification, globs: globs?.map((g) => globOf(g, fail)), except };
+  return { kind: 'path', id, layer, file, index, tools, decision, justification, appliesTo, globs: globs?.map((g) => globOf(g, fail)), except };
 }
 
 function globOf(glob: string, fail: Fail): PathMatcher {

@@ -19,6 +19,10 @@ export class FakeSandboxes implements Sandboxes {
     return fs;
   }
 
+  async uploadWorkspace(): Promise<never> {
+    throw new Error('the fake executor does not take workspace uploads (test/integration/api covers them on Docker)');
+  }
+
   async execute(sid: string, c: Command, opts?: { signal?: AbortSignal }): Promise<ExecutionResult> {
     const t0 = Date.now();
     this.log.push({ sid, id: c.id, tool: c.tool, at: t0 });

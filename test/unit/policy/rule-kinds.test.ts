@@ -17,7 +17,7 @@ const fail = (reason: string): never => {
 };
 const input = (raw: Record<string, unknown>): RuleInput => RuleSchema.parse({ id: 'r', decision: 'forbid', ...raw });
 const head = (decision: RuleHead['decision'] = 'forbid'): RuleHead => ({
-  id: 'r', layer: 'global', file: 'p.yaml', index: 0, tools: new Set(), decision, justification: '',
+  id: 'r', layer: 'global', file: 'p.yaml', index: 0, tools: new Set(), decision, justification: '', appliesTo: new Set(['commands', 'seeded_files']),
 });
 const refusal = (f: () => unknown): string => {
   try {
