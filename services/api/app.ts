@@ -22,6 +22,7 @@ import { approvalEventRoutes, jobEventRoutes } from './routes/live-routes.ts';
 import { guardRawFilePaths } from './routes/raw-path.ts';
 import { sessionEventRoutes } from './routes/session-events.ts';
 import { sessionRoutes } from './routes/sessions.ts';
+import { workspaceOutRoutes } from './routes/workspace-out.ts';
 import { systemRoutes } from './routes/system.ts';
 import { jobRoutes } from './routes/jobs.ts';
 import { StreamCaps, TurnCaps } from './stream-caps.ts';
@@ -79,6 +80,7 @@ export function createApp(d: AppDeps): OpenAPIHono<AppEnv> {
   if (jobs) app.route('/v1/jobs', jobRoutes({ jobs, pipeline, redis, keys, streams, maxJsonBytes }));
   app.route('/v1/sessions', sessionRoutes({ pipeline, maxJsonBytes, maxCommandsBytes, turns }));
   app.route('/v1/sessions', sessionEventRoutes({ pipeline, redis, keys, streams }));
+  app.route('/v1/sessions', workspaceOutRoutes({ pipeline }));
   // Every approvals path, routed or not, is for operators.
   app.use('/v1/approvals', requireRole('operator', 'admin'));
   app.use('/v1/approvals/*', requireRole('operator', 'admin'));

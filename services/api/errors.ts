@@ -11,7 +11,8 @@ export type AppErrorCode =
   | 'approval_not_found' | 'approval_closed' | 'path_outside_workspace' | 'invalid_path'
   | 'invalid_policy' | 'policy_loosens' | 'grant_scope_unavailable' | 'webhook_refused' | 'invalid_files' | 'seed_failed' | 'duplicate_id' | 'not_ready' | 'too_many' | 'storage_full' | 'cleanup_failed' | 'internal'
   | 'host_not_allowed' | 'cross_origin_refused' | 'client_header_required'
-  | 'too_many_commands' | 'path_changed' | 'sandbox_unavailable' | 'storage_quota_exceeded';
+  | 'too_many_commands' | 'path_changed' | 'sandbox_unavailable' | 'storage_quota_exceeded'
+  | 'baseline_unavailable' | 'workspace_changed';
 
 export class AppError extends Error {
   readonly code: AppErrorCode;

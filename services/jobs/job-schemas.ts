@@ -25,6 +25,10 @@ export const JobRequest = z.strictObject({
 });
 export type JobRequest = z.infer<typeof JobRequest>;
 
+/** Paths changed in the job's workspace since its baseline, counted when the job finished (GET …/changes lists them). */
+export const ChangeCounts = z.object({ added: z.number().int().nonnegative(), modified: z.number().int().nonnegative(), deleted: z.number().int().nonnegative() });
+export type ChangeCounts = z.infer<typeof ChangeCounts>;
+
 export const JobView = z.object({
   job_id: z.string(),
   session_id: z.string(),
@@ -45,6 +49,8 @@ export const JobView = z.object({
   /** Files written before the first model call (`files` of the request): not commands, never in the ledger. */
   files_seeded: z.array(z.object({ path: z.string(), bytes: z.number().int() })).default([]),
   error: z.string().nullable(),
+  /** null until the job finished (or when the workspace could not be compared: GET …/changes says why). */
+  changes: ChangeCounts.nullable().default(null),
   webhook: z.string().nullable(),
   metadata: z.record(z.string(), z.unknown()),
   created_at: z.string(),

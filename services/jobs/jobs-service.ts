@@ -5,6 +5,7 @@ import { randomBytes } from 'node:crypto';
 import { runJob, type ModelEndpoint } from '../agent/index.ts';
 import { newSessionId, type Keys, type Pipeline, type PipelineRedis, type SessionMeta } from '../pipeline/index.ts';
 import { log, reasonOf, withIds, type Logger } from '../log/index.ts';
+import { countChanges, jobLinks } from './job-changes.ts';
 import { JobEvents } from './job-events.ts';
 import { FINAL_JOB_STATUSES, emptyCounts, type JobRequest, type JobView } from './job-schemas.ts';
 import { JobStore, jobKeys } from './job-store.ts';
@@ -123,7 +124,7 @@ export class JobsService {
       job_id: jobId, session_id: session.session_id, status: 'queued', task: request.task, project: request.project ?? null,
       approval: request.approval, flow: request.flow, limits: request.limits, model: this.#d.endpoint.model, model_source: this.#d.endpoint.source,
       turns: 0, api_calls: 0, usage: { prompt_tokens: 0, completion_tokens: 0, total_tokens: 0 }, commands: emptyCounts(),
-      final_text: null, files_seeded: [], error: null, webhook: request.webhook ?? null, metadata: request.metadata ?? {},
+      final_text: null, files_seeded: [], error: null, changes: null, webhook: request.webhook ?? null, metadata: request.metadata ?? {},
       created_at: new Date().toISOString(), started_at: null, finished_at: null,
     };
     await this.store.create(view, owner, this.runnerId);
@@ -143,11 +144,12 @@ export class JobsService {
     const save = (v: JobView) => this.store.save(v).catch((err: unknown) => logger.error({ err }, 'saving the job view failed'));
     const emit = this.events.emitter(view.session_id, view.job_id);
     const final = await runJob({ pipeline: this.#d.pipeline, stream: this.#d.endpoint.stream, emit, save }, view, request, signal);
+    final.changes = await countChanges(this.#d.pipeline, final.session_id, logger);
     // The final state must land even across a Redis restart, or the job would
     // stay `running` with a live runner that no recovery would ever fail.
     await this.#persistently('writing the final job state', logger, () => this.events.finish(this.store.keyOf(final.job_id), final));
     logger.info({ status: final.status, reason: final.error, api_calls: final.api_calls }, 'job finished');
-    if (final.webhook) this.#d.webhooks.send(final.webhook, 'job_finished', { event: 'job_finished', job: final }, final.job_id);
+    if (final.webhook) this.#d.webhooks.send(final.webhook, 'job_finished', { event: 'job_finished', job: final, links: jobLinks(final) }, final.job_id);
   }
 
   async #persistently(what: string, logger: Logger, step: () => Promise<void>): Promise<void> {

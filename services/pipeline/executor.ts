@@ -1,10 +1,10 @@
 import type { Command } from '../protocol/index.ts';
-import type { ExecutionResult, ExpectedResolution, ReadPathResult, SandboxManager } from '../sandbox/index.ts';
+import type { BaselineInfo, ExecutionResult, ExpectedResolution, ReadPathResult, SandboxManager, WorkspaceOut } from '../sandbox/index.ts';
 
 // The pipeline's only view of the sandbox: three verbs and a health probe.
 // Tests inject an in-memory fake; the service injects `SandboxExecutor`.
 
-export type { ExecutionResult, ExpectedResolution, ReadPathResult };
+export type { BaselineInfo, ExecutionResult, ExpectedResolution, ReadPathResult, WorkspaceOut };
 
 export interface Executor {
   /** Must not throw for a failing command (failures are `ok: false`); may throw for infrastructure errors. */
@@ -18,6 +18,8 @@ export interface Executor {
   remove(sessionId: string): Promise<void>;
   ping(): Promise<boolean>;
   close(): Promise<void>;
+  /** The workspace out: archive, baseline, change list, patch (absent where there is no real workspace, e.g. test fakes). */
+  readonly workspace?: WorkspaceOut;
 }
 
 /** The real executor: one Docker sandbox per session. */
@@ -26,6 +28,10 @@ export class SandboxExecutor implements Executor {
 
   constructor(manager: SandboxManager) {
     this.#manager = manager;
+  }
+
+  get workspace(): WorkspaceOut {
+    return this.#manager.workspace;
   }
 
   async execute(sessionId: string, command: Command, opts?: { signal?: AbortSignal; expect?: ExpectedResolution }): Promise<ExecutionResult> {

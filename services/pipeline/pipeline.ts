@@ -7,6 +7,7 @@ import { CommandLifecycle } from './command-lifecycle.ts';
 import { PipelineError } from './errors.ts';
 import { EventHub } from './event-reader.ts';
 import { EventWriter } from './event-writer.ts';
+import { resetBaseline } from './baseline.ts';
 import type { Executor } from './executor.ts';
 import type { Keys } from './keys.ts';
 import { OwnerCaps, type OwnerCapLimits } from './owner-caps.ts';
@@ -161,6 +162,7 @@ export class Pipeline {
       if (!r.ok) throw new PipelineError('seed_failed', `${path}: ${r.error ?? 'failed'}`, { path, error: r.error ?? null, error_code: r.error_code ?? null });
       seeded.push({ path, bytes: Buffer.byteLength(content, 'utf8') });
     }
+    await resetBaseline(this.#d.executor, sid);
     await this.events.append(sid, meta.job_id, { type: 'files_seeded', paths: seeded });
     return seeded;
   }

@@ -2,6 +2,7 @@ import { OUTSIDE } from '../policy/index.ts';
 import type { Command } from '../protocol/index.ts';
 import { reasonOf, withIds } from '../log/index.ts';
 import type { ApprovalState } from './approvals.ts';
+import { ensureBaseline } from './baseline.ts';
 import type { CommandLifecycle } from './command-lifecycle.ts';
 import type { Executor, ExecutionResult, ExpectedResolution } from './executor.ts';
 import type { LedgerRecord } from './ledger-record.ts';
@@ -59,6 +60,7 @@ async function execute(p: RunPorts, ctx: RunContext, approval: ApprovalState | n
   }
   await p.caps?.touchLive(session.owner, rec.session);
   try {
+    await ensureBaseline(p.executor, rec.session);
     // No signal here on purpose: a graceful shutdown lets a running command finish.
     return await executeJudged(p.executor, rec.session, command, expect, judge);
   } catch (err) {

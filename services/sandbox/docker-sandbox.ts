@@ -128,6 +128,16 @@ export class DockerSandbox implements Sandbox {
     return (await client.request<{ resolved: (string | null)[] }>('resolve', { paths }, this.#opts.requestTimeoutMs)).resolved;
   }
 
+  /** Counts the sandbox in use (the reaper leaves it running) until the returned release, which may be called more than once. */
+  hold(): () => void {
+    this.#hooks.touch(+1);
+    let held = true;
+    return () => {
+      if (held) this.#hooks.touch(-1);
+      held = false;
+    };
+  }
+
   async cancelRunning(): Promise<number> {
     const client = await this.#hooks.connect();
     return (await client.request<{ cancelled: number }>('cancelAll', {}, this.#opts.requestTimeoutMs)).cancelled;

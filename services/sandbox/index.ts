@@ -8,3 +8,5 @@ export type { ReapResult } from './reaper.ts';
 export { SandboxImageMissingError } from './session-container.ts';
 export { toContainerSpec } from './container-spec.ts';
 export { containerName, volumeName, sessionSlug, LABEL_MANAGED, LABEL_SESSION } from './names.ts';
+export type { BaselineInfo, ChangeKind, ChangeList, WorkspaceChange, WorkspaceFormat, WorkspaceOut } from './workspace-out.ts';
+export { WorkspaceExecError } from './workspace-exec.ts';
