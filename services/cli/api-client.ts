@@ -161,6 +161,13 @@ export class ApiClient {
     }
   }
 
+  /** GET of a path of this API whose body the caller streams (a download); an error answer throws ApiError. */
+  async getBody(path: string): Promise<Response> {
+    const res = await this.#fetch(`${this.url}${path}`, {});
+    if (!res.ok) throw await apiErrorFrom(res);
+    return res;
+  }
+
   submitJob(request: JobRequestInput): Promise<Submitted> {
     return this.#json('POST', `${this.url}/v1/jobs`, request);
   }

@@ -11,11 +11,13 @@ import {
   ApiClient, CliError, CONNECTION_OPTIONS, jobStreamEvent, oneLine, resolveConnection, UsageError,
   type Connection, type JobRequestInput, type JobView,
 } from '../api-client.ts';
+import { downloadResults, type DownloadTargets } from './download.ts';
 
 const USAGE = 'usage: thinkflow submit "TASK" [--approval never|on-request] [--project P] [--flow thinkflow|react]\n'
-  + '                        [--file path=localfile ...] [--max-turns N] [--timeout S] [--wait] [--json] [--url URL] [--key KEY]\n';
+  + '                        [--file path=localfile ...] [--max-turns N] [--timeout S] [--wait] [--json] [--url URL] [--key KEY]\n'
+  + '                        [--out FILE.tar.gz] [--patch FILE]   (both wait for the job, then download its workspace / patch)\n';
 
-type Args = { request: JobRequestInput; wait: boolean; json: boolean; conn: Connection };
+type Args = { request: JobRequestInput; wait: boolean; json: boolean; conn: Connection; downloads: DownloadTargets };
 
 function wholeNumber(flag: string, raw: string | undefined): number | undefined {
   if (raw === undefined) return undefined;
@@ -34,6 +36,7 @@ async function readArgs(args: string[]): Promise<Args> {
         approval: { type: 'string' }, project: { type: 'string' }, flow: { type: 'string' },
         file: { type: 'string', multiple: true }, 'max-turns': { type: 'string' }, timeout: { type: 'string' },
         wait: { type: 'boolean', default: false }, json: { type: 'boolean', default: false },
+        out: { type: 'string' }, patch: { type: 'string' },
       },
     });
   } catch (err) {
@@ -67,7 +70,8 @@ async function readArgs(args: string[]): Promise<Args> {
     }
     request.files = files;
   }
-  return { request, wait: v.wait, json: v.json, conn: resolveConnection(v) };
+  const downloads: DownloadTargets = { ...(v.out ? { out: v.out } : {}), ...(v.patch ? { patch: v.patch } : {}) };
+  return { request, wait: v.wait || Boolean(v.out || v.patch), json: v.json, conn: resolveConnection(v), downloads };
 }
 
 type Target = { tool?: string; path?: string | null; dest?: string | null; cmd?: string | null };
@@ -184,7 +188,10 @@ export async function submitMain(args: string[]): Promise<number> {
     else process.stdout.write(`job_id     ${job.job_id}\nsession_id ${job.session_id}\nstatus     ${job.status}\njob        ${urls.job_url}\nevents     ${urls.events_url}\n`);
     if (!a.wait) return 0;
     process.on('SIGINT', onSigint);
-    return await follow(client, a.conn, job.job_id, a.json, ac.signal);
+    const code = await follow(client, a.conn, job.job_id, a.json, ac.signal);
+    // Whatever the outcome: a failed job's partial result is worth seeing too.
+    await downloadResults(client, job.session_id, a.downloads);
+    return code;
   } catch (err) {
     if (ac.signal.aborted && jobId !== undefined) {
       const auth = a.conn.key ? ' -H "Authorization: Bearer $THINKFLOW_API_KEY"' : '';

@@ -3,7 +3,7 @@
 // first command) and ?format=patch, which `git apply` takes on the original
 // files to give the same tree as the archive. Real Redis and Docker, the
 // replay model.
-import { execFileSync } from 'node:child_process';
+import { execFileSync, spawn } from 'node:child_process';
 import { lstatSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, readlinkSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
@@ -103,6 +103,30 @@ describe('a job that edits two files, adds one and deletes one', () => {
     const want = tree(archive);
     expect(Object.keys(want).sort()).toEqual(['bin.dat', 'docs/new.md', 'src/a.txt', 'src/keep.txt']);
     expect(tree(original)).toEqual(want);
+  });
+});
+
+describe('thinkflow submit --out --patch', () => {
+  it('waits for the job, then writes its workspace and its patch to local files', async () => {
+    const dir = scratch();
+    const flags = Object.entries(SEEDS).flatMap(([p, content], i) => {
+      writeFileSync(join(dir, `seed${i}`), content);
+      return ['--file', `${p}=${join(dir, `seed${i}`)}`];
+    });
+    const root = new URL('../../../', import.meta.url).pathname;
+    const child = spawn(process.execPath, [join(root, 'bin/thinkflow.mjs'), 'submit', 'change four files', ...flags, '--out', join(dir, 'ws.tar.gz'), '--patch', join(dir, 'p.diff')],
+      { cwd: root, env: { ...process.env, THINKFLOW_URL: h.url, THINKFLOW_API_KEY: 'k-a' } });
+    let stderr = '';
+    child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+    const status = await new Promise<number | null>((resolve) => child.on('close', resolve));
+    expect(status, stderr).toBe(0);
+    expect(stderr).toMatch(/^workspace {2}.*ws\.tar\.gz \(\d+ bytes\)$/m);
+    expect(stderr).toMatch(/^patch {6}.*p\.diff \(\d+ bytes\)$/m);
+    const archive = scratch();
+    execFileSync('tar', ['-xzf', join(dir, 'ws.tar.gz'), '-C', archive]);
+    const original = checkout(SEEDS);
+    execFileSync('git', ['apply', join(dir, 'p.diff')], { cwd: original });
+    expect(tree(original)).toEqual(tree(archive));
   });
 });
 
