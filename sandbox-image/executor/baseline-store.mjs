@@ -15,18 +15,39 @@
 import { randomBytes } from 'node:crypto';
 import { closeSync, fstatSync, fsyncSync, mkdirSync, openSync, readdirSync, readFileSync, readSync, renameSync, rmSync, statSync, writeFileSync, writeSync } from 'node:fs';
 import { deflateRawSync, inflateRawSync } from 'node:zlib';
+import { WORKSPACE } from './paths.mjs';
+import { PRIVATE_DIR } from './tree-walk.mjs';
 
 export const PRIVATE_ROOT = process.env.THINKFLOW_PRIVATE_ROOT || '/var/lib/thinkflow/ws/.thinkflow-private';
 const STORE = `${PRIVATE_ROOT}/baseline`;
 const FAILED = `${STORE}/failed.json`;
 /** Entries changed this close to the baseline's own timestamp are hashed again whatever their stat says (git's racy-clean rule). */
-const RACY_NS = 50_000_000n;
+const RACY_MS = 50;
 
 /** `no_baseline`: none taken yet; `baseline_failed`: taking it failed (the reason is in the message). */
 export class NoBaseline extends Error {
   constructor(code, message) {
     super(message);
     this.code = code;
+  }
+}
+
+class Unsupported extends Error {
+  code = 'baseline_unsupported';
+}
+
+/**
+ * A container made before workspaces had a private area (no second mount,
+ * no tmpfs over PRIVATE_DIR) would put the store in plain sight of commands:
+ * refuse instead. Must run as root (the second mount is under a 0700 directory).
+ */
+export function assertPrivateArea() {
+  if (process.env.THINKFLOW_PRIVATE_ROOT) return; // a test's own layout
+  const ws = statSync(WORKSPACE);
+  const hidden = statSync(`${WORKSPACE}/${PRIVATE_DIR}`, { throwIfNoEntry: false });
+  const second = statSync(`${PRIVATE_ROOT}/..`, { throwIfNoEntry: false });
+  if (!hidden || hidden.dev === ws.dev || !second || second.dev !== ws.dev || second.ino !== ws.ino) {
+    throw new Unsupported('this sandbox was created before workspace baselines existed; it gets them once its container is made again');
   }
 }
 
@@ -67,7 +88,7 @@ export class BaselineWriter {
       this.bytes += this.offset - start;
     }
     const st = entry.st;
-    this.entries[entry.path] = [mode, Number(st.size), String(st.ino), String(st.mtimeNs), String(st.ctimeNs), oid];
+    this.entries[entry.path] = [mode, st.size, st.ino, st.mtimeMs, st.ctimeMs, oid];
   }
 
   /** Makes this generation current; returns what was stored. */
@@ -136,19 +157,21 @@ export function baselineSettled() {
 }
 
 /**
- * The current baseline, opened: `{baselineAt, entries, objects, fenceNs, read(oid) -> chunks}`.
- * Throws NoBaseline (with the recorded failure, if any). A generation
- * replaced while it is being opened is looked up once more.
+ * The current baseline: `{gen, baselineAt, entries, racy(entry), read(oid) ->
+ * chunks, close()}`. Throws NoBaseline. A generation replaced while it is
+ * being opened is looked up once more. `reuse`: a baseline opened before,
+ * returned as is when it is still the current generation (the executor keeps one).
  */
-export function openBaseline() {
+export function openBaseline(reuse = null) {
   for (let attempt = 0; ; attempt++) {
     const gen = currentGeneration();
     if (gen === null) {
       const failed = failureReason();
       throw failed ? new NoBaseline('baseline_failed', failed) : new NoBaseline('no_baseline', 'no baseline yet: no command has run in this workspace');
     }
+    if (reuse && reuse.gen === gen) return reuse;
     try {
-      return openGeneration(`${STORE}/${gen}`);
+      return openGeneration(gen);
     } catch (err) {
       if (err.code !== 'ENOENT' || attempt > 0) throw err;
     }
@@ -165,30 +188,35 @@ function failureReason() {
   }
 }
 
-function openGeneration(dir) {
+function openGeneration(gen) {
+  const dir = `${STORE}/${gen}`;
   const manifestFd = openSync(`${dir}/manifest.json`, 'r');
-  const pack = openSync(`${dir}/pack`, 'r');
+  let m;
+  let fenceMs;
   try {
-    const fenceNs = fstatSync(manifestFd, { bigint: true }).ctimeNs;
-    const m = JSON.parse(readFileSync(manifestFd, 'utf8'));
-    return {
-      baselineAt: m.baseline_at,
-      entries: m.entries,
-      objects: m.objects,
-      /** A stat key that matches still cannot be trusted this close to the baseline's own timestamp. */
-      racy: (e) => BigInt(e[3]) >= fenceNs - RACY_NS || BigInt(e[4]) >= fenceNs - RACY_NS,
-      *read(oid) {
-        for (const [off, len, z] of m.objects[oid] ?? []) {
-          const buf = Buffer.allocUnsafe(len);
-          if (readSync(pack, buf, 0, len, off) !== len) throw new Error(`baseline pack is short at ${off}`);
-          yield z ? inflateRawSync(buf) : buf;
-        }
-      },
-      close() {
-        closeSync(pack);
-      },
-    };
+    fenceMs = fstatSync(manifestFd).ctimeMs;
+    m = JSON.parse(readFileSync(manifestFd, 'utf8'));
   } finally {
     closeSync(manifestFd);
   }
+  let pack = null; // opened on the first read: a change list needs none
+  return {
+    gen,
+    baselineAt: m.baseline_at,
+    entries: m.entries,
+    /** A stat key that matches still cannot be trusted this close to the baseline's own timestamp. */
+    racy: (e) => e[3] >= fenceMs - RACY_MS || e[4] >= fenceMs - RACY_MS,
+    *read(oid) {
+      pack ??= openSync(`${dir}/pack`, 'r');
+      for (const [off, len, z] of m.objects[oid] ?? []) {
+        const buf = Buffer.allocUnsafe(len);
+        if (readSync(pack, buf, 0, len, off) !== len) throw new Error(`baseline pack is short at ${off}`);
+        yield z ? inflateRawSync(buf) : buf;
+      }
+    },
+    close() {
+      if (pack !== null) closeSync(pack);
+      pack = null;
+    },
+  };
 }

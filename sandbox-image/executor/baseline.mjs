@@ -3,16 +3,14 @@
 // blob id, and its content once per distinct blob (baseline-store.mjs).
 import { blobHasher, contentChunks } from './blob-io.mjs';
 import { BaselineWriter, baselineSettled, recordFailure } from './baseline-store.mjs';
-import { gitMode, walkTree } from './tree-walk.mjs';
+import { gitMode, treeEntries } from './tree-walk.mjs';
 
 /** Takes a new baseline of `root` and makes it current. */
-export async function takeBaseline(root) {
+export function takeBaseline(root) {
   const started = performance.now();
   const writer = new BaselineWriter();
   try {
-    await walkTree(root, (entry) => {
-      writer.add(entry, gitMode(entry.st), contentChunks(entry), blobHasher(Number(entry.st.size)));
-    });
+    for (const entry of treeEntries(root)) writer.add(entry, gitMode(entry.st), contentChunks(entry), blobHasher(entry.st.size));
     const r = writer.commit();
     return { ...r, ms: Math.round(performance.now() - started) };
   } catch (err) {
@@ -28,7 +26,7 @@ export async function takeBaseline(root) {
 }
 
 /** Takes one only when there is none yet (the first command of a workspace that had no seeding or upload). */
-export async function ensureBaseline(root) {
+export function ensureBaseline(root) {
   if (baselineSettled()) return { taken: false };
-  return { taken: true, ...(await takeBaseline(root)) };
+  return { taken: true, ...takeBaseline(root) };
 }

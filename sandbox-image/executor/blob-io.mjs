@@ -1,9 +1,9 @@
-// Contents of workspace entries, read safely (through the walk's directory
-// descriptor, O_NOFOLLOW, the inode the walk saw) and in bounded chunks, plus
+// Contents of workspace entries, read safely (by their name in the walk's
+// current directory, O_NOFOLLOW, the inode the walk saw) and in bounded chunks, plus
 // git's blob ids of them. Shared by the baseline, the change list and the patch.
 import { createHash } from 'node:crypto';
 import { closeSync, constants, fstatSync, openSync, readlinkSync, readSync } from 'node:fs';
-import { under, WalkRaced } from './tree-walk.mjs';
+import { WalkRaced } from './tree-walk.mjs';
 
 export const CHUNK = 1024 * 1024;
 const FILE_FLAGS = constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK;
@@ -16,7 +16,7 @@ const raced = (path) => new WalkRaced(`${Buffer.from(path, 'latin1').toString('u
  * the walk saw or its size changed while it was read.
  */
 export function* contentChunks(entry) {
-  const p = under(entry.dirFd, entry.name);
+  const p = entry.name;
   if (entry.st.isSymbolicLink()) {
     yield readlinkSync(p, { encoding: 'buffer' });
     return;
@@ -29,9 +29,9 @@ export function* contentChunks(entry) {
     throw err;
   }
   try {
-    const st = fstatSync(fd, { bigint: true });
+    const st = fstatSync(fd);
     if (!st.isFile() || st.ino !== entry.st.ino || st.dev !== entry.st.dev) throw raced(entry.path);
-    const size = Number(entry.st.size);
+    const size = entry.st.size;
     let done = 0;
     while (done < size) {
       const buf = Buffer.allocUnsafe(Math.min(CHUNK, size - done));
@@ -59,10 +59,10 @@ export const NULL_OID = '0000000000000000000000000000000000000000';
 /** The entry's blob id and size, reading it once (contentChunks guarantees the size the walk saw). */
 export function hashEntry(entry) {
   if (entry.st.isSymbolicLink()) {
-    const target = readlinkSync(under(entry.dirFd, entry.name), { encoding: 'buffer' });
+    const target = readlinkSync(entry.name, { encoding: 'buffer' });
     return { oid: blobHasher(target.length).update(target).digest('hex'), size: target.length };
   }
-  const size = Number(entry.st.size);
+  const size = entry.st.size;
   const h = blobHasher(size);
   for (const chunk of contentChunks(entry)) h.update(chunk);
   return { oid: h.digest('hex'), size };

@@ -2,7 +2,8 @@
 // it speaks JSON lines over the container's attached stdin/stdout:
 //   -> {"rid":"a1","op":"exec","command":{...},"limits":{...}}
 //   <- {"rid":"a1","result":{...}}
-// Other ops: ping, readPath, resolve {"paths"}, cancel {"target": rid}, cancelAll.
+// Other ops: ping, readPath, resolve {"paths"}, cancel {"target": rid}, cancelAll,
+// changes and baselineSettled (the workspace's baseline, workspace-ops.mjs).
 // `exec` may carry `expect: {path?, dest?}` (resolutions the host's policy
 // check saw): when they no longer hold it fails with `path_changed`. Responses carry the
 // request's rid, so several managers or overlapping requests stay matched.
@@ -18,6 +19,7 @@ import { FilesystemQuota } from './fs-quota.mjs';
 import { WorkspaceQuota } from './quota.mjs';
 import { readPath } from './read-path.mjs';
 import { killStrays } from './strays.mjs';
+import { workspaceOp } from './workspace-ops.mjs';
 
 dropToCommandUser();
 
@@ -153,6 +155,10 @@ async function handle(req) {
         lastActivity = Date.now();
       }
     }
+    case 'changes':
+    case 'baselineSettled':
+      lastActivity = Date.now();
+      return send({ rid, result: workspaceOp(req.op) });
     default:
       return send({ rid, error: `unknown op ${JSON.stringify(req.op)}` });
   }

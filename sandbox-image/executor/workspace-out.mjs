@@ -5,6 +5,7 @@
 //   node workspace-out.mjs baseline-set     -> stdout {baseline_at, files, stored_bytes, ms}
 //   node workspace-out.mjs baseline-ensure  -> stdout {taken, ...} (takes one only when there is none)
 //   node workspace-out.mjs changes          -> stdout {baseline_at, changes:[{path, change, bytes}]}
+//                                              (the service asks the executor instead: workspace-ops.mjs)
 //   node workspace-out.mjs patch            -> stdout the git patch, streamed
 //
 // A failure exits non-zero with one JSON line {code, message} on stderr.
@@ -13,20 +14,14 @@
 // (CAP_DAC_READ_SEARCH), and the executor's sweep of the command user's
 // processes after every command does not cut a download short. Every read of
 // the workspace goes through tree-walk.mjs, which never follows a link.
-import { statSync } from 'node:fs';
 import { contentChunks } from './blob-io.mjs';
 import { ensureBaseline, takeBaseline } from './baseline.mjs';
-import { openBaseline, PRIVATE_ROOT } from './baseline-store.mjs';
-import { listChanges, walkChanges } from './changes.mjs';
+import { assertPrivateArea, openBaseline } from './baseline-store.mjs';
+import { changedEntries, listChanges } from './changes.mjs';
 import { writeSection } from './git-patch.mjs';
 import { WORKSPACE } from './paths.mjs';
-import { PRIVATE_DIR } from './tree-walk.mjs';
 
 const EXIT = { no_baseline: 3, workspace_changed: 4, baseline_unsupported: 5, baseline_failed: 6 };
-
-class Unsupported extends Error {
-  code = 'baseline_unsupported';
-}
 
 /** stdout with backpressure; strings are latin1 (paths and patch text carry raw bytes). */
 const sink = {
@@ -37,24 +32,12 @@ const sink = {
   },
 };
 
-// A container made before workspaces had a private area would let the
-// store land in plain sight of commands: refuse instead.
-function assertPrivateArea() {
-  if (process.env.THINKFLOW_PRIVATE_ROOT) return; // a test's own layout
-  const ws = statSync(WORKSPACE);
-  const hidden = statSync(`${WORKSPACE}/${PRIVATE_DIR}`, { throwIfNoEntry: false });
-  const second = statSync(`${PRIVATE_ROOT}/..`, { throwIfNoEntry: false });
-  if (!hidden || hidden.dev === ws.dev || !second || second.dev !== ws.dev || second.ino !== ws.ino) {
-    throw new Unsupported('this sandbox was created before workspace baselines existed; it gets them once its container is made again');
-  }
-}
-
 const kindOf = (mode) => (mode === '120000' ? 'link' : 'file');
 
 async function writePatch() {
   const base = openBaseline();
   try {
-    await walkChanges(WORKSPACE, base, async (c) => {
+    for (const c of changedEntries(WORKSPACE, base)) {
       const from = c.old ? { mode: c.old[0], oid: c.old[5], size: c.old[1], chunks: () => base.read(c.old[5]) } : null;
       const to = c.entry ? { mode: c.mode, oid: c.oid, size: c.size, chunks: () => contentChunks(c.entry) } : null;
       if (from && to && kindOf(from.mode) !== kindOf(to.mode)) {
@@ -63,7 +46,7 @@ async function writePatch() {
       } else {
         await writeSection(sink, c.path, from, to);
       }
-    });
+    }
   } finally {
     base.close();
   }
@@ -72,7 +55,7 @@ async function writePatch() {
 async function changes() {
   const base = openBaseline();
   try {
-    return { baseline_at: base.baselineAt, changes: await listChanges(WORKSPACE, base) };
+    return { baseline_at: base.baselineAt, changes: listChanges(WORKSPACE, base) };
   } finally {
     base.close();
   }

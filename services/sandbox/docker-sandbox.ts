@@ -128,6 +128,13 @@ export class DockerSandbox implements Sandbox {
     return (await client.request<{ resolved: (string | null)[] }>('resolve', { paths }, this.#opts.requestTimeoutMs)).resolved;
   }
 
+  /** A question about the workspace's baseline that the executor answers itself (sandbox-image/executor/workspace-ops.mjs). */
+  async workspaceQuery<T>(op: 'changes' | 'baselineSettled'): Promise<T> {
+    this.#hooks.touch(0);
+    const client = await this.#hooks.connect();
+    return client.request<T>(op, {}, this.#opts.requestTimeoutMs);
+  }
+
   /** Counts the sandbox in use (the reaper leaves it running) until the returned release, which may be called more than once. */
   hold(): () => void {
     this.#hooks.touch(+1);

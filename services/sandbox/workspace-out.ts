@@ -1,7 +1,7 @@
 import type Docker from 'dockerode';
 import { Readable } from 'node:stream';
 import { containerName } from './names.ts';
-import { execJson, execStream } from './workspace-exec.ts';
+import { execJson, execStream, WorkspaceExecError } from './workspace-exec.ts';
 
 // The workspace out of its sandbox (API.md additions 2026-12-01): the
 // archive (GNU tar in the container), the baseline, the change list and the
@@ -43,8 +43,13 @@ const TAR = [
 /** Sessions whose workspace is known to have a baseline, so their commands skip the check; bounded. */
 const KNOWN_MAX = 10_000;
 
-/** A session's running sandbox; `hold()` counts it in use until the returned release (idempotent) is called, so the reaper leaves it running. */
-export type SandboxHold = { hold(): () => void };
+/**
+ * A session's running sandbox (DockerSandbox): `hold()` counts it in use
+ * until the returned release (idempotent), so the reaper leaves it running;
+ * `workspaceQuery` asks its executor.
+ */
+export type SandboxHold = { hold(): () => void; workspaceQuery<T>(op: 'changes' | 'baselineSettled'): Promise<T> };
+type Refusal = { failed: { code: string; message: string } };
 
 export class SandboxWorkspaceOut implements WorkspaceOut {
   readonly #known = new Set<string>();
@@ -70,13 +75,12 @@ export class SandboxWorkspaceOut implements WorkspaceOut {
     }
   }
 
+  // The executor answers it (no exec, no new process): it is asked for often (every finished job, pipelines polling).
   async changes(sessionId: string): Promise<ChangeList> {
-    try {
-      return await this.#json<ChangeList>(sessionId, 'changes');
-    } catch (err) {
-      if ((err as { code?: string }).code === 'no_baseline') return { baseline_at: null, changes: [] };
-      throw err;
-    }
+    const r = await (await this.running(sessionId)).workspaceQuery<ChangeList | Refusal>('changes');
+    if (!('failed' in r)) return r;
+    if (r.failed.code === 'no_baseline') return { baseline_at: null, changes: [] };
+    throw new WorkspaceExecError(r.failed.code, r.failed.message, null);
   }
 
   async setBaseline(sessionId: string): Promise<BaselineInfo> {
@@ -87,7 +91,12 @@ export class SandboxWorkspaceOut implements WorkspaceOut {
 
   async ensureBaseline(sessionId: string): Promise<void> {
     if (this.#known.has(sessionId)) return;
-    await this.#json(sessionId, 'baseline-ensure');
+    const r = await (await this.running(sessionId)).workspaceQuery<{ settled: boolean } | Refusal>('baselineSettled');
+    if ('failed' in r) {
+      this.#remember(sessionId); // the container's answer: asking again before each command would not change it
+      throw new WorkspaceExecError(r.failed.code, r.failed.message, 0);
+    }
+    if (!r.settled) await this.#json(sessionId, 'baseline-ensure');
     this.#remember(sessionId);
   }
 
