@@ -6,8 +6,8 @@
 // judged here. `--update-results` writes the `## Workspace` section of
 // bench/RESULTS.md.
 //
-// The service runs in this process (real Redis, Docker, HTTP on loopback),
-// so the RSS figure is an upper bound: it includes the client reading the download.
+// The service runs in this process (real Redis, Docker, HTTP on loopback);
+// downloads are made by curl, so the RSS figure is the service's own.
 import { execFile, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import os from 'node:os';
@@ -69,20 +69,23 @@ async function bash(sid: string, cmd: string): Promise<void> {
   if (r.status !== 'succeeded') throw new Error(`${cmd.slice(0, 60)}: ${r.status} ${r.stderr ?? ''}`);
 }
 
-/** Downloads `path`, discarding the bytes; the RSS this process gains meanwhile (sampled every 10 ms). */
-async function download(path: string): Promise<{ ms: number; bytes: number; rssGrowth: number }> {
+/**
+ * Downloads `path` with curl (a client of its own, as `docker cp` is), the
+ * bytes dropped; the RSS this process (the service) gains meanwhile, sampled
+ * every 10 ms. `rate` caps curl's pace: a slow client must not make the service buffer.
+ */
+async function download(path: string, rate?: string): Promise<{ ms: number; bytes: number; rssGrowth: number; cpuMs: number }> {
   global.gc?.();
   const before = process.memoryUsage().rss;
+  const cpu0 = process.cpuUsage();
   let peak = before;
   const sampler = setInterval(() => (peak = Math.max(peak, process.memoryUsage().rss)), 10);
   const t0 = performance.now();
-  const res = await api(path);
-  if (res.status !== 200) throw new Error(`${path}: ${res.status} ${await res.text()}`);
-  let bytes = 0;
-  for await (const chunk of res.body as unknown as AsyncIterable<Uint8Array>) bytes += chunk.length;
+  const args = ['-sS', '--fail', '-o', '/dev/null', '-w', '%{size_download}', ...(rate ? ['--limit-rate', rate] : []), `${svc.url}${path}`];
+  const { stdout } = await run('curl', args).finally(() => clearInterval(sampler));
   const ms = performance.now() - t0;
-  clearInterval(sampler);
-  return { ms, bytes, rssGrowth: Math.max(0, Math.max(peak, process.memoryUsage().rss) - before) };
+  const cpu = process.cpuUsage(cpu0);
+  return { ms, bytes: Number(stdout), rssGrowth: Math.max(0, Math.max(peak, process.memoryUsage().rss) - before), cpuMs: (cpu.user + cpu.system) / 1000 };
 }
 
 /** `docker cp CONTAINER:/workspace -` (a tar on stdout), bytes counted and dropped. */
@@ -105,15 +108,20 @@ async function downloadRows(): Promise<Row[]> {
   await bash(sid, MAKE_100_MIB);
   const workspaceBytes = 100 * MiB;
   const rows: Row[] = [];
+  await download(`/v1/sessions/${sid}/workspace?format=tar`); // warm-up: the first stream through this process loads and compiles its code
   for (const format of ['tar', 'tar.gz'] as const) {
     const runs = [];
     for (let i = 0; i < RUNS; i++) runs.push(await download(`/v1/sessions/${sid}/workspace?format=${format}`));
     const ms = median(runs.map((r) => r.ms));
     const rss = Math.max(...runs.map((r) => r.rssGrowth)) / MiB;
     const mbps = workspaceBytes / 1e6 / (ms / 1000);
-    rows.push({ work: `download 100 MiB workspace (${format}, ${(runs[0]!.bytes / MiB).toFixed(1)} MiB sent)`, via: 'GET …/workspace', figure: `${mbps.toFixed(0)} MB/s, RSS +${rss.toFixed(1)} MiB`,
+    const cpu = median(runs.map((r) => r.cpuMs));
+    rows.push({ work: `download 100 MiB workspace (${format}, ${(runs[0]!.bytes / MiB).toFixed(1)} MiB sent)`, via: 'GET …/workspace', figure: `${mbps.toFixed(0)} MB/s, RSS +${rss.toFixed(1)} MiB, service CPU ${cpu.toFixed(0)} ms`,
       target: format === 'tar' ? '≥ 100 MB/s, RSS ≤ +32 MiB' : 'RSS ≤ +32 MiB', meets: (format === 'tar' ? mbps >= 100 : true) && rss <= 32 });
   }
+  const slow = await download(`/v1/sessions/${sid}/workspace?format=tar`, '25M');
+  rows.push({ work: 'the same, to a client reading at 25 MB/s', via: 'GET …/workspace (curl --limit-rate)', figure: `${(workspaceBytes / 1e6 / (slow.ms / 1000)).toFixed(0)} MB/s, RSS +${(slow.rssGrowth / MiB).toFixed(1)} MiB`,
+    target: 'RSS ≤ +32 MiB', meets: slow.rssGrowth / MiB <= 32 });
   const cps = [];
   for (let i = 0; i < RUNS; i++) cps.push(await dockerCp(sid));
   const cpMs = median(cps.map((r) => r.ms));

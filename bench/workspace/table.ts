@@ -18,5 +18,6 @@ export function makeTable(rows: Row[]): string {
 export const gzipWorkspaceNote = [
   'The MB/s target is judged on the plain tar, the like of `docker cp` (which sends a plain tar): the gzip\'d',
   'default is bound by deflate (gzip -1) on the sandbox\'s one CPU, so its MB/s is the compressor\'s, shown for what it is.',
-  'RSS is this whole process (service and the client reading the download) over the run, sampled every 10 ms.',
+  'RSS is the service process (downloads are made by curl) over each run, sampled every 10 ms; one download before the rows warms the process up.',
+  'Service CPU is that process\'s user+system time per download: what the relay costs it, whatever the load of the machine.',
 ].join('\n');
