@@ -40,6 +40,9 @@ describe('the baseline is out of the commands\' reach', () => {
       'find /workspace /var /tmp /home -name manifest.json 2>/dev/null | wc -l',
     ].join('; '));
     expect(r.stdout!.trim().split('\n')).toEqual(['0', '1', '1', '1', '1', '0']);
+    // The API's listing of the workspace leaves it out.
+    const root = await sb.readPath('.');
+    expect(root.kind === 'dir' && root.entries.map((e) => e.name)).not.toContain('.thinkflow-private');
   });
 
   it('survives the container: a stopped and restarted sandbox compares against the same baseline', async () => {
