@@ -132,7 +132,7 @@ async function downloadRows(): Promise<Row[]> {
 async function changesRows(): Promise<Row[]> {
   const sid = await newSession();
   await bash(sid, MAKE_10K);
-  const workspace = svc.runtime.executor.workspace!;
+  const workspace = svc.runtime.sandboxes.workspace!;
   // What seeding or an upload does when it is done (pipeline/baseline.ts resetBaseline).
   const baseline = await timed(() => workspace.setBaseline(sid));
   const { stdout: du } = await run('docker', ['exec', containerName(boxes, sid), 'du', '-sb', '/workspace/src']);

@@ -13,6 +13,7 @@ import { runBash } from './bash-tool.mjs';
 import { toFailure } from './errors.mjs';
 import * as files from './file-tools.mjs';
 import { dropToCommandUser } from './identity.mjs';
+import { DEFAULT_LIMITS } from './limits.mjs';
 import path from 'node:path';
 import { resolveInside, ToolError, WORKSPACE } from './paths.mjs';
 import { FilesystemQuota } from './fs-quota.mjs';
@@ -23,13 +24,6 @@ import { workspaceOp } from './workspace-ops.mjs';
 
 dropToCommandUser();
 
-const DEFAULT_LIMITS = {
-  bashTimeoutMs: 120_000,
-  outputCapBytes: 65_536,
-  readCapBytes: 1_048_576,
-  readPathCapBytes: 16_777_216,
-  workspaceQuotaBytes: 2048 * 1024 ** 2,
-};
 // The host says whether the workspace is a filesystem of its own (the kernel enforces the quota) or a plain volume (watched here).
 const quota = process.env.THINKFLOW_WORKSPACE_FS === 'loop' ? new FilesystemQuota(WORKSPACE) : new WorkspaceQuota(WORKSPACE);
 

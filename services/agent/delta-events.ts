@@ -1,7 +1,7 @@
 // Coalesces reasoning_delta/text_delta events: a model streaming 1-byte deltas
 // would otherwise cost one Redis round trip per byte. Buffered text is flushed
 // before any other event of the turn, so the event order stays the stream order.
-import type { AgentEvent, EmitFn } from './events.ts';
+import type { JobEmit, RunnerEvent } from '../pipeline/index.ts';
 
 const FLUSH_BYTES = 2048;
 const FLUSH_MS = 50;
@@ -13,7 +13,7 @@ export class DeltaEvents {
   #text = '';
   #since = 0;
 
-  constructor(private readonly emit: EmitFn, private readonly turn: number) {}
+  constructor(private readonly emit: JobEmit, private readonly turn: number) {}
 
   async delta(kind: DeltaKind, text: string): Promise<void> {
     if (text === '') return;
@@ -25,7 +25,7 @@ export class DeltaEvents {
   }
 
   /** Any other event of the turn: flush the pending text first. */
-  async event(event: AgentEvent): Promise<void> {
+  async event(event: RunnerEvent): Promise<void> {
     await this.flush();
     await this.emit(event);
   }

@@ -18,14 +18,18 @@ export type StopReason =
   /** One turn issued more than THINKFLOW_MAX_COMMANDS_PER_TURN: nothing further is parsed. */
   | { kind: 'too_many_commands'; limit: number }
   /** The job was cancelled, timed out or the service shuts down. */
-  | { kind: 'aborted'; reason: unknown };
+  | { kind: 'aborted'; reason: unknown }
+  /** A steering message with `interrupt: true`: the model re-plans with it; the turn's queued commands still run. */
+  | { kind: 'steered' };
 
 export type DispatchInput =
   | { type: 'parsed'; output: ParserOutput }
   | { type: 'command_finished'; turn: number; commandId: string; status: LedgerStatus }
-  | { type: 'aborted'; reason: unknown };
+  | { type: 'aborted'; reason: unknown }
+  | { type: 'steered' };
 
-export type Decision =
+/** What the driver does with one input (the policy's allow/prompt/forbid is `Decision`, another concept). */
+export type DispatchVerdict =
   /** Enqueue the command (in stream order); `stop` set: then stop the stream. */
   | { kind: 'enqueue'; stream: StreamName; command: Command; stop: Extract<StopReason, { kind: 'need_result' }> | null }
   /** Report the parse error, skip what is still queued in the turn, stop the stream. */
@@ -48,12 +52,14 @@ export function startDispatch(turn: number, budget: number, perTurn = Infinity):
   return { turn, budget, perTurn, issued: 0, stopped: null };
 }
 
-export function dispatch(state: DispatchState, input: DispatchInput): { state: DispatchState; decision: Decision } {
+export function dispatch(state: DispatchState, input: DispatchInput): { state: DispatchState; decision: DispatchVerdict } {
   if (state.stopped) return { state, decision: { kind: 'ignore' } };
   const stop = (reason: StopReason) => ({ state: { ...state, stopped: reason }, decision: { kind: 'stop', reason } as const });
   switch (input.type) {
     case 'aborted':
       return stop({ kind: 'aborted', reason: input.reason });
+    case 'steered':
+      return stop({ kind: 'steered' });
     case 'command_finished':
       if (input.turn !== state.turn || !FAILURE_STATUSES.has(input.status)) return { state, decision: { kind: 'ignore' } };
       return stop({ kind: 'command_failed', commandId: input.commandId });
@@ -62,7 +68,7 @@ export function dispatch(state: DispatchState, input: DispatchInput): { state: D
   }
 }
 
-function parsed(state: DispatchState, o: ParserOutput): { state: DispatchState; decision: Decision } {
+function parsed(state: DispatchState, o: ParserOutput): { state: DispatchState; decision: DispatchVerdict } {
   if (o.type === 'error') {
     const reason = { kind: 'parse_error', stream: o.stream, error: o.error, commandsBefore: state.issued } as const;
     return { state: { ...state, stopped: reason }, decision: { kind: 'fail_turn', label: parseErrorLabel(o.error), reason } };

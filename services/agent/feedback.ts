@@ -19,6 +19,8 @@ export interface FeedbackRecord {
   stderr: string | null;
   stdout_truncated?: boolean;
   stderr_truncated?: boolean;
+  /** The approval the command waited on, if any: an expired one is told as unanswered. */
+  approval?: { decision: string | null; requested_at: string; expires_at: string } | null;
 }
 
 const SHORT_ERROR = 160;
@@ -29,13 +31,32 @@ function clip(text: string, max: number): string {
   return oneLine.length > max ? `${oneLine.slice(0, max - 1)}…` : oneLine;
 }
 
+/** How long an approval waited, as a person would say it: "15 min", "90 s". */
+function waited(approval: NonNullable<FeedbackRecord['approval']>): string {
+  const s = Math.max(0, Math.round((Date.parse(approval.expires_at) - Date.parse(approval.requested_at)) / 1000));
+  return s < 120 && s % 60 !== 0 ? `${s} s` : `${Math.round(s / 60)} min`;
+}
+
+/**
+ * An approval that expired is recorded `rejected` (POLICY.md §5), but nobody
+ * refused anything: the model hears that no operator answered in time, so it
+ * does not take it for a person's verdict on the command. Null otherwise.
+ */
+export function unansweredApproval(r: FeedbackRecord): string | null {
+  if (r.status !== 'rejected' || r.approval?.decision !== 'expired') return null;
+  return `not run: no operator answered within ${waited(r.approval)} (the approval request expired unanswered; nobody refused it)`;
+}
+
 /** One line per record: id, tool, target, status, bytes, exit code, short error. */
 export function renderLedger(records: readonly FeedbackRecord[]): string {
   const lines = records.map((r) => {
     const parts = [`id=${r.id}`, `tool=${r.tool}`, `target=${JSON.stringify(clip(targetOf(r), 200))}`, `status=${r.status}`];
+    const unanswered = unansweredApproval(r);
+    if (unanswered) parts.push('approval=unanswered');
     if (r.bytes_written !== null) parts.push(`bytes=${r.bytes_written}`);
     if (r.exit_code !== null) parts.push(`exit=${r.exit_code}`);
-    if (r.error) parts.push(`error=${JSON.stringify(clip(r.error, SHORT_ERROR))}`);
+    const error = unanswered ?? r.error;
+    if (error) parts.push(`error=${JSON.stringify(clip(error, SHORT_ERROR))}`);
     return `- ${parts.join(' ')}`;
   });
   return ['[THINKFLOW COMMAND LEDGER]', ...lines, '[/THINKFLOW COMMAND LEDGER]'].join('\n');
@@ -76,9 +97,11 @@ export function renderInterruption(i: Interruption): string {
     ].join('\n');
   }
   const r = i.record;
+  const unanswered = unansweredApproval(r);
+  const what = unanswered ? `was ${unanswered}` : `${r.status}: ${r.error ?? 'no error message'}${r.exit_code !== null ? ` (exit code ${r.exit_code})` : ''}`;
   return [
     '[THINKFLOW ERROR]',
-    `Command ${r.id} (${r.tool} ${targetOf(r)}) ${r.status}: ${r.error ?? 'no error message'}${r.exit_code !== null ? ` (exit code ${r.exit_code})` : ''}.`,
+    `Command ${r.id} (${r.tool} ${targetOf(r)}) ${what}.`,
     ...output('stdout', r.stdout, r.stdout_truncated),
     ...output('stderr', r.stderr, r.stderr_truncated),
     skipped,

@@ -1,16 +1,18 @@
 // A job from start to end: seed files (not commands), then model calls until a
 // turn ends normally, a limit is hit, or the job is cancelled. Keeps the job's
 // figures and emits the job-level events (API.md, jobs).
-import { PipelineError, type LedgerRecord, type Pipeline } from '../pipeline/index.ts';
+import { FAILURE_STATUSES, PipelineError, type JobEmit, type LedgerRecord, type LedgerStatus, type Pipeline } from '../pipeline/index.ts';
 import { targetOf } from '../protocol/index.ts';
 import { withIds, type Logger } from '../log/index.ts';
-import type { EmitFn } from './events.ts';
-import { feedbackMessage } from './feedback.ts';
+import { feedbackMessage, unansweredApproval } from './feedback.ts';
 import { FLOWS } from './flows.ts';
 import { emptyCounts, type JobState, type JobTask } from './job-state.ts';
 import type { AgentMessage, StreamFn } from './messages.ts';
+import { beforeModelCall, pendingSteering, type JobControl } from './steering.ts';
 import { decideTurnOutcome, type TurnOutcome } from './turn-outcome.ts';
 import { ModelError, runTurn, type NativeResult, type TurnPipeline, type TurnReport } from './turn-runner.ts';
+import { JobValidation } from './validation-round.ts';
+import { turnFailure, Watchdog } from './watchdog.ts';
 
 /** The part of the pipeline a job uses. */
 export type JobPipeline = TurnPipeline & Pick<Pipeline, 'seedFiles' | 'nextTurn' | 'entries' | 'uninjected' | 'markInjected'> & {
@@ -22,13 +24,15 @@ export interface JobRunnerDeps<V extends JobState> {
   /** One model call (the endpoint's `stream`). */
   stream: StreamFn;
   /** This job's events. */
-  emit: EmitFn;
+  emit: JobEmit;
   /** Persists the view; called after every change. Must not throw. */
   save(view: V): Promise<void>;
+  /** Steering messages and pause (steering.ts); none: the job runs unsteered. */
+  control?: JobControl;
 }
 
-/** Statuses whose ids the model may not reuse in later turns (PROTOCOL.md §5.3). */
-const BURNT: ReadonlySet<string> = new Set(['failed', 'skipped', 'forbidden', 'rejected', 'interrupted']);
+/** Statuses whose ids the model may not reuse in later turns (PROTOCOL.md §5.3): the failed ones and the skipped ones. */
+const BURNT: ReadonlySet<LedgerStatus> = new Set<LedgerStatus>([...FAILURE_STATUSES, 'skipped']);
 
 export class JobStopped extends Error {
   constructor(readonly status: 'failed' | 'cancelled', message: string) {
@@ -100,17 +104,31 @@ async function seedFiles<V extends JobState>(deps: JobRunnerDeps<V>, view: V, ta
   await deps.save(view);
 }
 
-/** Model calls until one ends the job; throws JobStopped when a limit or an abort ends it first. */
+/**
+ * Model calls until one ends the job (and its validator, if any, passes);
+ * throws JobStopped when a limit, the watchdog or an abort ends it first.
+ */
 async function runTurns<V extends JobState>(deps: JobRunnerDeps<V>, view: V, task: JobTask, signal: AbortSignal): Promise<void> {
   const flow = FLOWS[view.flow];
   const history: AgentMessage[] = [{ role: 'system', text: flow.systemPrompt }, { role: 'user', kind: 'task', text: taskMessage(task) }];
+  const watchdog = new Watchdog(view.limits.max_failed_turns_in_a_row);
+  const validation = task.validate ? new JobValidation(task.validate, view) : null;
   let issued = 0;
   for (let call = 1; call <= view.limits.max_turns; call++) {
     if (signal.aborted) throw stoppedBy(signal, view);
+    await beforeModelCall(deps.control, history, signal).catch((err: unknown) => {
+      throw signal.aborted ? stoppedBy(signal, view) : err;
+    });
     const { report, outcome } = await oneTurn(deps, view, { call, history: [...history], issued, signal });
     issued += report.commandsIssued;
-    if (outcome.kind === 'done') return;
-    await feedBack(deps.pipeline, view.session_id, history, report, outcome);
+    const stuck = watchdog.observe(turnFailure(outcome, report.nativeResults));
+    if (stuck) throw new JobStopped('failed', stuck);
+    let validationFailed: string | null = null;
+    if (outcome.kind === 'done') {
+      validationFailed = await validate(deps, view, validation, signal);
+      if (validationFailed === null) return;
+    }
+    await feedBack(deps.pipeline, view.session_id, history, report, outcome, validationFailed);
   }
   throw new JobStopped('failed', `max_turns (${view.limits.max_turns}) reached before the model finished`);
 }
@@ -120,17 +138,14 @@ type TurnContext = { call: number; history: AgentMessage[]; issued: number; sign
 async function oneTurn<V extends JobState>(deps: JobRunnerDeps<V>, view: V, c: TurnContext): Promise<{ report: TurnReport; outcome: TurnOutcome }> {
   const { pipeline } = deps;
   const sid = view.session_id;
-  const turn = await pipeline.nextTurn(sid).catch((err: unknown) => {
-    // The key went over its Redis budget mid-job: the job ends with that code, not as an infrastructure error.
-    if (err instanceof PipelineError && err.code === 'storage_quota_exceeded') throw new JobStopped('failed', `storage_quota_exceeded: ${err.message}`);
-    throw err;
-  });
+  const turn = await pipeline.nextTurn(sid).catch(quotaStops);
   await deps.emit({ type: 'turn_started', turn, api_call: c.call });
   const burntIds = (await pipeline.entries(sid)).filter((r) => r.turn > 0 && r.flow !== 'native' && BURNT.has(r.status)).map((r) => r.id);
   let report: TurnReport;
   try {
     report = await runTurn(deps, {
       flow: FLOWS[view.flow], sessionId: sid, jobId: view.job_id, turn, messages: c.history, commandBudget: view.limits.max_commands - c.issued, burntIds, signal: c.signal,
+      control: deps.control,
     });
   } catch (err) {
     if (c.signal.aborted) throw stoppedBy(c.signal, view);
@@ -150,21 +165,43 @@ async function oneTurn<V extends JobState>(deps: JobRunnerDeps<V>, view: V, c: T
     await pipeline.failTurn(sid, turn, 'too_many_commands');
     throw new JobStopped('failed', `too_many_commands: a model call issued more than ${report.stop.limit} commands (THINKFLOW_MAX_COMMANDS_PER_TURN)`);
   }
-  const outcome = decideTurnOutcome({ records: report.records, stop: report.stop, nativeCalls: report.toolCalls.length });
+  let outcome = decideTurnOutcome({ records: report.records, stop: report.stop, nativeCalls: report.toolCalls.length });
+  if (outcome.kind === 'done' && (await pendingSteering(deps.control))) outcome = { kind: 'steered' };
   await refreshCounts(pipeline, view);
   await deps.emit({ type: 'turn_ended', turn, api_call: c.call, outcome: outcome.kind === 'interrupt' ? outcome.interruption.kind : outcome.kind });
   await deps.save(view);
   return { report, outcome };
 }
 
+/** The key went over its Redis budget mid-job: the job ends with that code, not as an infrastructure error. */
+function quotaStops(err: unknown): never {
+  if (err instanceof PipelineError && err.code === 'storage_quota_exceeded') throw new JobStopped('failed', `storage_quota_exceeded: ${err.message}`);
+  throw err;
+}
+
+/** Null when the job is done (its validator passed, or it has none); else the [THINKFLOW VALIDATION FAILED] block. */
+async function validate<V extends JobState>(deps: JobRunnerDeps<V>, view: V, validation: JobValidation | null, signal: AbortSignal): Promise<string | null> {
+  if (!validation) return null;
+  const verdict = await validation.round(deps, signal).catch((err: unknown) => {
+    if (signal.aborted) throw stoppedBy(signal, view);
+    return quotaStops(err);
+  });
+  await deps.save(view);
+  if (verdict.kind === 'failed') throw new JobStopped('failed', verdict.error);
+  return verdict.kind === 'retry' ? verdict.feedback : null;
+}
+
 /** The turn goes into the history, with what the model must hear before its next call (§5.6). */
-async function feedBack(pipeline: JobPipeline, sid: string, history: AgentMessage[], report: TurnReport, outcome: TurnOutcome): Promise<void> {
+async function feedBack(
+  pipeline: JobPipeline, sid: string, history: AgentMessage[], report: TurnReport, outcome: TurnOutcome, validationFailed: string | null,
+): Promise<void> {
   history.push({ role: 'assistant', visibleText: report.visibleText, toolCalls: report.toolCalls, interrupted: outcome.kind === 'interrupt' });
   for (const r of report.nativeResults) history.push({ role: 'tool', toolCallId: r.call.id, text: nativeResultText(r) });
   // Native results reached the model as tool messages; everything else un-injected goes in one user message.
   const uninjected = await pipeline.uninjected(sid);
   const nativeIds = new Set(report.nativeResults.map((r) => r.call.id));
-  const feedback = feedbackMessage(uninjected.filter((r) => !(r.flow === 'native' && nativeIds.has(r.id))), outcome.kind === 'interrupt' ? outcome.interruption : null);
+  const blocks = feedbackMessage(uninjected.filter((r) => !(r.flow === 'native' && nativeIds.has(r.id))), outcome.kind === 'interrupt' ? outcome.interruption : null);
+  const feedback = [blocks, validationFailed].filter((b) => b !== null).join('\n\n');
   if (feedback) history.push({ role: 'user', kind: 'feedback', text: feedback });
   await pipeline.markInjected(sid, uninjected.map((r) => r.index));
 }
@@ -178,7 +215,8 @@ function taskMessage(task: JobTask): string {
 function nativeResultText(r: NativeResult): string {
   if (!r.record) return `error: ${r.error}`;
   const rec = r.record;
-  const head = `${rec.status}${rec.exit_code !== null ? ` (exit code ${rec.exit_code})` : ''}${rec.error ? `: ${rec.error}` : ''}`;
+  const unanswered = unansweredApproval(rec);
+  const head = unanswered ? `${rec.status}: ${unanswered}` : `${rec.status}${rec.exit_code !== null ? ` (exit code ${rec.exit_code})` : ''}${rec.error ? `: ${rec.error}` : ''}`;
   return [head, rec.stdout ?? '', rec.stderr ? `stderr:\n${rec.stderr}` : ''].filter(Boolean).join('\n');
 }
 
@@ -208,7 +246,8 @@ function addUsage(view: JobState, report: TurnReport): void {
 async function refreshCounts(pipeline: JobPipeline, view: JobState): Promise<void> {
   const counts = emptyCounts();
   for (const r of await pipeline.entries(view.session_id)) {
-    if (r.flow === 'api') continue;
+    // The model's commands only: REST ones are not the job's, a validator's are in `validation` and its events.
+    if (r.flow === 'api' || r.flow === 'validator') continue;
     counts.total++;
     if (r.status in counts) counts[r.status as keyof typeof counts]++;
     else if (r.status === 'interrupted') counts.failed++;

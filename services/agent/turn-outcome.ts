@@ -16,6 +16,8 @@ export interface TurnFacts {
 export type TurnOutcome =
   | { kind: 'interrupt'; interruption: Interruption; failed: boolean }
   | { kind: 'tools' }
+  /** A steering interrupt stopped the stream: the model has not finished, its next call carries the message. */
+  | { kind: 'steered' }
   | { kind: 'done' };
 
 export function decideTurnOutcome(facts: TurnFacts): TurnOutcome {
@@ -38,6 +40,7 @@ export function decideTurnOutcome(facts: TurnFacts): TurnOutcome {
     const record = records.find((r) => r.id === stop.commandId);
     if (record) return { kind: 'interrupt', failed: false, interruption: { kind: 'result', record } };
   }
+  if (stop.kind === 'steered') return { kind: 'steered' };
   if (facts.nativeCalls > 0) return { kind: 'tools' };
   return { kind: 'done' };
 }

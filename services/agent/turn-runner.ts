@@ -5,14 +5,14 @@
 // (PROTOCOL.md §5). The model stream, the pipeline and the event sink are
 // injected, so the whole turn runs in tests against scripted streams.
 import { TurnParser, type ParserOutput } from '../protocol/index.ts';
-import type { CommandHandle, LedgerRecord, Pipeline } from '../pipeline/index.ts';
+import type { CommandHandle, JobEmit, LedgerRecord, Pipeline } from '../pipeline/index.ts';
 import { reasonOf, withIds } from '../log/index.ts';
 import { DeltaEvents } from './delta-events.ts';
-import { dispatch, startDispatch, type Decision, type DispatchInput, type DispatchState, type StopReason } from './dispatcher.ts';
-import type { EmitFn } from './events.ts';
+import { dispatch, startDispatch, type DispatchInput, type DispatchState, type DispatchVerdict, type StopReason } from './dispatcher.ts';
 import type { Flow } from './flows.ts';
 import type { AgentMessage, ModelEvent, NativeToolCall, StreamFn, ToolSpec } from './messages.ts';
 import { commandFromToolCall, nativeTools } from './native-tools.ts';
+import type { JobControl } from './steering.ts';
 import { estimateUsage, type Usage } from './usage.ts';
 
 /** The part of the pipeline a turn uses. */
@@ -23,7 +23,7 @@ export type TurnPipeline = Pick<Pipeline, 'parserOptions' | 'enqueue' | 'failTur
 export interface TurnDeps {
   pipeline: TurnPipeline;
   stream: StreamFn;
-  emit: EmitFn;
+  emit: JobEmit;
 }
 
 export interface TurnInput {
@@ -40,6 +40,8 @@ export interface TurnInput {
   burntIds: readonly string[];
   /** Aborted on cancel or job timeout. */
   signal: AbortSignal;
+  /** Steering: an interrupt message stops this call's stream (the turn's queued commands still run). */
+  control?: Pick<JobControl, 'onInterrupt'> | undefined;
 }
 
 /** The model endpoint failed (connection, HTTP error, broken stream): the job fails with this reason. */
@@ -112,7 +114,9 @@ class TurnRun {
     signal.addEventListener('abort', onAbort, { once: true });
     if (signal.aborted) onAbort();
     try {
-      const completed = await this.#stream();
+      // Only the stream is interrupted: a message arriving while the turn drains waits for the next call.
+      const unsteer = this.input.control?.onInterrupt(() => this.#halt({ type: 'steered' }));
+      const completed = await this.#stream().finally(() => unsteer?.());
       this.#report.usage = this.#usage();
       await this.#settle(completed);
     } finally {
@@ -127,7 +131,7 @@ class TurnRun {
     return withIds({ job_id: this.input.jobId, session_id: this.input.sessionId, command_id: commandId });
   }
 
-  #decide(input: DispatchInput): Decision {
+  #decide(input: DispatchInput): DispatchVerdict {
     const { state, decision } = dispatch(this.#state, input);
     this.#state = state;
     return decision;
@@ -139,7 +143,7 @@ class TurnRun {
     if (decision.kind === 'stop') this.#stop.abort(decision.reason);
   }
 
-  async #apply(d: Decision): Promise<void> {
+  async #apply(d: DispatchVerdict): Promise<void> {
     const { pipeline } = this.deps;
     const { sessionId: sid, turn } = this.input;
     switch (d.kind) {

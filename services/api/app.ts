@@ -7,7 +7,7 @@ import { dashboardRoutes, type ToolCatalog } from '../dashboard/index.ts';
 import { TOOL_NAMES, TOOLS } from '../protocol/index.ts';
 import type { JobsService } from '../jobs/index.ts';
 import { withIds } from '../log/index.ts';
-import type { Firehose, Keys, Pipeline, PolicyGate } from '../pipeline/index.ts';
+import type { Firehose, IdempotencyStore, Keys, Pipeline, PolicyGate } from '../pipeline/index.ts';
 import type { AppEnv } from './env.ts';
 import { AppError, toAppError } from './errors.ts';
 import { auth, requireRole } from './middleware/auth.ts';
@@ -24,6 +24,7 @@ import { sessionEventRoutes } from './routes/session-events.ts';
 import { sessionRoutes } from './routes/sessions.ts';
 import { workspaceOutRoutes } from './routes/workspace-out.ts';
 import { systemRoutes } from './routes/system.ts';
+import { jobControlRoutes } from './routes/job-control.ts';
 import { jobRoutes } from './routes/jobs.ts';
 import { StreamCaps, TurnCaps } from './stream-caps.ts';
 import { validationHook } from './validate.ts';
@@ -46,6 +47,8 @@ export type AppDeps = {
   metrics: { httpRequests: RequestCounter; approvalViews?: { inc(labels: { result: string }): void }; render(): Promise<string>; readonly contentType: string };
   /** worker threads for the approval cards' large records and diffs (bounded by its limits) */
   viewPool: ViewPool;
+  /** the `Idempotency-Key`s of POST /v1/jobs, /v1/sessions and /commands, in Redis (shared by every API process) */
+  idempotency: IdempotencyStore;
   /** the jobs routes exist only with a jobs service */
   jobs?: JobsService;
 };
@@ -61,11 +64,11 @@ const openApiRoute = route({
  * @example serve({ fetch: createApp(deps).fetch, port: 8080 })
  */
 export function createApp(d: AppDeps): OpenAPIHono<AppEnv> {
-  const { pipeline, gate, firehose, redis, keys, jobs } = d;
+  const { pipeline, gate, firehose, redis, keys, jobs, idempotency } = d;
   const { maxJsonBytes, maxCommandsBytes } = d.limits;
   const streams = new StreamCaps(d.limits.maxStreamsPerKey);
   const turns = new TurnCaps(d.limits.maxTurnsPerKey ?? Infinity);
-  const ping = { redis: async () => (await redis.ping()) === 'PONG', docker: () => pipeline.executor.ping() };
+  const ping = { redis: async () => (await redis.ping()) === 'PONG', docker: () => pipeline.sandboxes.ping() };
   const app = new OpenAPIHono<AppEnv>({ defaultHook: validationHook });
 
   app.use('*', httpMetrics({ counter: d.metrics.httpRequests }));
@@ -77,8 +80,9 @@ export function createApp(d: AppDeps): OpenAPIHono<AppEnv> {
   app.route('/', systemRoutes({ ping, metrics: d.metrics }));
   app.route('/admin', adminRoutes({ pipeline }));
   if (jobs) app.route('/v1/jobs', jobEventRoutes({ firehose, streams, jobs }));
-  if (jobs) app.route('/v1/jobs', jobRoutes({ jobs, pipeline, redis, keys, streams, maxJsonBytes }));
-  app.route('/v1/sessions', sessionRoutes({ pipeline, maxJsonBytes, maxCommandsBytes, turns }));
+  if (jobs) app.route('/v1/jobs', jobRoutes({ jobs, pipeline, redis, keys, streams, maxJsonBytes, idempotency }));
+  if (jobs) app.route('/v1/jobs', jobControlRoutes({ jobs, maxJsonBytes }));
+  app.route('/v1/sessions', sessionRoutes({ pipeline, maxJsonBytes, maxCommandsBytes, turns, idempotency }));
   app.route('/v1/sessions', sessionEventRoutes({ pipeline, redis, keys, streams }));
   app.route('/v1/sessions', workspaceOutRoutes({ pipeline }));
   // Every approvals path, routed or not, is for operators.

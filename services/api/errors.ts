@@ -7,11 +7,14 @@ import { isStorageFull, PipelineError } from '../pipeline/index.ts';
 
 export type AppErrorCode =
   | 'invalid_json' | 'invalid_body' | 'invalid_query' | 'unsupported_media_type' | 'payload_too_large'
+  | 'job_finished' | 'job_not_paused'
   | 'unauthorized' | 'forbidden' | 'not_found' | 'session_not_found' | 'session_deleted'
   | 'approval_not_found' | 'approval_closed' | 'path_outside_workspace' | 'invalid_path'
   | 'invalid_policy' | 'policy_loosens' | 'grant_scope_unavailable' | 'webhook_refused' | 'invalid_files' | 'seed_failed' | 'duplicate_id' | 'not_ready' | 'too_many' | 'storage_full' | 'cleanup_failed' | 'internal'
   | 'host_not_allowed' | 'cross_origin_refused' | 'client_header_required'
   | 'too_many_commands' | 'path_changed' | 'sandbox_unavailable' | 'storage_quota_exceeded'
+  | 'invalid_idempotency_key' | 'idempotency_conflict' | 'idempotency_in_progress' | 'idempotency_answer_not_kept'
+  | 'invalid_validator'
   | 'baseline_unavailable' | 'workspace_changed';
 
 export class AppError extends Error {
@@ -37,6 +40,7 @@ const PIPELINE_STATUS: Record<PipelineError['code'], ContentfulStatusCode> = {
   too_many_commands: 413,
   // 429 like the other per-key caps: this key's quota, not the server's storage (that is 503 storage_full).
   storage_quota_exceeded: 429,
+  invalid_validator: 400,
 };
 
 /** The one boundary where pipeline errors become HTTP errors. */

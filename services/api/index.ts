@@ -2,9 +2,7 @@
 export { createApp } from './app.ts';
 export { ViewPool } from './card/view-pool.ts';
 export { AppError, toAppError } from './errors.ts';
-export type { AppErrorCode } from './errors.ts';
-export type { AppEnv, Principal } from './env.ts';
+export type { AppEnv } from './env.ts';
 export type { AppDeps } from './app.ts';
 export type { PendingApproval } from './schemas.ts';
 export { auth, requireRole, principalId } from './middleware/auth.ts';
-export { maxBody } from './middleware/limits.ts';

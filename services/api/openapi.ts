@@ -4,6 +4,7 @@ import { z } from 'zod';
 import { JobView } from '../jobs/index.ts';
 import { LedgerRecord } from '../pipeline/index.ts';
 import { requireRole } from './middleware/auth.ts';
+import { IDEMPOTENCY_ERRORS, IdempotencyHeaders } from './middleware/idempotency.ts';
 
 // OpenAPI 3.1 generated from the routes themselves (@hono/zod-openapi): every
 // route is declared with `route()` and registered with `app.openapi`, so its
@@ -61,6 +62,8 @@ type Spec<M extends RouteConfig['method'], P extends string, Req extends RouteCo
   errors?: Record<number, string>;
   /** run after the role check, before validation (body limits, body reading) */
   middleware?: MiddlewareHandler[];
+  /** the route's Idempotency-Key middleware (middleware/idempotency.ts), run after `middleware`; documents the header and its answers */
+  idempotent?: MiddlewareHandler;
   request?: Req;
   /** the successful answer(s), by status */
   ok: Record<number, Answer>;
@@ -122,16 +125,23 @@ export type Route<M, P, Req> = Omit<RouteConfig, 'method' | 'path' | 'request' |
 export function route<M extends RouteConfig['method'], P extends string, Req extends RouteConfig['request'] = undefined>(s: Spec<M, P, Req>): Route<M, P, Req> {
   const names = [...s.path.matchAll(PARAM)].map((m) => m[1]!);
   const params = names.length ? z.object(Object.fromEntries(names.map((n) => [n, z.string()]))) : undefined;
+  const errors = s.idempotent ? joinErrors(s.errors ?? {}, IDEMPOTENCY_ERRORS) : s.errors;
   return createRoute({
     method: s.method,
     path: s.path,
     operationId: s.id,
     summary: s.summary,
     ...(s.auth === 'none' ? { security: [] } : {}),
-    middleware: [...GUARD[s.auth], ...(s.middleware ?? [])],
-    request: { ...(params ? { params } : {}), ...s.request } as RouteConfig['request'],
-    responses: { ...s.ok, ...errorAnswers(s) },
+    middleware: [...GUARD[s.auth], ...(s.middleware ?? []), ...(s.idempotent ? [s.idempotent] : [])],
+    request: { ...(params ? { params } : {}), ...(s.idempotent ? { headers: IdempotencyHeaders } : {}), ...s.request } as RouteConfig['request'],
+    responses: { ...s.ok, ...errorAnswers({ ...s, ...(errors ? { errors } : {}) }) },
   }) as unknown as Route<M, P, Req>;
+}
+
+function joinErrors(a: Record<number, string>, b: Record<number, string>): Record<number, string> {
+  const out = { ...a };
+  for (const [status, text] of Object.entries(b)) out[Number(status)] = out[Number(status)] ? `${out[Number(status)]}; or ${text}` : text;
+  return out;
 }
 
 const DOCUMENT = {

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { ROLES } from '../config/index.ts';
-import { ApprovalDecision, PublicApproval, SessionMeta } from '../pipeline/index.ts';
+import { ApprovalAnswer, PublicApproval, SessionMeta } from '../pipeline/index.ts';
 import { ApprovalMode, GrantScope, ProjectName } from '../policy/index.ts';
 
 // REST bodies, queries and the answers only the API gives (API.md). Request
@@ -19,8 +19,7 @@ export const CreateSessionBody = z.strictObject({
 export type CreateSessionBody = z.infer<typeof CreateSessionBody>;
 
 export const AnswerApprovalBody = z.strictObject({
-  /** an answer; `expired` is the clock's, never a person's */
-  decision: ApprovalDecision.exclude(['expired']),
+  decision: ApprovalAnswer,
   reason: z.string().optional(),
   /**
    * approve_for_session only: `exact` (default) grants the same command; `prefix` the

@@ -9,7 +9,7 @@ import type { z } from 'zod';
 import type { PendingApproval } from '../api/index.ts';
 import { log } from '../log/index.ts';
 import type { JobRequest, JobView, SubmitResponse } from '../jobs/index.ts';
-import type { AnswerDecision, PublicApproval, StreamEvent } from '../pipeline/index.ts';
+import type { ApprovalAnswer, PublicApproval, StreamEvent } from '../pipeline/index.ts';
 import { SseParser, type SseEvent } from './sse-parser.ts';
 
 export const DEFAULT_URL = 'http://127.0.0.1:8080';
@@ -19,9 +19,6 @@ export const CONNECTION_OPTIONS = { url: { type: 'string' }, key: { type: 'strin
 
 export type JobRequestInput = z.input<typeof JobRequest>;
 export type Submitted = z.infer<typeof SubmitResponse>;
-export type { JobView, PendingApproval };
-export type AnsweredApproval = PublicApproval;
-export type Decision = AnswerDecision;
 
 /** Bad command-line input: the command prints it with its usage line and exits 2. */
 export class UsageError extends Error {}
@@ -140,8 +137,8 @@ export class ApiClient {
     }
   }
 
-  async #json<T>(method: string, url: string, body?: unknown): Promise<T> {
-    const init: RequestInit & { headers: Record<string, string> } = { method, headers: { accept: 'application/json' } };
+  async #json<T>(method: string, url: string, body?: unknown, headers: Record<string, string> = {}): Promise<T> {
+    const init: RequestInit & { headers: Record<string, string> } = { method, headers: { accept: 'application/json', ...headers } };
     if (body !== undefined) {
       init.headers['content-type'] = 'application/json';
       init.body = JSON.stringify(body);
@@ -168,8 +165,9 @@ export class ApiClient {
     return res;
   }
 
-  submitJob(request: JobRequestInput): Promise<Submitted> {
-    return this.#json('POST', `${this.url}/v1/jobs`, request);
+  /** With an `idempotencyKey`, submitting again (e.g. after a network error) gives the same job, not a second one. */
+  submitJob(request: JobRequestInput, idempotencyKey?: string): Promise<Submitted> {
+    return this.#json('POST', `${this.url}/v1/jobs`, request, idempotencyKey !== undefined ? { 'idempotency-key': idempotencyKey } : {});
   }
 
   getJob(jobId: string): Promise<JobView> {
@@ -180,12 +178,24 @@ export class ApiClient {
     return this.#json('POST', `${this.jobUrl(jobId)}/cancel`);
   }
 
+  steerJob(jobId: string, text: string, interrupt: boolean): Promise<{ message_id: string; job_id: string; interrupt: boolean }> {
+    return this.#json('POST', `${this.jobUrl(jobId)}/messages`, { text, interrupt });
+  }
+
+  pauseJob(jobId: string): Promise<JobView> {
+    return this.#json('POST', `${this.jobUrl(jobId)}/pause`);
+  }
+
+  resumeJob(jobId: string): Promise<JobView> {
+    return this.#json('POST', `${this.jobUrl(jobId)}/resume`);
+  }
+
   async pendingApprovals(): Promise<{ approvals: PendingApproval[] }> {
     return this.#json('GET', `${this.url}/v1/approvals?status=pending`);
   }
 
   /** `scope: 'prefix'` asks approve_for_session for the wider grant the approval offers (POLICY.md §7). */
-  answerApproval(token: string, decision: Decision, reason?: string, scope?: 'prefix'): Promise<{ approval: AnsweredApproval | null }> {
+  answerApproval(token: string, decision: ApprovalAnswer, reason?: string, scope?: 'prefix'): Promise<{ approval: PublicApproval | null }> {
     return this.#json('POST', `${this.url}/v1/approvals/${encodeURIComponent(token)}`, { decision, ...(reason === undefined ? {} : { reason }), ...(scope ? { scope } : {}) });
   }
 

@@ -21,6 +21,9 @@ export const CLIENT_SUBCOMMANDS: Subcommands = {
   approve: { summary: 'approve TOKEN [--session [--prefix]]      approve a pending command', load: async () => (await import('./commands/approve.ts')).approveMain },
   reject: { summary: 'reject TOKEN [--reason "..."]             reject a pending command', load: async () => (await import('./commands/approve.ts')).rejectMain },
   cancel: { summary: 'cancel JOB_ID                             stop a job: the model, the queue, its approvals', load: async () => (await import('./commands/cancel.ts')).cancelMain },
+  say: { summary: 'say JOB_ID "TEXT" [--interrupt]           steer a running job (--interrupt: stop its stream now)', load: async () => (await import('./commands/steer.ts')).sayMain },
+  pause: { summary: 'pause JOB_ID                              no new model call or command starts until resume', load: async () => (await import('./commands/steer.ts')).pauseMain },
+  resume: { summary: 'resume JOB_ID                             let a paused job go on', load: async () => (await import('./commands/steer.ts')).resumeMain },
 };
 
 /**

@@ -3,6 +3,22 @@ import { z } from 'zod';
 // One schema for the process environment: defaults live here and nowhere else.
 const int = (d: number) => z.coerce.number().int().nonnegative().default(d);
 
+/**
+ * The defaults a lower layer also falls back to when its caller passes
+ * nothing (the sandbox's options): set once here, imported there.
+ */
+export const ENV_DEFAULTS = {
+  THINKFLOW_SANDBOX_PREFIX: 'thinkflow-',
+  THINKFLOW_SANDBOX_IMAGE: 'thinkflow/sandbox:latest',
+  THINKFLOW_WORKSPACE_QUOTA_MB: 2048,
+  THINKFLOW_WORKSPACE_FS: 'auto',
+  THINKFLOW_WORKSPACE_DIR: '/var/lib/thinkflow/workspaces',
+  THINKFLOW_WORKSPACE_INODES: 100_000,
+  THINKFLOW_WORKSPACE_SPARES: 2,
+  THINKFLOW_SANDBOX_IDLE_STOP_S: 600,
+} as const;
+const D = ENV_DEFAULTS;
+
 export const EnvSchema = z.object({
   PORT: z.coerce.number().int().min(0).max(65535).default(8080),
   HOST: z.string().min(1).default('127.0.0.1'),
@@ -25,14 +41,14 @@ export const EnvSchema = z.object({
   /** a deleted session's keys (ledger, events, queue) and a finished job's expire after this many seconds */
   THINKFLOW_RETENTION_S: z.coerce.number().int().min(1).default(7 * 24 * 3600),
   /** name prefix of session containers and volumes (tests isolate with their own) */
-  THINKFLOW_SANDBOX_PREFIX: z.string().regex(/^[a-z0-9][a-z0-9_.-]{0,40}$/).default('thinkflow-'),
+  THINKFLOW_SANDBOX_PREFIX: z.string().regex(/^[a-z0-9][a-z0-9_.-]{0,40}$/).default(D.THINKFLOW_SANDBOX_PREFIX),
   /** any OpenAI-compatible endpoint, with its version path; unset = the built-in replay model */
   OPENAI_BASE_URL: z.string().url().optional(),
   OPENAI_API_KEY: z.string().optional(),
   /** required with OPENAI_BASE_URL (no silent default: a wrong model name would bill or fail far from here) */
   THINKFLOW_MODEL: z.string().min(1).optional(),
   /** image of the session containers */
-  THINKFLOW_SANDBOX_IMAGE: z.string().min(1).default('thinkflow/sandbox:latest'),
+  THINKFLOW_SANDBOX_IMAGE: z.string().min(1).default(D.THINKFLOW_SANDBOX_IMAGE),
   /** PROTOCOL.md §1: bare legacy tag names (`<write …>`) are commands too (off by default) */
   THINKFLOW_LEGACY_TAGS: z.stringbool().default(false),
   /** PROTOCOL.md §3: a tag body over this many UTF-8 bytes is a `too_large` parse error */
@@ -50,13 +66,13 @@ export const EnvSchema = z.object({
   /** seconds without a heartbeat after which another API process fails a runner's unfinished jobs */
   THINKFLOW_RUNNER_TTL_S: z.coerce.number().int().min(1).max(3600).default(20),
   /** workspace quota per session in MiB; a command that writes past it fails with workspace_full */
-  THINKFLOW_WORKSPACE_QUOTA_MB: z.coerce.number().int().min(1).default(2048),
+  THINKFLOW_WORKSPACE_QUOTA_MB: z.coerce.number().int().min(1).default(D.THINKFLOW_WORKSPACE_QUOTA_MB),
   /** each workspace is an ext4 image (size = quota) on a loop device: `auto` when the host can (root, /dev/loop-control), else the watchdog, said loudly */
-  THINKFLOW_WORKSPACE_FS: z.enum(['auto', 'loop', 'watchdog']).default('auto'),
-  THINKFLOW_WORKSPACE_DIR: z.string().min(1).default('/var/lib/thinkflow/workspaces'),
-  THINKFLOW_WORKSPACE_INODES: z.coerce.number().int().min(1024).default(100_000),
+  THINKFLOW_WORKSPACE_FS: z.enum(['auto', 'loop', 'watchdog']).default(D.THINKFLOW_WORKSPACE_FS),
+  THINKFLOW_WORKSPACE_DIR: z.string().min(1).default(D.THINKFLOW_WORKSPACE_DIR),
+  THINKFLOW_WORKSPACE_INODES: z.coerce.number().int().min(1024).default(D.THINKFLOW_WORKSPACE_INODES),
   /** workspace images kept ready on a loop device per process (0: made on a session's first command) */
-  THINKFLOW_WORKSPACE_SPARES: z.coerce.number().int().min(0).max(64).default(2),
+  THINKFLOW_WORKSPACE_SPARES: z.coerce.number().int().min(0).max(64).default(D.THINKFLOW_WORKSPACE_SPARES),
   /** per-key caps (429 too_many): open sessions, sessions with work in progress, open SSE streams */
   THINKFLOW_MAX_SESSIONS_PER_KEY: z.coerce.number().int().min(1).default(100),
   THINKFLOW_MAX_RUNNING_PER_KEY: z.coerce.number().int().min(1).default(20),
@@ -74,7 +90,7 @@ export const EnvSchema = z.object({
   /** open connections per client address; more are closed at once (behind a proxy, raise it) */
   THINKFLOW_MAX_CONNECTIONS_PER_ADDRESS: z.coerce.number().int().min(1).default(128),
   /** a session's container is stopped after this long unused (kept with its workspace; the next command starts it) */
-  THINKFLOW_SANDBOX_IDLE_STOP_S: z.coerce.number().int().min(1).default(600),
+  THINKFLOW_SANDBOX_IDLE_STOP_S: z.coerce.number().int().min(1).default(D.THINKFLOW_SANDBOX_IDLE_STOP_S),
   /** how often the worker's reaper runs (stops idle containers, removes those of deleted or long-idle sessions) */
   THINKFLOW_SANDBOX_REAP_INTERVAL_S: z.coerce.number().int().min(1).default(60),
   /** pino level of the service's JSON log lines on stderr */

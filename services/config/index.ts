@@ -1,4 +1,4 @@
 // The config's door: the env schema, its parsed form, and the key parsers.
-export { EnvSchema, loadConfig, parseApiKeyEntries, parseApiKeys, parseApiKeyNames } from './env.ts';
+export { ENV_DEFAULTS, loadConfig, parseApiKeys, parseApiKeyNames } from './env.ts';
 export type { ApiKeys, Config, Role } from './env.ts';
 export { ROLES } from './env.ts';

@@ -1,9 +1,8 @@
 // The jobs module's door. One export statement per line.
 export { JobsService, WebhookRefusedError } from './jobs-service.ts';
-export type { JobsServiceDeps } from './jobs-service.ts';
-export { JobStore, jobKeys } from './job-store.ts';
+export { JobStore } from './job-store.ts';
 export type { StoredJob } from './job-store.ts';
-export { JobRequest, JobView, JobStatus, JobLimits, SubmitResponse, WebhookDelivery, FINAL_JOB_STATUSES, CommandCounts, emptyCounts } from './job-schemas.ts';
+export { JobRequest, JobView, SubmitResponse, WebhookDelivery, FINAL_JOB_STATUSES } from './job-schemas.ts';
 export { JobEvents } from './job-events.ts';
-export { WebhookSender, signBody } from './webhooks.ts';
-export type { WebhookOptions } from './webhooks.ts';
+export { WebhookSender, signBody, signTimestamped } from './webhooks.ts';
+export { JobControlStore, MAX_MESSAGE_CHARS, MAX_PENDING_MESSAGES } from './job-control.ts';

@@ -7,8 +7,8 @@ import type { ChangeCounts, JobView } from './job-schemas.ts';
 // paths) and the links a pipeline follows to take the result.
 
 /** Counts by kind; null when the workspace could not be compared (logged; GET …/changes answers why). */
-export async function countChanges(pipeline: Pick<Pipeline, 'executor'>, sid: string, logger: Logger): Promise<ChangeCounts | null> {
-  const out = pipeline.executor.workspace;
+export async function countChanges(pipeline: Pick<Pipeline, 'sandboxes'>, sid: string, logger: Logger): Promise<ChangeCounts | null> {
+  const out = pipeline.sandboxes.workspace;
   if (!out) return null;
   try {
     const { changes } = await out.changes(sid);

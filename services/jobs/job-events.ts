@@ -1,4 +1,4 @@
-import { EventWriter, type EventBody, type JobEmit, type JobEvent, type Keys, type PipelineRedis } from '../pipeline/index.ts';
+import { EventWriter, type EventBody, type JobEmit, type Keys, type PipelineRedis, type RunnerEvent } from '../pipeline/index.ts';
 import { jobKeys } from './job-store.ts';
 
 // The job's side of the session's event stream. The events themselves are the
@@ -6,10 +6,9 @@ import { jobKeys } from './job-store.ts';
 // a job's SSE is one ordered stream replayable from any Last-Event-ID); what
 // this adds is the job: `job_finished` lands with the job's final view.
 
-type RunnerEvent = Exclude<JobEvent, { type: 'job_finished' }>;
 export type RunnerEventType = RunnerEvent['type'];
 /** What the runner says with an event of type T (the log adds seq, ids and time). */
-export type RunnerEventFields<T extends RunnerEventType> = Omit<EventBody<Extract<RunnerEvent, { type: T }>>, 'type'>;
+export type RunnerEventFields<T extends RunnerEventType> = Omit<Extract<RunnerEvent, { type: T }>, 'type'>;
 
 export class JobEvents {
   readonly #writer: EventWriter;

@@ -1,12 +1,10 @@
 import { z } from 'zod';
 import { ApprovalMode, ProjectName } from '../policy/index.ts';
-import { CommandCounts, FlowName, JobLimits, JobStatus, JobUsage } from '../agent/index.ts';
+import { CommandCounts, FlowName, JobLimits, JobStatus, JobUsage, JobValidate, ValidationProgress } from '../agent/index.ts';
 
 // The jobs REST contract (API.md): request body and the job view. One schema
 // for validation, types and OpenAPI. Status, limits, usage and command counts
-// are the agent loop's (agent/job-state.ts), re-exported here with the view.
-
-export { CommandCounts, JobLimits, JobStatus, emptyCounts } from '../agent/index.ts';
+// are the agent loop's (agent/job-state.ts): import them from agent/.
 
 export const FINAL_JOB_STATUSES: ReadonlySet<JobStatus> = new Set(['succeeded', 'failed', 'cancelled']);
 
@@ -19,7 +17,9 @@ export const JobRequest = z.strictObject({
   files: z.record(z.string().min(1).max(4096), z.string()).optional(),
   /** A session policy layer, same shape as a policy file (an object, or its YAML text). */
   policy: z.union([z.record(z.string(), z.unknown()), z.string()]).optional(),
-  limits: JobLimits.default({ max_turns: 8, max_commands: 200, timeout_s: 900 }),
+  limits: JobLimits.default({ max_turns: 8, max_commands: 200, timeout_s: 900, max_failed_turns_in_a_row: 3 }),
+  /** Run when the model ends; a failure goes back to the model, `max_rounds` failures fail the job (`validation_failed`). */
+  validate: JobValidate.optional(),
   webhook: z.url({ protocol: /^https?$/, error: 'webhook must be an http(s) URL' }).optional(),
   metadata: z.record(z.string(), z.unknown()).optional(),
 });
@@ -48,6 +48,9 @@ export const JobView = z.object({
   final_text: z.string().nullable(),
   /** Files written before the first model call (`files` of the request): not commands, never in the ledger. */
   files_seeded: z.array(z.object({ path: z.string(), bytes: z.number().int() })).default([]),
+  /** The request's validator (null: none), and how its rounds went. */
+  validate: JobValidate.nullable().default(null),
+  validation: ValidationProgress.nullable().default(null),
   error: z.string().nullable(),
   /** null until the job finished (or when the workspace could not be compared: GET …/changes says why). */
   changes: ChangeCounts.nullable().default(null),
@@ -63,6 +66,8 @@ export const SubmitResponse = z.object({ job_id: z.string(), session_id: z.strin
 
 /** One attempt to deliver the job's final view to its webhook. */
 export const WebhookDelivery = z.object({
+  /** the delivery's `X-ThinkFlow-Delivery`: the same on each of its retries */
+  delivery_id: z.string(),
   attempt: z.number().int(), at: z.string(), ok: z.boolean(), status_code: z.number().int().optional(), error: z.string().optional(),
 });
 export type WebhookDelivery = z.infer<typeof WebhookDelivery>;

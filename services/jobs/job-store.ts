@@ -1,9 +1,9 @@
 import type { Redis } from 'ioredis';
 import { JobView } from './job-schemas.ts';
-import type { WebhookDelivery } from './webhooks.ts';
+import type { WebhookDelivery } from './job-schemas.ts';
 
 // Jobs in Redis: one hash per job (`data` = the JobView JSON, `owner`,
-// `cancel`), and a zset of all jobs by creation time. The job's runner is the
+// `cancel`, `pause`), and a zset of all jobs by creation time. The job's runner is the
 // only writer of `data`; cancel requests go to their own field so they never
 // race it.
 
@@ -14,6 +14,8 @@ export function jobKeys(prefix: string) {
     /** pub/sub: a job's view was written (payload: job id), for live job lists */
     changes: () => `${prefix}:jobs:ch`,
     deliveries: (id: string) => `${prefix}:job:${id}:webhook-deliveries`,
+    /** steering messages not yet taken by a model call (job-control.ts) */
+    messages: (id: string) => `${prefix}:job:${id}:messages`,
     /** a runner process's heartbeat (expires after THINKFLOW_RUNNER_TTL_S) */
     runner: (id: string) => `${prefix}:runner:${id}`,
   };

@@ -2,12 +2,13 @@
 // process), read, cancel from any process, and recovery of jobs whose runner
 // process died. The runner itself is agent/job-runner.ts.
 import { randomBytes } from 'node:crypto';
-import { runJob, type ModelEndpoint } from '../agent/index.ts';
+import { emptyCounts, runJob, validatorCommand, type ModelEndpoint } from '../agent/index.ts';
 import { newSessionId, type Keys, type Pipeline, type PipelineRedis, type SessionMeta } from '../pipeline/index.ts';
 import { log, reasonOf, withIds, type Logger } from '../log/index.ts';
 import { countChanges, jobLinks } from './job-changes.ts';
+import { JobControlStore, LiveJobControl } from './job-control.ts';
 import { JobEvents } from './job-events.ts';
-import { FINAL_JOB_STATUSES, emptyCounts, type JobRequest, type JobView } from './job-schemas.ts';
+import { FINAL_JOB_STATUSES, type JobRequest, type JobView } from './job-schemas.ts';
 import { JobStore, jobKeys } from './job-store.ts';
 import type { WebhookSender } from './webhooks.ts';
 
@@ -43,15 +44,17 @@ function newId(prefix: string): string {
 export class JobsService {
   readonly store: JobStore;
   readonly events: JobEvents;
+  readonly control: JobControlStore;
   readonly runnerId = newId('runner');
   readonly #d: JobsServiceDeps;
-  readonly #running = new Map<string, { abort: AbortController; done: Promise<void> }>();
+  readonly #running = new Map<string, { abort: AbortController; done: Promise<void>; control: LiveJobControl }>();
   readonly #timers: NodeJS.Timeout[] = [];
 
   constructor(deps: JobsServiceDeps) {
     this.#d = deps;
     const p = deps.pipeline;
     this.store = new JobStore(deps.redis, deps.keys.prefix, p.retentionS);
+    this.control = new JobControlStore(deps.redis, deps.keys.prefix, p.retentionS);
     this.events = new JobEvents(deps.redis, deps.keys, { keep: p.eventsKeep, bodyBytes: p.bodyBytes, retentionS: p.retentionS });
   }
 
@@ -77,6 +80,8 @@ export class JobsService {
       for (const [id, job] of this.#running) {
         void this.store.cancelRequested(id).then((c) => c && job.abort.abort('cancelled'))
           .catch((err: unknown) => withIds({ job_id: id }).warn({ err }, 'cancel flag not read; polled again shortly'));
+        // Pause, resume and interrupts travel the same way (job-control.ts).
+        void job.control.poll().catch((err: unknown) => withIds({ job_id: id }).warn({ err }, 'pause flag or messages not read; polled again shortly'));
       }
     });
     every(ttl * 1000, () => void this.recoverOrphans().catch((err: unknown) => log().error({ err }, 'orphan job recovery failed')));
@@ -89,6 +94,8 @@ export class JobsService {
       const job = await this.store.get(id);
       if (!job || FINAL_JOB_STATUSES.has(job.view.status) || this.#running.has(id)) continue;
       if (job.runner && (await this.#d.redis.exists(this.#heartbeatKey(job.runner)))) continue;
+      // A paused job's commands wait in a paused queue: nobody would ever resume it.
+      if (job.view.status === 'paused' || (await this.control.pauseRequested(id))) await this.#d.pipeline.queues.queue(job.view.session_id).resume();
       job.view.status = 'failed';
       job.view.error = 'the process running this job stopped before it finished';
       withIds({ job_id: id, session_id: job.view.session_id }).warn({ runner: job.runner }, 'the runner of this job is gone; marked failed');
@@ -115,6 +122,7 @@ export class JobsService {
       session = await this.#d.pipeline.createSession({
         owner, project: request.project ?? null, approval: request.approval, policy: request.policy ?? null, jobId, sessionId, tightenOnly: opts.tightenOnly ?? false,
         ...(request.files ? { files: request.files } : {}),
+        ...(request.validate ? { validator: validatorCommand(request.validate, 1) } : {}),
       });
     } catch (err) {
       await caps.releaseLive(owner, sessionId);
@@ -124,26 +132,29 @@ export class JobsService {
       job_id: jobId, session_id: session.session_id, status: 'queued', task: request.task, project: request.project ?? null,
       approval: request.approval, flow: request.flow, limits: request.limits, model: this.#d.endpoint.model, model_source: this.#d.endpoint.source,
       turns: 0, api_calls: 0, usage: { prompt_tokens: 0, completion_tokens: 0, total_tokens: 0 }, commands: emptyCounts(),
-      final_text: null, files_seeded: [], error: null, changes: null, webhook: request.webhook ?? null, metadata: request.metadata ?? {},
+      final_text: null, files_seeded: [], validate: request.validate ?? null, validation: request.validate ? { rounds: 0, passed: null } : null,
+      error: null, changes: null, webhook: request.webhook ?? null, metadata: request.metadata ?? {},
       created_at: new Date().toISOString(), started_at: null, finished_at: null,
     };
     await this.store.create(view, owner, this.runnerId);
     const submitted = { ...view };
     const abort = new AbortController();
     const timeout = setTimeout(() => abort.abort('timeout'), request.limits.timeout_s * 1000);
-    const done = this.#run(view, request, abort.signal).finally(async () => {
+    const control = new LiveJobControl(this.control, jobId, (paused) => this.#pauseChanged(view, paused));
+    const done = this.#run(view, request, abort.signal, control).finally(async () => {
       clearTimeout(timeout);
       this.#running.delete(jobId);
     });
-    this.#running.set(jobId, { abort, done });
+    this.#running.set(jobId, { abort, done, control });
     return submitted;
   }
 
-  async #run(view: JobView, request: JobRequest, signal: AbortSignal): Promise<void> {
+  async #run(view: JobView, request: JobRequest, signal: AbortSignal, control: LiveJobControl): Promise<void> {
     const logger = withIds({ job_id: view.job_id, session_id: view.session_id });
     const save = (v: JobView) => this.store.save(v).catch((err: unknown) => logger.error({ err }, 'saving the job view failed'));
     const emit = this.events.emitter(view.session_id, view.job_id);
-    const final = await runJob({ pipeline: this.#d.pipeline, stream: this.#d.endpoint.stream, emit, save }, view, request, signal);
+    const final = await runJob({ pipeline: this.#d.pipeline, stream: this.#d.endpoint.stream, emit, save, control }, view, request, signal);
+    await this.#settleControl(final, control, logger);
     final.changes = await countChanges(this.#d.pipeline, final.session_id, logger);
     // The final state must land even across a Redis restart, or the job would
     // stay `running` with a live runner that no recovery would ever fail.
@@ -171,6 +182,48 @@ export class JobsService {
   async cancel(id: string): Promise<void> {
     await this.store.requestCancel(id);
     this.#running.get(id)?.abort.abort('cancelled');
+  }
+
+  /** Steering: the text joins the job's next model call; `interrupt` also stops the current stream. Null when the job holds too many. */
+  async message(job: JobView, text: string, interrupt: boolean): Promise<{ id: string } | null> {
+    const added = await this.control.addMessage(job.job_id, text, interrupt);
+    if (added) await this.events.append(job.session_id, job.job_id, 'message_added', { text, interrupt });
+    return added;
+  }
+
+  /** From any process: the flag stops new model calls (runner) and the session's queue stops new commands (BullMQ, global). */
+  async pause(job: JobView): Promise<void> {
+    await this.#d.pipeline.queues.queue(job.session_id).pause();
+    await this.control.setPaused(job.job_id, true);
+  }
+
+  async resume(job: JobView): Promise<void> {
+    await this.control.setPaused(job.job_id, false);
+    await this.#d.pipeline.queues.queue(job.session_id).resume();
+  }
+
+  /** The runner saw a pause or resume: the job's status and its event (the runner is the only writer of the view). */
+  async #pauseChanged(view: JobView, paused: boolean): Promise<void> {
+    // A resume can let the job finish before the next poll sees it: the event still precedes job_finished.
+    if (!FINAL_JOB_STATUSES.has(view.status)) {
+      view.status = paused ? 'paused' : 'running';
+      await this.store.save(view);
+    }
+    await this.events.append(view.session_id, view.job_id, paused ? 'job_paused' : 'job_resumed', {});
+  }
+
+  /**
+   * After the job: a resume not polled yet still gets its event; a job that
+   * ended paused (cancelled, timed out) resumes its session's queue, so the
+   * session stays usable.
+   */
+  async #settleControl(view: JobView, control: LiveJobControl, logger: Logger): Promise<void> {
+    await control.poll().catch((err: unknown) => logger.warn({ err }, 'the last pause/resume poll failed'));
+    if (!control.paused && !(await this.control.pauseRequested(view.job_id))) return;
+    await this.#persistently('resuming the queue of a job that ended paused', logger, async () => {
+      await this.control.setPaused(view.job_id, false);
+      await this.#d.pipeline.queues.queue(view.session_id).resume();
+    });
   }
 
   /** Waits for a job run by this process (tests). */

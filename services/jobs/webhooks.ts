@@ -1,8 +1,17 @@
-// Webhooks on job completion: the JSON body signed with HMAC-SHA256
-// (`X-ThinkFlow-Signature: sha256=<hex>`), retried with exponential backoff,
-// delivered in the background so a slow receiver never holds a job. Each
-// attempt checks the destination again (webhook-destinations.ts), connects to
-// the address that check resolved, never follows a redirect, and is recorded.
+// Webhooks on job completion, delivered in the background so a slow receiver
+// never holds a job. Each attempt is signed twice with HMAC-SHA256 under
+// THINKFLOW_WEBHOOK_SECRET: `X-ThinkFlow-Signature: sha256=<hex of the body>`
+// (kept for receivers written before), and `X-ThinkFlow-Signature-256:
+// sha256=<hex of "<timestamp>.<body>">` with `X-ThinkFlow-Timestamp` (unix
+// seconds, the attempt's own), so a receiver can refuse a captured delivery
+// replayed later (the README's verifier: older than 5 minutes). One
+// `X-ThinkFlow-Delivery` id per delivery, the same on its retries, lets it
+// drop duplicates. Retries: exponential backoff with jitter (a 429's or 503's
+// Retry-After is honoured up to the cap), a bounded number of attempts; a 2xx
+// is delivered; a 4xx other than 408 and 429, a redirect or a refused
+// destination ends the delivery (retrying cannot help). Each attempt checks
+// the destination again (webhook-destinations.ts), connects to the address
+// that check resolved, never follows a redirect, and is recorded.
 import { createHmac, randomUUID } from 'node:crypto';
 import { request as httpRequest, type IncomingMessage } from 'node:http';
 import { request as httpsRequest } from 'node:https';
@@ -13,15 +22,16 @@ import { withIds } from '../log/index.ts';
 import { parseWebhookAllow, resolveWebhook, type HostAddresses, type Resolved } from './webhook-destinations.ts';
 
 /** One delivery attempt, as `GET /v1/jobs/:id/webhook-deliveries` shows it. */
-export type { WebhookDelivery };
 
 export interface WebhookOptions {
   /** Key of the HMAC. @default process.env.THINKFLOW_WEBHOOK_SECRET */
   secret: string;
   /** Attempts in all. @default 6 */
   attempts?: number;
-  /** Delay before the 2nd attempt, doubled each time. @default 500 */
+  /** Delay before the 2nd attempt, doubled each time, each between half and all of it (jitter). @default 500 */
   baseDelayMs?: number;
+  /** Longest delay between two attempts (also bounds a Retry-After). @default 30000 */
+  maxDelayMs?: number;
   /** Per-attempt timeout. @default 10000 */
   timeoutMs?: number;
   /** `THINKFLOW_WEBHOOK_ALLOW` as written. @default null (any destination but loopback, link-local, metadata) */
@@ -38,9 +48,17 @@ export interface WebhookOptions {
 
 const SUBMIT_CHECK_MS = 2000;
 
+/** `X-ThinkFlow-Signature`: the body alone (a replayed capture passes it; prefer the timestamped one). */
 export function signBody(secret: string, body: string): string {
   return `sha256=${createHmac('sha256', secret).update(body).digest('hex')}`;
 }
+
+/** `X-ThinkFlow-Signature-256`: `"<timestamp>.<body>"`, timestamp in unix seconds as sent in `X-ThinkFlow-Timestamp`. */
+export function signTimestamped(secret: string, timestamp: number, body: string): string {
+  return `sha256=${createHmac('sha256', secret).update(`${timestamp}.${body}`).digest('hex')}`;
+}
+
+type Outcome = { ok: boolean; final?: boolean; retryAfterMs?: number; detail: { status_code?: number; error?: string } };
 
 export class WebhookSender {
   readonly #opts: Required<Omit<WebhookOptions, 'record' | 'resolve' | 'allow' | 'interfaces' | 'dial'>> & Pick<WebhookOptions, 'record' | 'resolve' | 'interfaces' | 'dial'>;
@@ -50,7 +68,7 @@ export class WebhookSender {
   /** @throws Error naming a bad THINKFLOW_WEBHOOK_ALLOW entry */
   constructor(options: WebhookOptions) {
     const { allow, ...rest } = options;
-    this.#opts = { attempts: 6, baseDelayMs: 500, timeoutMs: 10_000, ...rest };
+    this.#opts = { attempts: 6, baseDelayMs: 500, maxDelayMs: 30_000, timeoutMs: 10_000, ...rest };
     this.#allow = parseWebhookAllow(allow);
   }
 
@@ -76,30 +94,44 @@ export class WebhookSender {
 
   async #deliver(url: string, event: string, body: string, jobId?: string): Promise<void> {
     const delivery = randomUUID();
-    const headers = {
-      'content-type': 'application/json',
-      'user-agent': 'thinkflow-sandbox',
-      'x-thinkflow-event': event,
-      'x-thinkflow-delivery': delivery,
-      'x-thinkflow-signature': signBody(this.#opts.secret, body),
-    };
     const logger = withIds({ job_id: jobId }).child({ delivery, url: redactedUrl(url) });
     for (let attempt = 1; attempt <= this.#opts.attempts; attempt++) {
-      const outcome = await this.#attempt(url, headers, body);
-      const entry: WebhookDelivery = { attempt, at: new Date().toISOString(), ok: outcome.ok, ...outcome.detail };
+      const outcome = await this.#attempt(url, this.#headers(event, delivery, body), body);
+      const entry: WebhookDelivery = { delivery_id: delivery, attempt, at: new Date().toISOString(), ok: outcome.ok, ...outcome.detail };
       if (jobId && this.#opts.record) {
         await this.#opts.record(jobId, entry).catch((err: unknown) => logger.error({ err, attempt }, 'webhook attempt not recorded'));
       }
       if (outcome.ok) return;
       logger.warn({ attempt, reason: entry.error ?? `HTTP ${entry.status_code}` }, 'webhook attempt failed');
       if (outcome.final) return;
-      if (attempt < this.#opts.attempts) await new Promise((r) => setTimeout(r, this.#opts.baseDelayMs * 2 ** (attempt - 1)));
+      if (attempt < this.#opts.attempts) await new Promise((r) => setTimeout(r, this.#delayAfter(attempt, outcome.retryAfterMs)));
     }
     logger.error({ attempts: this.#opts.attempts }, 'webhook not delivered: giving up');
   }
 
-  /** One POST. `final`: retrying cannot help (a refused destination, a redirect). */
-  async #attempt(url: string, headers: Record<string, string>, body: string): Promise<{ ok: boolean; final?: boolean; detail: { status_code?: number; error?: string } }> {
+  /** Signed now: each attempt carries its own timestamp, so a slow retry is not refused as a replay. */
+  #headers(event: string, delivery: string, body: string): Record<string, string> {
+    const timestamp = Math.floor(Date.now() / 1000);
+    return {
+      'content-type': 'application/json',
+      'user-agent': 'thinkflow-sandbox',
+      'x-thinkflow-event': event,
+      'x-thinkflow-delivery': delivery,
+      'x-thinkflow-timestamp': String(timestamp),
+      'x-thinkflow-signature': signBody(this.#opts.secret, body),
+      'x-thinkflow-signature-256': signTimestamped(this.#opts.secret, timestamp, body),
+    };
+  }
+
+  /** Exponential, each between half and all of its step so retries of many jobs spread out; a Retry-After wins, up to the cap. */
+  #delayAfter(attempt: number, retryAfterMs?: number): number {
+    const step = Math.min(this.#opts.maxDelayMs, this.#opts.baseDelayMs * 2 ** (attempt - 1));
+    const backoff = step / 2 + Math.random() * (step / 2);
+    return Math.min(this.#opts.maxDelayMs, Math.max(backoff, retryAfterMs ?? 0));
+  }
+
+  /** One POST. `final`: retrying cannot help (a refused destination, a redirect, a 4xx other than 408 and 429). */
+  async #attempt(url: string, headers: Record<string, string>, body: string): Promise<Outcome> {
     const dest = await this.#resolve(url);
     if (!dest.ok) return { ok: false, final: !dest.retryable, detail: { error: dest.reason } };
     try {
@@ -108,7 +140,10 @@ export class WebhookSender {
       if (status >= 300 && status < 400) {
         return { ok: false, final: true, detail: { status_code: status, error: `redirect to ${res.headers.location ?? '?'} not followed` } };
       }
-      return { ok: status >= 200 && status < 300, detail: { status_code: status } };
+      if (status >= 200 && status < 300) return { ok: true, detail: { status_code: status } };
+      const final = status >= 400 && status < 500 && status !== 408 && status !== 429;
+      const retryAfterMs = retryAfterOf(res.headers['retry-after']);
+      return { ok: false, final, ...(retryAfterMs !== undefined ? { retryAfterMs } : {}), detail: { status_code: status } };
     } catch (err) {
       return { ok: false, detail: { error: (err as Error).message } };
     }
@@ -146,6 +181,14 @@ function post(dest: Extract<Resolved, { ok: true }>, headers: Record<string, str
     req.on('error', reject);
     req.end(body);
   });
+}
+
+/** `Retry-After` in seconds or as an HTTP date, in ms from now; undefined when absent or unreadable. */
+function retryAfterOf(raw: string | undefined): number | undefined {
+  if (raw === undefined) return undefined;
+  if (/^\d+$/.test(raw.trim())) return Number(raw.trim()) * 1000;
+  const at = Date.parse(raw);
+  return Number.isNaN(at) ? undefined : Math.max(0, at - Date.now());
 }
 
 /** The URL as logs show it: scheme, host and path; the query and credentials may carry a receiver's token. */

@@ -1,1 +1,1 @@
-export { createLogger, log, setLogger, withIds, reasonOf, type Logger, type LogIds, type LogLevel } from './logger.ts';
+export { createLogger, log, setLogger, withIds, reasonOf, type Logger } from './logger.ts';

@@ -2,5 +2,5 @@
 export { startService } from './service.ts';
 export type { ServiceHandle } from './service.ts';
 export { createRuntime } from './runtime.ts';
-export type { Runtime, RuntimeOverrides } from './runtime.ts';
+export type { Runtime } from './runtime.ts';
 export { main } from './cli.ts';

@@ -2,15 +2,15 @@ import { hostname } from 'node:os';
 import type { Config } from '../config/index.ts';
 import { log } from '../log/index.ts';
 import {
-  Approvals, createKeys, createRedis, FilePolicyGate, Pipeline, PipelineMetrics, Processor, SandboxExecutor, WorkerPool,
-  type Executor, type Keys, type PipelineRedis, type PolicyGate, type WorkerPoolOptions,
+  Approvals, createKeys, createRedis, FilePolicyGate, Pipeline, PipelineMetrics, Processor, DockerSandboxes, WorkerPool,
+  type Sandboxes, type Keys, type PipelineRedis, type PolicyGate, type WorkerPoolOptions,
 } from '../pipeline/index.ts';
 import type { Redis } from 'ioredis';
 import { SandboxManager } from '../sandbox/index.ts';
 
 // The pipeline side of one process: two Redis connections (commands, and a
 // subscriber shared by events, approvals and wake-ups), the Docker sandboxes
-// behind the pipeline's Executor port, the pipeline, and the worker pool when
+// behind the pipeline's Sandboxes port, the pipeline, and the worker pool when
 // this process runs the worker role. Plus one blocking connection per open
 // session Worker, which BullMQ requires.
 
@@ -20,7 +20,7 @@ export type Runtime = {
   keys: Keys;
   redis: PipelineRedis;
   subscriber: Redis;
-  executor: Executor;
+  sandboxes: Sandboxes;
   gate: PolicyGate;
   metrics: PipelineMetrics;
   pipeline: Pipeline;
@@ -29,7 +29,7 @@ export type Runtime = {
 };
 
 export type RuntimeOverrides = {
-  executor?: Executor; gate?: PolicyGate; worker?: boolean;
+  sandboxes?: Sandboxes; gate?: PolicyGate; worker?: boolean;
   /** tests shorten the recovery timings */
   poolOptions?: Partial<WorkerPoolOptions>;
 };
@@ -40,7 +40,7 @@ export async function createRuntime(config: Config, overrides: RuntimeOverrides 
   const gate = overrides.gate ?? (await FilePolicyGate.load(config.policyDir));
   const redis = createRedis(config.redisUrl, `thinkflow-${config.role}@${config.redisPrefix}`);
   const subscriber = createRedis(config.redisUrl, `thinkflow-${config.role}-sub@${config.redisPrefix}`);
-  const executor = overrides.executor ?? new SandboxExecutor(new SandboxManager({
+  const sandboxes = overrides.sandboxes ?? new DockerSandboxes(new SandboxManager({
     namePrefix: config.sandboxPrefix, image: config.sandboxImage, workspaceQuotaBytes: config.workspaceQuotaMb * 1024 * 1024,
     workspaceFs: config.workspace.fs, workspaceDir: config.workspace.dir, workspaceInodes: config.workspace.inodes, workspaceSpares: config.workspace.spares,
     idleStopMs: config.sandboxIdleStopS * 1000, reapIntervalMs: config.sandboxReapIntervalS * 1000,
@@ -50,7 +50,7 @@ export async function createRuntime(config: Config, overrides: RuntimeOverrides 
   metrics.addCollectedGauge('thinkflow_approvals_pending', 'Approvals waiting for an operator (all processes)', () =>
     redis.zcount(keys.approvalsPending(), Date.now(), '+inf'));
   const pipeline = new Pipeline({
-    redis, subscriber, keys, executor, gate, metrics, bodyBytes: config.recordBodyBytes, retentionS: config.retentionS, eventsKeep: config.eventsKeep, parser: config.parser,
+    redis, subscriber, keys, sandboxes, gate, metrics, bodyBytes: config.recordBodyBytes, retentionS: config.retentionS, eventsKeep: config.eventsKeep, parser: config.parser,
     maxCommandsPerTurn: config.maxCommandsPerTurn, storeBytesPerKey: config.storeBytesPerKey,
     ownerCaps: {
       maxSessions: config.caps.maxSessionsPerKey, maxRunning: config.caps.maxRunningPerKey,
@@ -64,7 +64,7 @@ export async function createRuntime(config: Config, overrides: RuntimeOverrides 
     const approvals = new Approvals(redis, keys);
     approvals.attachSubscriber(subscriber);
     const processor = new Processor(
-      { lifecycle: pipeline.lifecycle, sessions: pipeline.sessions, approvals, gate, executor, caps: pipeline.caps },
+      { lifecycle: pipeline.lifecycle, sessions: pipeline.sessions, approvals, gate, sandboxes, caps: pipeline.caps },
       { approvalTtlS: config.approvalTtlS, workerId: `${hostname()}:${process.pid}` },
     );
     pool = new WorkerPool(
@@ -75,7 +75,7 @@ export async function createRuntime(config: Config, overrides: RuntimeOverrides 
   }
   let closing: Promise<void> | null = null;
   return {
-    config, keys, redis, subscriber, executor, gate, metrics, pipeline, pool,
+    config, keys, redis, subscriber, sandboxes, gate, metrics, pipeline, pool,
     // Reverse creation order; each step in its own try and with a time limit, so
     // one failure (or a Redis that is down, where quit() would wait for a
     // reconnect) does not skip or hang the rest. Connections are cut at the end.
@@ -84,7 +84,7 @@ export async function createRuntime(config: Config, overrides: RuntimeOverrides 
         const steps: [string, () => Promise<unknown>][] = [
           ['workers', async () => pool?.close()],
           ['pipeline', () => pipeline.close()],
-          ['executor', () => executor.close()],
+          ['sandboxes', () => sandboxes.close()],
           ['subscriber', () => subscriber.quit()],
           ['redis', () => redis.quit()],
         ];

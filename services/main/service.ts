@@ -2,7 +2,7 @@ import { serve, type ServerType } from '@hono/node-server';
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { createApp, ViewPool } from '../api/index.ts';
-import { Firehose } from '../pipeline/index.ts';
+import { Firehose, IdempotencyStore } from '../pipeline/index.ts';
 import type { Config } from '../config/index.ts';
 import { log, type Logger } from '../log/index.ts';
 import { guardConnections, httpServerOptions } from './http-guard.ts';
@@ -39,6 +39,7 @@ export async function startService(config: Config, overrides: RuntimeOverrides =
       limits: { maxJsonBytes: config.maxJsonBytes, maxCommandsBytes: config.maxCommandsBytes, maxStreamsPerKey: config.caps.maxStreamsPerKey, maxTurnsPerKey: config.caps.maxTurnsPerKey },
       pipeline: runtime.pipeline, gate: runtime.gate, redis: runtime.redis, keys: runtime.keys, metrics: runtime.metrics,
       firehose: new Firehose(runtime.subscriber, runtime.keys), jobs: jobsRuntime.jobs, viewPool,
+      idempotency: new IdempotencyStore(runtime.redis, runtime.keys),
     });
     server = await new Promise<ServerType>((resolve) => {
       const s = serve({ fetch: app.fetch, port: config.port, hostname: config.host, serverOptions: httpServerOptions(config.http) }, () => resolve(s));

@@ -20,7 +20,8 @@ export const CommandResult = z.object({
 });
 export type CommandResult = z.infer<typeof CommandResult>;
 
-export type TurnOutcome = { turn: number; results: CommandResult[]; errors: ParseError[] };
+/** What one REST turn answers: its number, each command's result, the parse errors. */
+export type ApiTurnResult = { turn: number; results: CommandResult[]; errors: ParseError[] };
 
 export function toResult(r: LedgerRecord): CommandResult {
   const out: CommandResult = { id: r.id, tool: r.tool, status: r.status };
@@ -61,7 +62,7 @@ export function parseTurnBody(text: string, max: number, options: Pipeline['pars
   return outputs;
 }
 
-export async function runCommandsTurn(p: Pipeline, sid: string, text: string, opts: { signal?: AbortSignal } = {}): Promise<TurnOutcome> {
+export async function runCommandsTurn(p: Pipeline, sid: string, text: string, opts: { signal?: AbortSignal } = {}): Promise<ApiTurnResult> {
   return runParsedTurn(p, sid, turnItems(parseTurnBody(text, p.maxCommandsPerTurn, p.parserOptions)), opts.signal);
 }
 
@@ -71,7 +72,7 @@ export function turnItems(outputs: readonly ParserOutput[]): ({ command: Command
 
 export async function runParsedTurn(
   p: Pipeline, sid: string, items: ({ command: Command } | { error: ParseError })[], signal?: AbortSignal,
-): Promise<TurnOutcome> {
+): Promise<ApiTurnResult> {
   await p.session(sid);
   const turn = await p.nextTurn(sid);
   const handles: CommandHandle[] = [];

@@ -1,11 +1,11 @@
 import { randomBytes } from 'node:crypto';
 import type { Redis } from 'ioredis';
-import type { GrantScope } from '../policy/index.ts';
+import type { z } from 'zod';
+import type { Evaluation, Grant, GrantOptions, GrantScope } from '../policy/index.ts';
 import { targetOf, type Command } from '../protocol/index.ts';
 import type { PublicApproval } from './events.ts';
 import type { Keys } from './keys.ts';
-import type { LedgerApproval, LedgerRecord } from './ledger-record.ts';
-import type { Evaluation, Grant, GrantOptions } from './policy-gate.ts';
+import { ApprovalDecision, type LedgerApproval, type LedgerRecord } from './ledger-record.ts';
 import type { PipelineRedis } from './redis.ts';
 
 // Approvals of POLICY.md §5. A token (256 random bits) names one pending
@@ -14,11 +14,14 @@ import type { PipelineRedis } from './redis.ts';
 // learns the answer from a pub/sub message, or from its own poll when a
 // message was missed (e.g. during a reconnect).
 
-export type AnswerDecision = 'approve' | 'approve_for_session' | 'reject';
+/**
+ * An operator's answer (`POST /v1/approvals/:token`, the CLI, the dashboard):
+ * the ledger's approval decisions but `expired`, which is the clock's, never a person's.
+ */
+export const ApprovalAnswer = ApprovalDecision.exclude(['expired']);
+export type ApprovalAnswer = z.infer<typeof ApprovalAnswer>;
 export type AnswerOutcome = 'ok' | 'unknown' | 'expired' | 'answered';
-export type ApprovalState = PublicApproval & { status: 'pending' | AnswerDecision | 'expired'; index: number };
-/** `approve_for_session` grants the exact command by default; `prefix` is the wider grant an operator picks explicitly (POLICY.md §7). */
-export type { GrantScope };
+export type ApprovalState = PublicApproval & { status: 'pending' | z.infer<typeof ApprovalDecision>; index: number };
 /** What each scope of `approve_for_session` covers, shown with the approval; `unavailable` says why a scope is not offered. */
 export type GrantOptionView = { scope: GrantScope; covers: string | null; unavailable?: string };
 
@@ -135,7 +138,7 @@ export class Approvals {
     await this.#redis.set(this.#keys.approvalView(sid, token), view, 'PX', ms, 'NX');
   }
 
-  async answer(token: string, decision: AnswerDecision | 'expire', reason: string | null, decidedBy: string, scope: GrantScope = 'exact'): Promise<AnswerOutcome> {
+  async answer(token: string, decision: ApprovalAnswer | 'expire', reason: string | null, decidedBy: string, scope: GrantScope = 'exact'): Promise<AnswerOutcome> {
     if (!/^[A-Za-z0-9_-]{20,100}$/.test(token)) return 'unknown';
     const sid = await this.#redis.get(this.#keys.approvalIndex(token));
     if (!sid) return 'unknown';

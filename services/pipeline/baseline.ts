@@ -1,5 +1,5 @@
 import { withIds } from '../log/index.ts';
-import type { BaselineInfo, Executor } from './executor.ts';
+import type { BaselineInfo, Sandboxes } from './sandboxes.ts';
 
 // The baseline of a session's workspace (API.md: GET …/changes compares
 // against "the workspace after its seeded files or uploads, before its first
@@ -23,10 +23,10 @@ function decidedInSandbox(err: unknown): boolean {
  * seeding files and after a workspace upload; null when the sandbox could
  * not keep one (logged; GET …/changes then says why).
  */
-export async function resetBaseline(executor: Executor, sid: string): Promise<BaselineInfo | null> {
-  if (!executor.workspace) return null;
+export async function resetBaseline(sandboxes: Sandboxes, sid: string): Promise<BaselineInfo | null> {
+  if (!sandboxes.workspace) return null;
   try {
-    return await executor.workspace.setBaseline(sid);
+    return await sandboxes.workspace.setBaseline(sid);
   } catch (err) {
     if (!decidedInSandbox(err)) throw err;
     withIds({ session_id: sid }).warn({ err }, 'the workspace baseline could not be taken; its change list will say so');
@@ -35,10 +35,10 @@ export async function resetBaseline(executor: Executor, sid: string): Promise<Ba
 }
 
 /** Before a command: takes the baseline unless the workspace has one. Throws only when the sandbox could not be asked. */
-export async function ensureBaseline(executor: Executor, sid: string): Promise<void> {
-  if (!executor.workspace) return;
+export async function ensureBaseline(sandboxes: Sandboxes, sid: string): Promise<void> {
+  if (!sandboxes.workspace) return;
   try {
-    await executor.workspace.ensureBaseline(sid);
+    await sandboxes.workspace.ensureBaseline(sid);
   } catch (err) {
     if (!decidedInSandbox(err)) throw err;
     withIds({ session_id: sid }).warn({ err }, 'the workspace baseline could not be taken before the first command; its change list will say so');

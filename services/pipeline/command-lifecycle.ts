@@ -1,7 +1,7 @@
 import type { Command, CommandFlow } from '../protocol/index.ts';
 import { log, reasonOf, withIds } from '../log/index.ts';
 import { ledgerApproval, publicOf, type ApprovalState } from './approvals.ts';
-import type { Executor } from './executor.ts';
+import type { Sandboxes } from './sandboxes.ts';
 import type { Ledger, TransitionOutcome, TransitionSpec } from './ledger.ts';
 import type { EvaluationData, LedgerRecord, LedgerResult, LedgerStatus } from './ledger-record.ts';
 import type { PipelineMetrics } from './metrics.ts';
@@ -36,7 +36,7 @@ export type LifecycleDeps = {
   ledger: Ledger;
   metrics: Pick<PipelineMetrics, 'commandsEnqueued' | 'commandsFinished' | 'queueWait' | 'execution' | 'approvals'>;
   /** stops a dead worker's command still running in the sandbox */
-  executor: Pick<Executor, 'cancelRunning'>;
+  sandboxes: Pick<Sandboxes, 'cancelRunning'>;
 };
 
 export type CreateInput = {
@@ -114,7 +114,7 @@ export class CommandLifecycle {
     const out = await this.apply(rec, 'interrupt', { result: interruptedResult() });
     if (!out.ok) return;
     // Else the session's next command would wait behind it (and it would change files unseen).
-    await this.#d.executor.cancelRunning(rec.session).catch((err: unknown) => {
+    await this.#d.sandboxes.cancelRunning(rec.session).catch((err: unknown) => {
       withIds({ session_id: rec.session, command_id: rec.id }).warn({ reason: reasonOf(err) }, 'could not stop an interrupted command');
     });
   }

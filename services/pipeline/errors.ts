@@ -1,5 +1,6 @@
 // Errors the pipeline throws on purpose; the API maps each code to a status.
-export type PipelineErrorCode = 'session_not_found' | 'session_deleted' | 'duplicate_id' | 'invalid_policy' | 'policy_loosens' | 'invalid_files' | 'too_many' | 'seed_failed' | 'cleanup_failed' | 'too_many_commands' | 'storage_quota_exceeded';
+export type PipelineErrorCode = 'session_not_found' | 'session_deleted' | 'duplicate_id' | 'invalid_policy' | 'policy_loosens' | 'invalid_files' | 'too_many' | 'seed_failed' | 'cleanup_failed' | 'too_many_commands' | 'storage_quota_exceeded'
+  | 'invalid_validator';
 
 export class PipelineError extends Error {
   readonly code: PipelineErrorCode;

@@ -1,5 +1,5 @@
 import type { ChainableCommander } from 'ioredis';
-import type { EventBody, JobEvent, LedgerEventType, PublicApproval } from './events.ts';
+import type { EventBody, LedgerEventType, PublicApproval, RunnerEvent } from './events.ts';
 import { summaryOf } from './events.ts';
 import type { Keys } from './keys.ts';
 import type { LedgerRecord } from './ledger-record.ts';
@@ -12,8 +12,11 @@ import type { PipelineRedis } from './redis.ts';
 // JSON and the scripts' event arguments, so the stored shape has one author.
 // A script prepends `seq` and `index` to the JSON it is given.
 
-/** The job runner's writer: its session and job are fixed, it says only what happened. */
-export type JobEmit = (event: EventBody<Exclude<JobEvent, { type: 'job_finished' }>>) => Promise<number>;
+/**
+ * Where a job runner's events go: its session and job are fixed, it says only
+ * what happened. A rejection (the store is down) fails the job as an infrastructure error.
+ */
+export type JobEmit = (event: RunnerEvent) => Promise<unknown>;
 
 /** The JSON a script receives: the event without seq/index, fields in wire order. */
 function bodyJson(sid: string, jobId: string | null, at: string, body: EventBody): string {

@@ -1,7 +1,7 @@
 import { z } from 'zod';
-import { GrantScope } from '../policy/index.ts';
+import { GrantScope, MatchedRule } from '../policy/index.ts';
 import { Command, ParseError, targetOf } from '../protocol/index.ts';
-import { LedgerRecord, MatchedRuleSchema } from './ledger-record.ts';
+import { LedgerRecord, LedgerStatus } from './ledger-record.ts';
 
 // The event log's one model: every event of a session's stream (the SSE
 // `event:` names and `data:` fields of API.md), as a zod discriminated union
@@ -21,7 +21,7 @@ export const PublicApproval = z.object({
   turn: z.number().int(),
   tool: z.string(),
   target: z.string(),
-  matched_rules: z.array(MatchedRuleSchema),
+  matched_rules: z.array(MatchedRule),
   justification: z.string().nullable(),
   created_at: z.string(),
   expires_at: z.string(),
@@ -81,12 +81,23 @@ export const LEDGER_EVENTS = [
 /** The job runner's events (API.md §Events); job_finished is written with the job's final view. */
 export const JOB_EVENTS = [
   event('turn_started', { turn, api_call: z.number().int() }),
+  // steering (POST /v1/jobs/:id/messages): the text joins the model's next user message; `interrupt` also stops the current stream
+  event('message_added', { text: z.string(), interrupt: z.boolean() }),
+  // pause/resume: while paused no model call and no command starts (the running one finishes)
+  event('job_paused', {}),
+  event('job_resumed', {}),
   event('reasoning_delta', text),
   event('text_delta', text),
   event('command_parsed', { turn, stream: z.enum(['reasoning', 'text', 'native']), command: ParsedCommand }),
   event('parse_error', { turn, stream: z.enum(['reasoning', 'text']), error: ParseError }),
   // outcome: how the turn ended (done, tools, failure, parse_error, result, …): the runner's word, shown as is
   event('turn_ended', { turn, api_call: z.number().int(), outcome: z.string() }),
+  // a job's validator (`validate.cmd`), run when the model ends; `command_id` is its ledger id (flow `validator`)
+  event('validation_started', { round: z.number().int().positive(), max_rounds: z.number().int().positive(), command_id: z.string(), cmd: z.string() }),
+  event('validation_finished', {
+    round: z.number().int().positive(), max_rounds: z.number().int().positive(), command_id: z.string(),
+    passed: z.boolean(), status: LedgerStatus, exit_code: z.number().nullable(), error: z.string().nullable(),
+  }),
   // the job's view is the jobs layer's schema (above this one): checked here for what the stream needs
   event('job_finished', { job: z.looseObject({ job_id: z.string(), session_id: z.string(), status: z.string() }) }),
 ] as const;
@@ -109,6 +120,9 @@ export type JobEventType = JobEvent['type'];
 /** What a writer supplies for an event: the log adds seq, index, session_id, job_id and at. */
 export type EventBody<E extends SessionEvent = SessionEvent> =
   E extends unknown ? { type: E['type'] } & Omit<E, 'type' | 'seq' | 'index' | 'session_id' | 'job_id' | 'at'> : never;
+
+/** What a job's runner writes: every job event but `job_finished` (jobs/ writes that with the job's final view). */
+export type RunnerEvent = EventBody<Exclude<JobEvent, { type: 'job_finished' }>>;
 
 /**
  * Sent to a client resuming before the oldest event kept (THINKFLOW_EVENTS_KEEP):

@@ -60,6 +60,8 @@ export function createKeys(prefix = 'tf') {
     ownerRetired: (owner: string) => `${prefix}:owner:${owner}:retired`,
     /** hash: bytes of each of those sessions, and their sum in field `~total` */
     ownerRetiredBytes: (owner: string) => `${prefix}:owner:${owner}:retired:bytes`,
+    /** string: an API key's `Idempotency-Key` (`keyHash`: sha256 hex of it), its request's fingerprint and answer (idempotency.ts) */
+    idempotency: (owner: string, keyHash: string) => `${prefix}:owner:${owner}:idem:${keyHash}`,
     /** zset of an API key's sessions with a live container, score = last use ms */
     ownerLive: (owner: string) => `${prefix}:owner:${owner}:live`,
     /**

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { Decision as DecisionSchema, MatchedRule as MatchedRuleSchema } from '../policy/index.ts';
+import { Decision, MatchedRule } from '../policy/index.ts';
 import { CommandFlow, ToolName, toolOf, type Command } from '../protocol/index.ts';
 import { boundBodies } from './record-body.ts';
 
@@ -20,11 +20,9 @@ export const FINAL_STATUSES: ReadonlySet<LedgerStatus> = new Set([
 export const FAILURE_STATUSES: ReadonlySet<LedgerStatus> = new Set(['failed', 'forbidden', 'rejected', 'interrupted']);
 export const isFinal = (s: LedgerStatus) => FINAL_STATUSES.has(s);
 
-// Decision and MatchedRule are the policy engine's schemas (one per concept).
-export { Decision as DecisionSchema, MatchedRule as MatchedRuleSchema } from '../policy/index.ts';
 export const EvaluationSchema = z.object({
-  decision: DecisionSchema,
-  matched_rules: z.array(MatchedRuleSchema),
+  decision: Decision,
+  matched_rules: z.array(MatchedRule),
   reason: z.string(),
 });
 export type EvaluationData = z.infer<typeof EvaluationSchema>;
@@ -67,10 +65,10 @@ export const LedgerBase = z.object({
   timeout: nnum,
   flow: CommandFlow,
   risk: z.enum(['low', 'medium', 'high']),
-  decision: DecisionSchema,
+  decision: Decision,
   /** the strictest matched rule (the one that decided), null when a default decided */
   matched_rule: nstr,
-  matched_rules: z.array(MatchedRuleSchema),
+  matched_rules: z.array(MatchedRule),
   justification: nstr,
   policy_reason: nstr,
   enqueued_at: z.string(),

@@ -1,3 +1,4 @@
+import type { Grant } from '../policy/index.ts';
 import type { Command, CommandFlow } from '../protocol/index.ts';
 import { ledgerEventArgs } from './event-writer.ts';
 import type { LedgerEventType, PublicApproval } from './events.ts';
@@ -7,7 +8,6 @@ import {
   EMPTY_RESULT, FAILURE_STATUSES, FINAL_STATUSES, buildBase, recordFromHash,
   type EvaluationData, type LedgerApproval, type LedgerRecord, type LedgerResult, type LedgerStatus,
 } from './ledger-record.ts';
-import type { Grant } from './policy-gate.ts';
 import type { PipelineRedis } from './redis.ts';
 
 // The Redis ledger of PROTOCOL.md §6. One hash per record (`status`, `base`,

@@ -1,4 +1,5 @@
 import type { Redis } from 'ioredis';
+import { PolicyLoosensError, type ApprovalMode } from '../policy/index.ts';
 import type { Command, CommandFlow, ParserOptions } from '../protocol/index.ts';
 import { log, reasonOf, withIds } from '../log/index.ts';
 import { queueOverview, type QueueRow } from './queue-overview.ts';
@@ -8,7 +9,7 @@ import { PipelineError } from './errors.ts';
 import { EventHub } from './event-reader.ts';
 import { EventWriter } from './event-writer.ts';
 import { resetBaseline } from './baseline.ts';
-import type { Executor } from './executor.ts';
+import type { Sandboxes } from './sandboxes.ts';
 import type { Keys } from './keys.ts';
 import { OwnerCaps, type OwnerCapLimits } from './owner-caps.ts';
 import { Ledger } from './ledger.ts';
@@ -19,15 +20,15 @@ import { admit } from './lifecycle/admit.ts';
 import { enqueueErrorResult } from './lifecycle/results.ts';
 import { deleteSession } from './session-delete.ts';
 import type { PipelineMetrics } from './metrics.ts';
-import { PolicyLoosensError, type PolicyGate } from './policy-gate.ts';
+import type { PolicyGate } from './policy-gate.ts';
 import { SessionQueues } from './queues.ts';
+import { checkValidator } from './validator-check.ts';
 import type { PipelineRedis } from './redis.ts';
-import { newSessionId, Sessions, type ApprovalMode, type SessionMeta } from './sessions.ts';
+import { newSessionId, Sessions, type SessionMeta } from './sessions.ts';
 
-// The pipeline as callers see it (REST routes now, the model-driven job runner
-// later): sessions, enqueue in stream order, await one command or a whole
-// turn, the ledger and its injected marks. Execution itself happens in the
-// WorkerPool, in whichever process holds the session's queue.
+// The pipeline as callers see it (REST routes now, the model-driven job runner later): sessions,
+// enqueue in stream order, await one command or a whole turn, the ledger and its injected marks.
+// Execution itself happens in the WorkerPool, in whichever process holds the session's queue.
 
 export type CommandHandle = { sessionId: string; turn: number; id: string; index: number; status: LedgerStatus };
 
@@ -36,7 +37,7 @@ export type PipelineDeps = {
   /** the process's subscriber connection (owned by the caller, shared with the worker pool) */
   subscriber: Redis;
   keys: Keys;
-  executor: Executor;
+  sandboxes: Sandboxes;
   gate: PolicyGate;
   metrics: PipelineMetrics;
   /** THINKFLOW_RECORD_BODY_BYTES: a command's bodies kept in its record and events */
@@ -84,7 +85,7 @@ export class Pipeline {
   constructor(deps: PipelineDeps) {
     this.#d = deps;
     this.ledger = new Ledger(deps.redis, deps.keys, { bodyBytes: deps.bodyBytes, eventsKeep: deps.eventsKeep ?? 0 });
-    this.lifecycle = new CommandLifecycle({ ledger: this.ledger, metrics: deps.metrics, executor: deps.executor });
+    this.lifecycle = new CommandLifecycle({ ledger: this.ledger, metrics: deps.metrics, sandboxes: deps.sandboxes });
     this.sessions = new Sessions(deps.redis, deps.keys);
     this.approvals = new Approvals(deps.redis, deps.keys);
     this.queues = new SessionQueues(deps.redis, deps.keys);
@@ -95,7 +96,7 @@ export class Pipeline {
     this.caps = new OwnerCaps(deps.redis, deps.keys, deps.ownerCaps ?? { maxSessions: Infinity, maxRunning: Infinity, liveWindowMs: 0 });
   }
 
-  get executor(): Executor { return this.#d.executor; }
+  get sandboxes(): Sandboxes { return this.#d.sandboxes; }
   get eventsKeep(): number { return this.#d.eventsKeep ?? 0; }
   get bodyBytes(): number { return this.#d.bodyBytes; }
   get retentionS(): number { return this.#d.retentionS; }
@@ -108,6 +109,7 @@ export class Pipeline {
     /** The policy comes from a submitter key: it may only tighten (POLICY.md §7). */
     tightenOnly?: boolean;
     files?: Record<string, string>;
+    /** A job's validator: `invalid_validator` if the session's policy would never let it run. */ validator?: Command;
   }): Promise<SessionMeta> {
     try {
       this.#d.gate.validateSession(input.project ?? null, input.policy ?? null, input.tightenOnly ?? false);
@@ -120,7 +122,9 @@ export class Pipeline {
       owner: input.owner, project: input.project ?? null, approval: input.approval ?? 'never',
       policy: input.policy ?? null, job_id: input.jobId ?? null,
     };
-    if (input.files) this.#checkSeeds({ ...fields, created_at: '', deleted_at: null }, input.files);
+    const draft = { ...fields, created_at: '', deleted_at: null };
+    if (input.files) this.#checkSeeds(draft, input.files);
+    if (input.validator) checkValidator(this.#d.gate, draft, input.validator);
     await this.storage.assert(input.owner);
     const slot = await this.caps.reserveSession(input.owner);
     let meta: SessionMeta;
@@ -149,20 +153,17 @@ export class Pipeline {
     if (refused.length) throw new PipelineError('invalid_files', 'the policy does not allow writing some seeded files', refused);
   }
 
-  /**
-   * Writes the files into the session's workspace (straight through the
-   * executor: they are not commands and never enter the ledger) and emits
-   * `files_seeded {paths:[{path, bytes}]}`. Call before the session's first command.
-   */
+  /** Writes the files into the workspace through the sandbox (not commands: never in the ledger), makes that the
+   *  workspace's baseline (baseline.ts) and emits `files_seeded {paths:[{path, bytes}]}`. Before the first command. */
   async seedFiles(sid: string, files: Record<string, string>, signal?: AbortSignal): Promise<SeededFile[]> {
     const meta = await this.session(sid);
     const seeded: SeededFile[] = [];
     for (const [path, content] of Object.entries(files)) {
-      const r = await this.#d.executor.execute(sid, seedCommand(path, content), { signal });
+      const r = await this.#d.sandboxes.execute(sid, seedCommand(path, content), { signal });
       if (!r.ok) throw new PipelineError('seed_failed', `${path}: ${r.error ?? 'failed'}`, { path, error: r.error ?? null, error_code: r.error_code ?? null });
       seeded.push({ path, bytes: Buffer.byteLength(content, 'utf8') });
     }
-    await resetBaseline(this.#d.executor, sid);
+    await resetBaseline(this.#d.sandboxes, sid);
     await this.events.append(sid, meta.job_id, { type: 'files_seeded', paths: seeded });
     return seeded;
   }
@@ -279,7 +280,7 @@ export class Pipeline {
     const meta = await this.session(sid);
     await deleteSession({
       sessions: this.sessions, ledger: this.ledger, lifecycle: this.lifecycle, approvals: this.approvals,
-      executor: this.#d.executor, caps: this.caps, retention: this.retention, storage: this.storage,
+      sandboxes: this.#d.sandboxes, caps: this.caps, retention: this.retention, storage: this.storage,
     }, sid, meta.owner);
   }
 

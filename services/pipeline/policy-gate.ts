@@ -1,7 +1,7 @@
 import type { Command } from '../protocol/index.ts';
 import {
   decideApproval, evaluate, explainBash, grantOptions, loadPolicyDir, looseningIn, parsePolicyDocument,
-  type BashExplanation, type Evaluation, type Grant, type GrantOptions, type PolicyFile,
+  type ApprovalAction, type BashExplanation, type Evaluation, type Grant, type GrantOptions, type PolicyFile,
 } from '../policy/index.ts';
 import type { SessionMeta } from './sessions.ts';
 
@@ -10,9 +10,6 @@ import type { SessionMeta } from './sessions.ts';
 // never deserialized, because an Evaluation may carry details only its
 // producer holds.
 
-export type { BashExplanation, Evaluation, Grant, GrantOptions };
-export { PolicyLoosensError } from '../policy/index.ts';
-export type ApprovalAction = { action: 'run' | 'ask' | 'refuse'; reason?: string };
 
 export interface PolicyGate {
   evaluate(session: SessionMeta, command: Command, grants: Grant[]): Evaluation;

@@ -1,7 +1,7 @@
+import type { Evaluation } from '../policy/index.ts';
 import type { Approvals } from './approvals.ts';
 import { ledgerApproval, type ApprovalState } from './approvals.ts';
 import type { CommandLifecycle } from './command-lifecycle.ts';
-import type { Evaluation } from './policy-gate.ts';
 import type { Ledger } from './ledger.ts';
 import type { LedgerRecord, LedgerResult } from './ledger-record.ts';
 import { admit } from './lifecycle/admit.ts';

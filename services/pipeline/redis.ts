@@ -9,7 +9,7 @@ import { log } from '../log/index.ts';
 // gets the shared functions of ./scripts/lib it calls prepended.
 
 /** name → number of KEYS */
-const SCRIPTS = { createRecord: 10, transition: 7, answerApproval: 3, failTurn: 2, appendEvent: 5, retireBytes: 3, retiredBytes: 2 } as const;
+const SCRIPTS = { createRecord: 10, transition: 7, answerApproval: 3, failTurn: 2, appendEvent: 5, retireBytes: 3, retiredBytes: 2, idemReserve: 1, idemHeld: 1, idemAnswer: 3 } as const;
 
 type ScriptFn = (...args: (string | number)[]) => Promise<unknown>;
 export type PipelineRedis = Redis & Record<keyof typeof SCRIPTS, ScriptFn>;

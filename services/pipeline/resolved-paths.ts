@@ -1,7 +1,8 @@
 import { pathFields, targetOf, type Command } from '../protocol/index.ts';
-import { normalizeWorkspacePath, OUTSIDE, redirectFileOps } from '../policy/index.ts';
-import type { Executor, ExpectedResolution } from './executor.ts';
-import type { Grant, PolicyGate } from './policy-gate.ts';
+import { normalizeWorkspacePath, OUTSIDE, redirectFileOps, type Grant } from '../policy/index.ts';
+import type { ExpectedResolution } from '../sandbox/index.ts';
+import type { PolicyGate } from './policy-gate.ts';
+import type { Sandboxes } from './sandboxes.ts';
 import type { SessionMeta } from './sessions.ts';
 
 // POLICY.md §7 "Resolved paths": path rules and the workspace invariant are
@@ -21,12 +22,12 @@ export type Resolution = {
   resolved?: Command;
 };
 
-export async function resolveForPolicy(executor: Executor, sid: string, command: Command): Promise<Resolution> {
+export async function resolveForPolicy(sandboxes: Sandboxes, sid: string, command: Command): Promise<Resolution> {
   if (command.tool === 'bash') return {};
   const fields = pathFields(command.tool).filter((f) => typeof command[f] === 'string');
   if (fields.length === 0) return {};
   const written = fields.map((f) => command[f] as string);
-  const real = await executor.resolvePaths(sid, written);
+  const real = await sandboxes.resolvePaths(sid, written);
   const expect: ExpectedResolution = {};
   let differs = false;
   const resolved: Command = { ...command };
@@ -49,10 +50,10 @@ export type PathVerdict = { ok: true; expect?: ExpectedResolution } | { ok: fals
  * (`approvedTarget`); a symlink that leads elsewhere needs its own approval.
  */
 export async function verifyResolvedPaths(
-  d: { executor: Executor; gate: PolicyGate }, session: SessionMeta, grants: Grant[], command: Command, approvedTarget?: string,
+  d: { sandboxes: Sandboxes; gate: PolicyGate }, session: SessionMeta, grants: Grant[], command: Command, approvedTarget?: string,
 ): Promise<PathVerdict> {
   if (command.tool === 'bash') return verifyRedirects(d, session, grants, command);
-  const r = await resolveForPolicy(d.executor, session.session_id, command);
+  const r = await resolveForPolicy(d.sandboxes, session.session_id, command);
   if (r.outside) return { ok: false, code: OUTSIDE, reason: r.outside };
   if (!r.resolved) return { ok: true, expect: r.expect };
   return judgeResolved(d.gate, session, grants, command, r.resolved, approvedTarget);
@@ -93,11 +94,11 @@ export function judgeResolved(
  * own refuses it as well (name the real path so an operator can see it).
  */
 async function verifyRedirects(
-  d: { executor: Executor; gate: PolicyGate }, session: SessionMeta, grants: Grant[], command: Command,
+  d: { sandboxes: Sandboxes; gate: PolicyGate }, session: SessionMeta, grants: Grant[], command: Command,
 ): Promise<PathVerdict> {
   const ops = redirectFileOps(command.cmd ?? '');
   if (ops.length === 0) return { ok: true };
-  const real = await d.executor.resolvePaths(session.session_id, ops.map((o) => o.path));
+  const real = await d.sandboxes.resolvePaths(session.session_id, ops.map((o) => o.path));
   for (const [i, op] of ops.entries()) {
     const r = real[i] ?? null;
     if (r === null) return { ok: false, code: OUTSIDE, reason: `${OUTSIDE}: the redirection to ${JSON.stringify(op.path)} leads outside /workspace through a symlink` };

@@ -1,15 +1,16 @@
-import { OUTSIDE } from '../policy/index.ts';
+import { OUTSIDE, type Grant } from '../policy/index.ts';
 import type { Command } from '../protocol/index.ts';
+import type { ExecutionResult, ExpectedResolution } from '../sandbox/index.ts';
 import { reasonOf, withIds } from '../log/index.ts';
 import type { ApprovalState } from './approvals.ts';
 import { ensureBaseline } from './baseline.ts';
 import type { CommandLifecycle } from './command-lifecycle.ts';
-import type { Executor, ExecutionResult, ExpectedResolution } from './executor.ts';
+import type { Sandboxes } from './sandboxes.ts';
 import type { LedgerRecord } from './ledger-record.ts';
 import { failedRun, outcomeOf } from './lifecycle/outcome.ts';
 import { eventFor } from './lifecycle/table.ts';
 import type { OwnerCaps } from './owner-caps.ts';
-import type { Grant, PolicyGate } from './policy-gate.ts';
+import type { PolicyGate } from './policy-gate.ts';
 import { expectAsWritten, judgeResolved, verifyResolvedPaths, type PathVerdict } from './resolved-paths.ts';
 import type { SessionMeta } from './sessions.ts';
 
@@ -20,7 +21,7 @@ import type { SessionMeta } from './sessions.ts';
 
 export type RunPorts = {
   lifecycle: CommandLifecycle;
-  executor: Executor;
+  sandboxes: Sandboxes;
   gate: PolicyGate;
   /** per-key accounting: a command keeps its session's container counted live */
   caps?: Pick<OwnerCaps, 'touchLive'>;
@@ -60,9 +61,9 @@ async function execute(p: RunPorts, ctx: RunContext, approval: ApprovalState | n
   }
   await p.caps?.touchLive(session.owner, rec.session);
   try {
-    await ensureBaseline(p.executor, rec.session);
+    await ensureBaseline(p.sandboxes, rec.session);
     // No signal here on purpose: a graceful shutdown lets a running command finish.
-    return await executeJudged(p.executor, rec.session, command, expect, judge);
+    return await executeJudged(p.sandboxes, rec.session, command, expect, judge);
   } catch (err) {
     withIds({ job_id: session.job_id, session_id: rec.session, command_id: rec.id }).error({ err }, 'executor error');
     return failedRun(command.tool, 'executor_error', `executor error: ${reasonOf(err)}`, Date.now() - startedAt.getTime());
@@ -75,9 +76,9 @@ async function execute(p: RunPorts, ctx: RunContext, approval: ApprovalState | n
  * if the policy allows them, executed once more against them.
  */
 async function executeJudged(
-  executor: Executor, sid: string, command: Command, expect: ExpectedResolution | undefined, judge?: Judge,
+  sandboxes: Sandboxes, sid: string, command: Command, expect: ExpectedResolution | undefined, judge?: Judge,
 ): Promise<ExecutionResult> {
-  const first = await executor.execute(sid, command, expect ? { expect } : {});
+  const first = await sandboxes.execute(sid, command, expect ? { expect } : {});
   if (first.error_code !== 'path_changed' || !first.resolved || !judge) return first;
   const { path, dest } = first.resolved;
   if (path === null || dest === null) {
@@ -85,5 +86,5 @@ async function executeJudged(
   }
   const verdict = judge({ ...command, ...(path !== undefined ? { path } : {}), ...(dest !== undefined ? { dest } : {}) });
   if (!verdict.ok) return { ...first, error_code: verdict.code, error: verdict.reason };
-  return executor.execute(sid, command, { expect: verdict.expect });
+  return sandboxes.execute(sid, command, { expect: verdict.expect });
 }

@@ -2,7 +2,7 @@ import { log } from '../log/index.ts';
 import type { Approvals } from './approvals.ts';
 import type { CommandLifecycle } from './command-lifecycle.ts';
 import { PipelineError } from './errors.ts';
-import type { Executor } from './executor.ts';
+import type { Sandboxes } from './sandboxes.ts';
 import type { Ledger } from './ledger.ts';
 import { SESSION_DELETED, SESSION_DELETED_APPROVAL } from './lifecycle/results.ts';
 import type { OwnerCaps } from './owner-caps.ts';
@@ -15,7 +15,7 @@ export interface SessionDeleteDeps {
   ledger: Ledger;
   lifecycle: CommandLifecycle;
   approvals: Approvals;
-  executor: Executor;
+  sandboxes: Sandboxes;
   caps: OwnerCaps;
   retention: SessionRetention;
   storage: StorageBudget;
@@ -40,7 +40,7 @@ export async function deleteSession(d: SessionDeleteDeps, sid: string, owner: st
     }
   }
   try {
-    await d.executor.remove(sid);
+    await d.sandboxes.remove(sid);
   } catch (err) {
     await d.sessions.unmarkDeleted(sid);
     log().error({ err, session_id: sid }, 'session delete: its sandbox could not be removed; the session stays');

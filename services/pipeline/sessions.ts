@@ -8,9 +8,6 @@ import type { PipelineRedis } from './redis.ts';
 // fields that decide execution (approval mode, project, policy) never change
 // after creation, so processes may cache them; `deleted_at` is always re-read.
 
-// The approval mode is the policy engine's schema (one per concept).
-export { ApprovalMode };
-
 export const SessionMeta = z.object({
   session_id: z.string(),
   /** api key identity of the creator (null in dev mode) */

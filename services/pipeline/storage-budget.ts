@@ -9,7 +9,9 @@ import type { PipelineRedis } from './redis.ts';
 // hash tag, same atomic step). A key's usage = its open sessions' counters +
 // its deleted sessions' totals, which keep counting until their keys expire
 // (THINKFLOW_RETENTION_S after DELETE) and are credited back lazily at the
-// next check (scripts retireBytes, retiredBytes). Checked before anything new
+// next check (scripts retireBytes, retiredBytes); a kept Idempotency-Key
+// answer is charged the same way until it expires (idempotency.ts, entry
+// `idem:<hash>`, script idemAnswer). Checked before anything new
 // of the key starts (a session, a turn: REST or a job's model call), so a key
 // overshoots by at most the turns it already has running.
 

@@ -3,7 +3,10 @@
 import { TOOL_NAMES, TOOLS, type ToolName } from '../protocol/index.ts';
 import { stricter, type Decision } from './decision.ts';
 import type { PolicyFile } from './parser.ts';
-import { ruleMatchesArgv, ruleMatchesPath, type Layer, type Rule } from './rule.ts';
+import { COMMAND_RULES, type CommandRule } from './rule-kinds/command-rule.ts';
+import type { Rule } from './rule-kinds/index.ts';
+import type { Layer } from './rule-kinds/kind.ts';
+import { PATH_RULES, type PathRule } from './rule-kinds/path-rule.ts';
 import { DEFAULT_KEYS, type DefaultKey } from './schema.ts';
 
 /** POLICY.md §3.4 and §6: each tool's descriptor default (file tools and read allow, bash prompts); complex scripts prompt. */
@@ -18,56 +21,85 @@ const LAYER_ORDER: readonly Layer[] = ['global', 'project', 'session'];
 
 export class PolicyLayers {
   readonly files: readonly PolicyFile[];
-  /** Every rule in global → project → session order; a rule's position is its rank here. */
+  /** Every rule in global → project → session order. */
   readonly rules: readonly Rule[];
+  /** A rule's rank: the position of its file rule (the rules of a two-kind file rule share one). */
   private readonly order = new Map<Rule, number>();
-  // bash rules by literal first token; rules whose first token is "*" or that
-  // have no `command` are checked for every argv.
-  private readonly byProgram = new Map<string, Rule[]>();
-  private readonly everyCommand: Rule[] = [];
-  private readonly byTool = new Map<ToolName, Rule[]>();
+  private twoKinds = false;
+  // Command rules by literal first token; those whose first token is "*" or
+  // that have no pattern are checked for every argv.
+  private readonly byProgram = new Map<string, CommandRule[]>();
+  private readonly everyCommand: CommandRule[] = [];
+  /** Path rules by the tool they judge. */
+  private readonly byTool = new Map<ToolName, PathRule[]>();
   private readonly defaults = new Map<DefaultKey, ResolvedDefault>();
 
   constructor(global: readonly PolicyFile[], project: readonly PolicyFile[], session: readonly PolicyFile[]) {
     const byLayer: Record<Layer, readonly PolicyFile[]> = { global, project, session };
     this.files = [...global, ...project, ...session];
     this.rules = this.files.flatMap((f) => f.rules);
-    this.rules.forEach((r, k) => this.order.set(r, k));
+    this.rank();
     for (const t of TOOL_NAMES) this.byTool.set(t, []);
     for (const r of this.rules) {
-      for (const t of r.tools) this.byTool.get(t)!.push(r);
-      if (!r.tools.has('bash')) continue;
-      const first = r.command?.[0];
-      if (first === undefined || first.any) this.everyCommand.push(r);
-      else for (const a of first.alts) push(this.byProgram, a, r);
+      switch (r.kind) {
+        case 'command':
+          this.indexCommand(r);
+          break;
+        case 'path':
+          for (const t of r.tools) this.byTool.get(t)!.push(r);
+          break;
+        default: {
+          // A kind registered in rule-kinds/index.ts needs its index here: the compiler stops at this line.
+          const unindexed: never = r;
+          throw new Error(`rule ${(unindexed as Rule).id}: no index for its kind`);
+        }
+      }
     }
     for (const key of DEFAULT_KEYS) this.defaults.set(key, resolveDefault(key, byLayer));
   }
 
-  /** The bash rules matching one argv, in layer order. */
-  matchArgv(argv: readonly string[]): Rule[] {
+  private rank(): void {
+    let rank = -1;
+    for (const f of this.files) {
+      f.rules.forEach((r, k) => {
+        // A file rule of two kinds compiles to adjacent rules with its one index (rule-kinds/index.ts).
+        if (k > 0 && f.rules[k - 1]!.index === r.index) this.twoKinds = true;
+        else rank++;
+        this.order.set(r, rank);
+      });
+    }
+  }
+
+  private indexCommand(r: CommandRule): void {
+    const first = r.pattern?.[0];
+    if (first === undefined || first.any) this.everyCommand.push(r);
+    else for (const a of first.alts) push(this.byProgram, a, r);
+  }
+
+  /** The command rules matching one argv, in layer order. */
+  matchArgv(argv: readonly string[]): CommandRule[] {
     const program = argv[0] ?? '';
     const slash = program.lastIndexOf('/');
-    const out: Rule[] = [];
+    const out: CommandRule[] = [];
     const direct = this.byProgram.get(program);
-    if (direct) for (const r of direct) if (ruleMatchesArgv(r, argv)) out.push(r);
+    if (direct) for (const r of direct) if (COMMAND_RULES.matches(r, argv)) out.push(r);
     // A path-qualified program may still hit forbid/prompt rules by base name.
     const base = slash >= 0 ? this.byProgram.get(program.slice(slash + 1)) : undefined;
-    if (base) for (const r of base) if (ruleMatchesArgv(r, argv)) out.push(r);
-    for (const r of this.everyCommand) if (ruleMatchesArgv(r, argv)) out.push(r);
+    if (base) for (const r of base) if (COMMAND_RULES.matches(r, argv)) out.push(r);
+    for (const r of this.everyCommand) if (COMMAND_RULES.matches(r, argv)) out.push(r);
     // A rule sits once per program it names, so the lists above are disjoint
     // except when the base name equals the program; a Set keeps this linear.
     const unique = base && direct ? [...new Set(out)] : out;
     return unique.length > 1 ? this.sort(unique) : unique;
   }
 
-  /** The rules of a file tool matching one normalised path, in layer order. */
-  matchPath(tool: ToolName, path: string): Rule[] {
-    return (this.byTool.get(tool) ?? []).filter((r) => ruleMatchesPath(r, path));
+  /** The path rules of a file tool matching one normalised path, in layer order. */
+  matchPath(tool: ToolName, path: string): PathRule[] {
+    return (this.byTool.get(tool) ?? []).filter((r) => PATH_RULES.matches(r, path));
   }
 
-  /** Every rule of a file tool, in layer order. */
-  rulesOf(tool: ToolName): readonly Rule[] {
+  /** Every path rule of a file tool, in layer order. */
+  rulesOf(tool: ToolName): readonly PathRule[] {
     return this.byTool.get(tool) ?? [];
   }
 
@@ -75,8 +107,11 @@ export class PolicyLayers {
     return this.defaults.get(key)!;
   }
 
-  sort(rules: Iterable<Rule>): Rule[] {
-    return [...rules].sort((a, b) => this.order.get(a)! - this.order.get(b)!);
+  /** In layer order, each file rule once (a file rule of two kinds may match through both). */
+  sort<R extends Rule>(rules: Iterable<R>): R[] {
+    const sorted = [...rules].sort((a, b) => this.order.get(a)! - this.order.get(b)!);
+    if (!this.twoKinds) return sorted;
+    return sorted.filter((r, k) => k === 0 || this.order.get(r) !== this.order.get(sorted[k - 1]!));
   }
 }
 

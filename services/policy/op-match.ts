@@ -8,34 +8,29 @@
 // is complex (the policy's default), never allowed on a guess.
 import type { PolicyLayers } from './layers.ts';
 import type { FileOp } from './redirects.ts';
-import { ruleMatchesPath, type Rule } from './rule.ts';
+import { PATH_RULES, pathRuleReaches, type PathRule } from './rule-kinds/path-rule.ts';
 
-export type OpMatch = { rules: Rule[]; unsure: Rule[] };
+export type OpMatch = { rules: PathRule[]; unsure: PathRule[] };
 
 /** A name no rule's literal text spells: only wildcards match it, so a rule matching `dir/PROBE` covers every entry of dir. */
 const PROBE = '\u0001\u0002';
 
 export function matchOp(layers: PolicyLayers, op: FileOp): OpMatch {
   if (op.scope === undefined) return { rules: layers.matchPath(op.tool, op.path), unsure: [] };
-  const rules: Rule[] = [];
-  const unsure: Rule[] = [];
+  const rules: PathRule[] = [];
+  const unsure: PathRule[] = [];
   const probe = op.path === '.' ? PROBE : `${op.path}/${PROBE}`;
   for (const r of layers.rulesOf(op.tool)) {
     if (op.scope === 'tree') {
       // An allow must cover the whole tree; a restriction anything in it.
       const hit = r.decision === 'allow'
-        ? ruleMatchesPath(r, op.path) && ruleMatchesPath(r, probe)
-        : ruleMatchesPath(r, op.path) || reachesUnder(r, op.path, true);
+        ? PATH_RULES.matches(r, op.path) && PATH_RULES.matches(r, probe)
+        : PATH_RULES.matches(r, op.path) || pathRuleReaches(r, op.path, true);
       if (hit) rules.push(r);
-    } else if (ruleMatchesPath(r, probe)) rules.push(r);
-    else if (r.decision !== 'allow' && reachesUnder(r, op.path, op.dotOk === true)) unsure.push(r);
+    } else if (PATH_RULES.matches(r, probe)) rules.push(r);
+    else if (r.decision !== 'allow' && pathRuleReaches(r, op.path, op.dotOk === true)) unsure.push(r);
   }
   return { rules, unsure };
-}
-
-/** Excepts are ignored: a rule with an exception under the path may still reach other entries there. */
-function reachesUnder(r: Rule, dir: string, dotOk: boolean): boolean {
-  return r.path === undefined || r.path.some((m) => m.reaches(dir, dotOk));
 }
 
 /** The reason a script with an operation that may meet a rule is complex, or undefined. */

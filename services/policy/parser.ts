@@ -1,31 +1,19 @@
 // Policy file text (or an already-parsed job body) → a validated PolicyFile.
 // Every error names `FILE: rules[INDEX] (id): reason` (POLICY.md §6).
 import { parseDocument } from 'yaml';
-import { FILE_TOOLS, type ToolName } from '../protocol/index.ts';
-import type { Decision } from './decision.ts';
 import { PolicyLoadError, ruleError } from './errors.ts';
-import { expandedGlobChars, GlobError } from './glob.ts';
-import { normalizeWorkspacePath } from './path.ts';
-import {
-  compileGlob,
-  compilePattern,
-  ruleMatchesArgv,
-  ruleMatchesPath,
-  type Layer,
-  type PathMatcher,
-  type Rule,
-} from './rule.ts';
-import { formatIssues, PolicyFileSchema, RuleSchema, type Defaults, type RuleInput } from './schema.ts';
-import { ASSIGNMENT_REASON, scriptTooLarge, splitScript } from './shell-split.ts';
+import { expandedGlobChars } from './glob.ts';
+import { compileRule, type Rule } from './rule-kinds/index.ts';
+import type { Layer } from './rule-kinds/kind.ts';
+import { formatIssues, PolicyFileSchema, RuleSchema, type Defaults } from './schema.ts';
 
 export type PolicyFile = {
   name: string;
   layer: Layer;
   defaults: Defaults;
+  /** In file order; a file rule of two kinds is two compiled rules (rule-kinds/index.ts). */
   rules: Rule[];
 };
-
-const FILE_TOOL_SET: ReadonlySet<string> = new Set(FILE_TOOLS);
 
 /**
  * @param name shown in errors (a file path, or e.g. `job policy`)
@@ -44,16 +32,17 @@ export function parsePolicyDocument(name: string, doc: string | unknown, layer: 
     throw new PolicyLoadError(`${name}: ${raws.length} rules (a policy sent with a job or session has at most ${SESSION_LIMITS.rules})`, name);
   }
   const totals = { exampleChars: 0, alternatives: 0, globChars: 0 };
-  const rules = raws.map((raw, index) => {
+  const rules = raws.flatMap((raw, index) => {
     const id = idOf(raw);
     if (layer === 'session') addSessionTotals(name, index, id, raw, totals);
     const parsed = RuleSchema.safeParse(raw);
     if (!parsed.success) throw ruleError(name, index, id, formatIssues(parsed.error));
     if (seen.has(parsed.data.id)) throw ruleError(name, index, id, `duplicate rule id '${parsed.data.id}' in this file`);
     seen.add(parsed.data.id);
-    const rule = compileRule(name, index, layer, parsed.data);
-    checkExamples(name, rule, parsed.data);
-    return rule;
+    const fail = (reason: string): never => {
+      throw ruleError(name, index, parsed.data.id, reason);
+    };
+    return compileRule({ file: name, index, layer }, parsed.data, fail);
   });
   return { name, layer, defaults: envelope.data.defaults ?? {}, rules };
 }
@@ -125,106 +114,4 @@ function parseYaml(name: string, text: string, submitted: boolean): unknown {
 function idOf(raw: unknown): string | undefined {
   if (raw && typeof raw === 'object' && 'id' in raw && (typeof raw.id === 'string' || typeof raw.id === 'number')) return String(raw.id);
   return undefined;
-}
-
-function compileRule(file: string, index: number, layer: Layer, r: RuleInput): Rule {
-  const fail = (reason: string): never => {
-    throw ruleError(file, index, r.id, reason);
-  };
-  if (r.command && r.path) fail('a rule has `command` or `path`, not both');
-  // Without `tool`, `command` means bash and `path` means every file tool.
-  const tools: ToolName[] =
-    r.tool === undefined
-      ? r.command
-        ? ['bash']
-        : r.path
-          ? [...FILE_TOOLS]
-          : fail('a rule needs `tool`, `command` or `path`')
-      : typeof r.tool === 'string'
-        ? [r.tool]
-        : r.tool;
-  const hasBash = tools.includes('bash');
-  const hasFile = tools.some((t) => FILE_TOOL_SET.has(t));
-  if (r.command && hasFile) fail('`command` applies to bash only; file tools take `path`');
-  if (r.path && hasBash) fail('`path` applies to file tools only; bash takes `command`');
-  const commandExcept = [];
-  const pathExcept: PathMatcher[] = [];
-  for (const [k, e] of (r.except ?? []).entries()) {
-    if (typeof e === 'string') {
-      if (hasBash) fail(`except[${k}]: bash rules take argv patterns (lists), got a string`);
-      pathExcept.push(globOf(e, fail));
-    } else {
-      if (hasFile) fail(`except[${k}]: file rules take globs (strings), got a list`);
-      commandExcept.push(compilePattern(e));
-    }
-  }
-  const globs = r.path === undefined ? undefined : typeof r.path === 'string' ? [r.path] : r.path;
-  return {
-    id: r.id,
-    layer,
-    file,
-    index,
-    tools: new Set(tools),
-    decision: r.decision as Decision,
-    justification: r.justification ?? '',
-    command: r.command ? compilePattern(r.command) : undefined,
-    commandExcept,
-    path: globs?.map((g) => globOf(g, fail)),
-    pathExcept,
-  };
-}
-
-function globOf(glob: string, fail: (reason: string) => never): PathMatcher {
-  try {
-    return compileGlob(normalizeGlob(glob, fail));
-  } catch (err) {
-    if (err instanceof GlobError) return fail(`path glob ${JSON.stringify(glob.length > 80 ? `${glob.slice(0, 80)}…` : glob)}: ${err.message}`);
-    throw err;
-  }
-}
-
-/** Globs are workspace-relative; `./x` and `/workspace/x` are accepted spellings of `x`. */
-function normalizeGlob(glob: string, fail: (reason: string) => never): string {
-  let g = glob;
-  if (g === '/workspace' || g.startsWith('/workspace/')) g = g.slice('/workspace/'.length) || '**';
-  else if (g.startsWith('/')) fail(`path glob ${JSON.stringify(glob)} is outside the workspace (globs are relative to it)`);
-  while (g.startsWith('./')) g = g.slice(2);
-  g = g.replace(/\/{2,}/g, '/');
-  if (g.split('/').includes('..')) fail(`path glob ${JSON.stringify(glob)} must not contain '..'`);
-  return g;
-}
-
-function checkExamples(file: string, rule: Rule, r: RuleInput): void {
-  const fail = (reason: string): never => {
-    throw ruleError(file, rule.index, rule.id, reason);
-  };
-  const commandRule = rule.tools.has('bash');
-  const matches = (ex: string | string[]): boolean => {
-    const shown = JSON.stringify(ex);
-    if (commandRule) {
-      if (typeof ex !== 'string') return ruleMatchesArgv(rule, ex);
-      const big = scriptTooLarge(ex);
-      if (big !== undefined) fail(`example ${shown.slice(0, 60)}…: ${big}`);
-      const split = splitScript(ex);
-      const one = split.simple.length === 1 ? split.simple[0]! : undefined;
-      // `NAME=value cmd` is one simple command in shell terms; the engine shows
-      // it to rules as `cmd` and as `env NAME=value cmd` (policy.ts), and so do examples.
-      const assignedOnly = one !== undefined && one.assigns.length > 0 && one.argv.length > 0 && split.complex?.startsWith(ASSIGNMENT_REASON);
-      if (assignedOnly) return ruleMatchesArgv(rule, one.argv) || ruleMatchesArgv(rule, ['env', ...one.assigns, ...one.argv]);
-      if (split.complex !== undefined || split.commands.length !== 1) {
-        fail(`example ${shown} is not one simple command${split.complex ? ` (${split.complex})` : ''}`);
-      }
-      return ruleMatchesArgv(rule, split.commands[0]!);
-    }
-    if (typeof ex !== 'string') return fail(`example ${shown}: file rules take path examples (strings)`);
-    const p = normalizeWorkspacePath(ex);
-    if (!p.ok) return fail(`example ${shown}: ${p.reason}`);
-    return ruleMatchesPath(rule, p.path);
-  };
-  for (const ex of r.examples?.match ?? []) {
-    if (!matches(ex)) fail(`example ${JSON.stringify(ex)} is listed in match but the rule does not match it`);
-  }
-  for (const ex of r.examples?.not_match ?? []) {
-    if (matches(ex)) fail(`example ${JSON.stringify(ex)} is listed in not_match but the rule matches it`);
-  }
 }

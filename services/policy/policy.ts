@@ -1,12 +1,14 @@
 // evaluate(): one command against the layered policy (POLICY.md §1, §3, §6).
 // Pure and synchronous. Every verdict carries the rules that matched and a
 // reason naming what decided it, so the ledger and the API can say why.
-import { pathFields, type Command, type ToolName } from '../protocol/index.ts';
+import { pathFields, TOOLS, type Command, type ToolName } from '../protocol/index.ts';
 import { rank, stricter, type Decision } from './decision.ts';
 import type { PolicyLayers } from './layers.ts';
 import type { MatchedRule } from './matched-rule.ts';
 import { normalizeWorkspacePath } from './path.ts';
-import { prefixLength, type Layer, type Rule } from './rule.ts';
+import { prefixLength } from './rule-kinds/command-rule.ts';
+import type { Rule } from './rule-kinds/index.ts';
+import type { Layer } from './rule-kinds/kind.ts';
 import type { DefaultKey } from './schema.ts';
 import { fileOpsOf, touchesFiles, type FileOp, type FileOps } from './redirects.ts';
 import { describeOp, matchOp, unsureReason } from './op-match.ts';
@@ -168,11 +170,29 @@ function evaluateFile(layers: PolicyLayers, command: Command, grants: readonly G
     if (!n.ok) return refuse(command.tool, `${n.reason} (${field})`);
     const rules = layers.matchPath(command.tool, n.path);
     for (const r of rules) matched.add(r);
-    parts.push(partFrom(layers, command.tool, rules, { path: n.path, field }, []));
+    const part = partFrom(layers, command.tool, rules, { path: n.path, field }, []);
+    for (const r of accessRestrictions(layers, command.tool, field, n.path)) {
+      matched.add(r);
+      if (rank(r.decision) > rank(part.decision)) Object.assign(part, { decision: r.decision, rule: r });
+    }
+    parts.push(part);
   }
   const grant = grants.find((g) => fileGrantCovers(g, command.tool, parts));
   if (grant) for (const p of parts) if (p.decision === 'prompt') p.granted = true;
   return finish(layers, { tool: command.tool, parts }, matched);
+}
+
+/**
+ * A tool that is not `ownRulesOnly` (protocol/tools.ts) also meets the forbid and prompt path
+ * rules of `write` or `read` where it writes or reads, so policies that protect a path
+ * (`.git/**`, secrets) cover a new tool before any file names it. Restrictions only: a
+ * `write` allow never loosens the tool's own default.
+ */
+function accessRestrictions(layers: PolicyLayers, tool: ToolName, field: 'path' | 'dest', path: string): Rule[] {
+  const d = TOOLS[tool];
+  const access = d.ownRulesOnly ? undefined : d.attributes.find((a) => a.name === field)?.access;
+  if (access === undefined || access === tool) return [];
+  return layers.matchPath(access, path).filter((r) => r.decision !== 'allow');
 }
 
 type Where = Pick<Part, 'argv' | 'path' | 'field' | 'fileTool' | 'scope'>;
@@ -197,7 +217,7 @@ function partFrom(
     if (rule === undefined || rank(r.decision) > rank(rule.decision)) rule = r;
     // Only the command's own rules give a grant prefix: an inner rule's
     // prefix would not line up with this argv.
-    if (r.decision === 'prompt') promptPrefix = Math.max(promptPrefix, prefixLength(r));
+    if (r.decision === 'prompt' && r.kind === 'command') promptPrefix = Math.max(promptPrefix, prefixLength(r));
   }
   for (const r of inner) if (rule === undefined || rank(r.decision) > rank(rule.decision)) rule = r;
   const decision = rule?.decision ?? layers.defaultFor(tool).decision;

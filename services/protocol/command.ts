@@ -2,8 +2,8 @@ import { z } from 'zod';
 
 import { ToolName } from './tools.ts';
 
-/** Where a command came from (ledger `flow`). */
-export const CommandFlow = z.enum(['reasoning', 'text', 'native', 'api']);
+/** Where a command came from (ledger `flow`); `validator`: a job's `validate.cmd`, run when the model ends (API.md additions). */
+export const CommandFlow = z.enum(['reasoning', 'text', 'native', 'api', 'validator']);
 export type CommandFlow = z.infer<typeof CommandFlow>;
 
 /**

@@ -29,6 +29,12 @@ export type ToolResultFacts = { bytes_written?: number | null; stdout?: string |
 export type ToolDescriptor = {
   /** `paths`: judged by path rules on each path attribute; `script`: split and judged by command rules (bash). */
   judged: 'paths' | 'script';
+  /**
+   * Judged by the rules naming this tool only: the tools of PROTOCOL.md §2, which policy files name
+   * one by one. Any other tool also meets the forbid/prompt path rules of `write` (`read`) where it
+   * writes (reads), so a path the policies protect stays protected from a tool they do not know yet.
+   */
+  ownRulesOnly?: true;
   /** One line: the native function's description. */
   summary: string;
   /** Label in the dashboard's "What will run". */
@@ -65,41 +71,41 @@ function lastLine(s: string): string {
 
 const TABLE = {
   write: {
-    judged: 'paths', summary: 'Replace a file with content (parents are created).', verb: 'Write',
+    judged: 'paths', ownRulesOnly: true, summary: 'Replace a file with content (parents are created).', verb: 'Write',
     attributes: [path('write'), { name: 'allow_empty', kind: 'boolean', describe: 'allow empty content', nativeOmit: true }],
     body: 'content', result: 'optional', defaultDecision: 'allow', risk: 'medium',
     done: (r) => `wrote ${r.bytes_written ?? 0} bytes`,
     example: { id: 2, attrs: { path: 'src/app.py' }, body: '\nprint("hello")\n', note: '                      (one line break after the opening tag is dropped; content is raw text, no escaping)' },
   },
   append: {
-    judged: 'paths', summary: 'Append text to a file.', verb: 'Append',
+    judged: 'paths', ownRulesOnly: true, summary: 'Append text to a file.', verb: 'Append',
     attributes: [path('write')], body: 'content', result: 'optional', defaultDecision: 'allow', risk: 'medium',
     done: (r) => `appended ${r.bytes_written ?? 0} bytes`,
     example: { id: 3, attrs: { path: 'notes.md' }, body: 'more text' },
   },
   mkdir: {
-    judged: 'paths', summary: 'Create a directory and its parents.', verb: 'Create directory',
+    judged: 'paths', ownRulesOnly: true, summary: 'Create a directory and its parents.', verb: 'Create directory',
     attributes: [path('write')], body: 'none', result: 'optional', defaultDecision: 'allow', risk: 'medium',
     example: { id: 1, attrs: { path: 'src' } },
   },
   touch: {
-    judged: 'paths', summary: 'Create an empty file or update its time.', verb: 'Touch',
+    judged: 'paths', ownRulesOnly: true, summary: 'Create an empty file or update its time.', verb: 'Touch',
     attributes: [path('write')], body: 'none', result: 'optional', defaultDecision: 'allow', risk: 'medium',
     example: { id: 4, attrs: { path: 'a.txt' } },
   },
   copy: {
-    judged: 'paths', summary: 'Copy a file.', verb: 'Copy',
+    judged: 'paths', ownRulesOnly: true, summary: 'Copy a file.', verb: 'Copy',
     attributes: [path('read'), { name: 'dest', kind: 'path', required: true, access: 'write', describe: 'destination path' }],
     body: 'none', result: 'optional', defaultDecision: 'allow', risk: 'medium',
     example: { id: 5, attrs: { path: 'a.txt', dest: 'b.txt' }, sameLine: true },
   },
   edit: {
-    judged: 'paths', summary: 'Replace old_text, which must occur exactly once, by new_text.', verb: 'Edit',
+    judged: 'paths', ownRulesOnly: true, summary: 'Replace old_text, which must occur exactly once, by new_text.', verb: 'Edit',
     attributes: [path('write')], body: 'edit', result: 'optional', defaultDecision: 'allow', risk: 'medium',
     example: { id: 6, attrs: { path: 'src/app.py' }, body: '<old>hello</old><new>world</new>', note: '   (<old> must occur exactly once)' },
   },
   read: {
-    judged: 'paths', summary: 'Read a file.', verb: 'Read',
+    judged: 'paths', ownRulesOnly: true, summary: 'Read a file.', verb: 'Read',
     attributes: [path('read')], body: 'none', result: 'always', defaultDecision: 'allow', risk: 'low', lookAround: true,
     outputLabel: 'content',
     done: (r) => `read ${Buffer.byteLength(r.stdout ?? '')} bytes`,

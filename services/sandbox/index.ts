@@ -1,11 +1,8 @@
 // Public surface of the Docker sandbox. See README.md for what it owns.
 export { SandboxManager } from './sandbox-manager.ts';
-export type { ManagerStatus } from './sandbox-manager.ts';
 export type { SandboxOptions } from './sandbox-options.ts';
-export { resolveSandboxOptions } from './sandbox-options.ts';
-export type { ExecutionResult, ExpectedResolution, Sandbox, ReadPathResult, DirEntry } from './types.ts';
-export type { ReapResult } from './reaper.ts';
-export { SandboxImageMissingError } from './session-container.ts';
+export { DEFAULT_OUTPUT_CAP_BYTES, resolveSandboxOptions } from './sandbox-options.ts';
+export type { ExecutionResult, ExpectedResolution, Sandbox, ReadPathResult } from './types.ts';
 export { toContainerSpec } from './container-spec.ts';
 export { containerName, volumeName, sessionSlug, LABEL_MANAGED, LABEL_SESSION } from './names.ts';
 export type { BaselineInfo, ChangeKind, ChangeList, WorkspaceChange, WorkspaceFormat, WorkspaceOut } from './workspace-out.ts';

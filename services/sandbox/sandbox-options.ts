@@ -1,4 +1,11 @@
 import { readFileSync } from 'node:fs';
+import { ENV_DEFAULTS } from '../config/index.ts';
+
+/**
+ * Cap on stdout and on stderr of a command, each: the executor's, and again
+ * the pipeline's (in characters) when it records a result. Not an environment setting.
+ */
+export const DEFAULT_OUTPUT_CAP_BYTES = 64 * 1024;
 
 /**
  * Hardening and limits of a session container. Every field is optional; the
@@ -93,6 +100,7 @@ export interface SandboxOptions {
 
 export type ResolvedSandboxOptions = Required<SandboxOptions>;
 
+const MiB = 1024 ** 2;
 const GiB = 1024 ** 3;
 const SHIPPED_SECCOMP = new URL('../../sandbox-image/seccomp.json', import.meta.url);
 let shippedSeccomp: string | undefined;
@@ -106,7 +114,7 @@ export function shippedSeccompProfile(): string {
 export function resolveSandboxOptions(o: SandboxOptions = {}): ResolvedSandboxOptions {
   const memoryBytes = o.memoryBytes ?? GiB;
   return {
-    image: o.image ?? 'thinkflow/sandbox:latest',
+    image: o.image ?? ENV_DEFAULTS.THINKFLOW_SANDBOX_IMAGE,
     networkMode: o.networkMode ?? 'none',
     capDrop: o.capDrop ?? ['ALL'],
     capAdd: o.capAdd ?? [],
@@ -125,20 +133,20 @@ export function resolveSandboxOptions(o: SandboxOptions = {}): ResolvedSandboxOp
     nofile: o.nofile ?? 4096,
     bashTimeoutMs: o.bashTimeoutMs ?? 120_000,
     maxBashTimeoutMs: o.maxBashTimeoutMs ?? 3_600_000,
-    outputCapBytes: o.outputCapBytes ?? 65_536,
+    outputCapBytes: o.outputCapBytes ?? DEFAULT_OUTPUT_CAP_BYTES,
     readCapBytes: o.readCapBytes ?? 1_048_576,
     readPathCapBytes: o.readPathCapBytes ?? 16_777_216,
-    workspaceQuotaBytes: o.workspaceQuotaBytes ?? 2048 * 1024 ** 2,
-    workspaceFs: o.workspaceFs ?? 'auto',
-    workspaceDir: o.workspaceDir ?? '/var/lib/thinkflow/workspaces',
-    workspaceInodes: o.workspaceInodes ?? 100_000,
-    workspaceSpares: o.workspaceSpares ?? 2,
-    maxFrameBytes: o.maxFrameBytes ?? 32 * 1024 ** 2,
+    workspaceQuotaBytes: o.workspaceQuotaBytes ?? ENV_DEFAULTS.THINKFLOW_WORKSPACE_QUOTA_MB * MiB,
+    workspaceFs: o.workspaceFs ?? ENV_DEFAULTS.THINKFLOW_WORKSPACE_FS,
+    workspaceDir: o.workspaceDir ?? ENV_DEFAULTS.THINKFLOW_WORKSPACE_DIR,
+    workspaceInodes: o.workspaceInodes ?? ENV_DEFAULTS.THINKFLOW_WORKSPACE_INODES,
+    workspaceSpares: o.workspaceSpares ?? ENV_DEFAULTS.THINKFLOW_WORKSPACE_SPARES,
+    maxFrameBytes: o.maxFrameBytes ?? 32 * MiB,
     requestTimeoutMs: o.requestTimeoutMs ?? 30_000,
     startTimeoutMs: o.startTimeoutMs ?? 30_000,
-    namePrefix: o.namePrefix ?? 'thinkflow-',
+    namePrefix: o.namePrefix ?? ENV_DEFAULTS.THINKFLOW_SANDBOX_PREFIX,
     idleTtlMs: o.idleTtlMs ?? 86_400_000,
-    idleStopMs: o.idleStopMs ?? 600_000,
+    idleStopMs: o.idleStopMs ?? ENV_DEFAULTS.THINKFLOW_SANDBOX_IDLE_STOP_S * 1000,
     reapIntervalMs: o.reapIntervalMs ?? 600_000,
   };
 }

@@ -3,9 +3,10 @@ import type { Context } from 'hono';
 import type { Redis } from 'ioredis';
 import { z } from 'zod';
 import { FINAL_JOB_STATUSES, JobRequest, SubmitResponse, WebhookDelivery, WebhookRefusedError, type JobsService, type StoredJob } from '../../jobs/index.ts';
-import type { Keys, Pipeline } from '../../pipeline/index.ts';
+import type { IdempotencyStore, Keys, Pipeline } from '../../pipeline/index.ts';
 import type { AppEnv } from '../env.ts';
 import { AppError } from '../errors.ts';
+import { idempotent } from '../middleware/idempotency.ts';
 import { maxBody } from '../middleware/limits.ts';
 import { json, JobViewRef, route, sse } from '../openapi.ts';
 import { LimitQuery } from '../schemas.ts';
@@ -17,10 +18,10 @@ import { checkFilePaths, jsonBody, limitOf } from '../validate.ts';
 // job's events as Server-Sent Events, resumable with Last-Event-ID and
 // closed after job_finished.
 
-export type JobRoutesDeps = { jobs: JobsService; pipeline: Pipeline; redis: Redis; keys: Keys; streams: StreamCaps; maxJsonBytes: number };
+export type JobRoutesDeps = { jobs: JobsService; pipeline: Pipeline; redis: Redis; keys: Keys; streams: StreamCaps; maxJsonBytes: number; idempotency: IdempotencyStore };
 
 /** A job the caller may see: a submitter sees only its own (404 for others'). */
-async function visibleJob(c: Context<AppEnv>, jobs: JobsService): Promise<StoredJob> {
+export async function visibleJob(c: Context<AppEnv>, jobs: JobsService): Promise<StoredJob> {
   const id = c.req.param('job_id') ?? '';
   const job = await jobs.store.get(id);
   const me = c.var.principal;
@@ -33,7 +34,7 @@ const LIST_MAX = 500;
 const routes = (d: JobRoutesDeps) => ({
   submit: route({
     method: 'post', path: '/', id: 'submitJob', summary: 'Submit an unattended job', auth: 'writer', capped: true, writes: true,
-    middleware: [maxBody(d.maxJsonBytes), jsonBody()],
+    middleware: [maxBody(d.maxJsonBytes), jsonBody()], idempotent: idempotent(d.idempotency, { body: 'json' }),
     request: { body: { required: true, content: { 'application/json': { schema: JobRequest } } } },
     ok: { 202: json(SubmitResponse, 'accepted: the job is queued') },
   }),

@@ -3,10 +3,11 @@ import type { Context, MiddlewareHandler, Next } from 'hono';
 import { z } from 'zod';
 import { withIds } from '../../log/index.ts';
 import { normalizeWorkspacePath } from '../../policy/index.ts';
-import { CommandResult, newSessionId, parseTurnBody, PipelineError, runParsedTurn, turnItems, type Pipeline, type SessionMeta } from '../../pipeline/index.ts';
+import { CommandResult, newSessionId, parseTurnBody, PipelineError, runParsedTurn, turnItems, type IdempotencyStore, type Pipeline, type SessionMeta } from '../../pipeline/index.ts';
 import { ParseError } from '../../protocol/index.ts';
 import type { AppEnv } from '../env.ts';
 import { AppError } from '../errors.ts';
+import { idempotent } from '../middleware/idempotency.ts';
 import { maxBody } from '../middleware/limits.ts';
 import type { TurnCaps } from '../stream-caps.ts';
 import { json, LedgerRecordRef, route } from '../openapi.ts';
@@ -17,7 +18,7 @@ import { filePathOf } from './raw-path.ts';
 // Sessions without a model (API.md): create, read, run tf-* tags as a turn,
 // the ledger, the workspace's files, delete.
 
-export type SessionRoutesDeps = { pipeline: Pipeline; maxJsonBytes: number; maxCommandsBytes: number; turns: TurnCaps };
+export type SessionRoutesDeps = { pipeline: Pipeline; maxJsonBytes: number; maxCommandsBytes: number; turns: TurnCaps; idempotency: IdempotencyStore };
 
 /** Loads a session the caller may see: a submitter sees only its own (404 for others', never 403). */
 export async function visibleSession(c: Context<AppEnv>, p: Pick<Pipeline, 'sessions'>): Promise<SessionMeta> {
@@ -48,7 +49,7 @@ const routes = (d: SessionRoutesDeps) => ({
   create: route({
     method: 'post', path: '/', id: 'createSession', summary: 'A session without a model', auth: 'writer', capped: true, writes: true,
     errors: { 422: 'a seeded file could not be written (`seed_failed`)' },
-    middleware: [maxBody(d.maxJsonBytes), jsonBody({ emptyOk: true })],
+    middleware: [maxBody(d.maxJsonBytes), jsonBody({ emptyOk: true })], idempotent: idempotent(d.idempotency, { body: 'json' }),
     request: { body: { required: false, content: { 'application/json': { schema: CreateSessionBody } } } },
     ok: { 201: json(SessionCreated, 'the new session') },
   }),
@@ -65,7 +66,7 @@ const routes = (d: SessionRoutesDeps) => ({
       429: 'the key already has THINKFLOW_MAX_TURNS_PER_KEY turns running (`too_many`, details.cap names the setting)',
     },
     // The turn's slot first: a key's turns over its cap are refused before their bodies are read.
-    middleware: [turnSlot(d.turns), maxBody(d.maxCommandsBytes)],
+    middleware: [turnSlot(d.turns), maxBody(d.maxCommandsBytes)], idempotent: idempotent(d.idempotency, { body: 'text' }),
     request: { body: { required: true, content: { 'text/plain': { schema: z.string() } } } },
     ok: { 200: json(z.object({ results: z.array(CommandResult), errors: z.array(ParseError) }), 'every command final, in completion order') },
   }),
@@ -199,9 +200,9 @@ async function readPath(c: Context<AppEnv>, p: Pipeline): Promise<Response> {
 }
 
 /** The sandbox's answer; a sandbox that cannot be reached is a 503 the client may retry, not an internal error. */
-async function readInSandbox(p: Pipeline, sid: string, path: string): ReturnType<Pipeline['executor']['readPath']> {
+async function readInSandbox(p: Pipeline, sid: string, path: string): ReturnType<Pipeline['sandboxes']['readPath']> {
   try {
-    return await p.executor.readPath(sid, path);
+    return await p.sandboxes.readPath(sid, path);
   } catch (err) {
     const code = (err as { code?: unknown }).code;
     if (typeof code === 'string' && code.startsWith('sandbox_')) {

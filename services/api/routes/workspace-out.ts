@@ -68,7 +68,7 @@ export function workspaceOutRoutes(d: WorkspaceOutDeps): OpenAPIHono<AppEnv> {
 async function reachable(c: Context<AppEnv>, p: Pipeline): Promise<{ sid: string; out: WorkspaceOut }> {
   const meta = await visibleSession(c, p);
   requireLive(meta);
-  const out = p.executor.workspace;
+  const out = p.sandboxes.workspace;
   if (!out) throw new AppError(503, 'sandbox_unavailable', 'this service has no sandbox workspaces to read');
   await p.caps.claimLive(meta.owner, meta.session_id);
   return { sid: meta.session_id, out };

@@ -2,7 +2,8 @@
 // /v1/approvals?status=pending) as a table an operator can act on, or the raw
 // answer with --json. Exit 0 listed, 1 the API refused or is unreachable, 2 bad arguments.
 import { parseArgs } from 'node:util';
-import { ApiClient, CliError, CONNECTION_OPTIONS, oneLine, resolveConnection, UsageError, type PendingApproval } from '../api-client.ts';
+import type { PendingApproval } from '../../api/index.ts';
+import { ApiClient, CliError, CONNECTION_OPTIONS, oneLine, resolveConnection, UsageError } from '../api-client.ts';
 
 const USAGE = 'usage: thinkflow approvals [--json] [--url URL] [--key KEY]\n';
 

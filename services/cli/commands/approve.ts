@@ -3,7 +3,8 @@
 // answered, 1 the answer failed (already answered or expired, unknown token,
 // API refused or unreachable), 2 bad arguments.
 import { parseArgs } from 'node:util';
-import { ApiClient, ApiError, CliError, CONNECTION_OPTIONS, oneLine, resolveConnection, UsageError, type Decision } from '../api-client.ts';
+import type { ApprovalAnswer } from '../../pipeline/index.ts';
+import { ApiClient, ApiError, CliError, CONNECTION_OPTIONS, oneLine, resolveConnection, UsageError } from '../api-client.ts';
 
 const USAGE = {
   approve: 'usage: thinkflow approve TOKEN [--session [--prefix]] [--url URL] [--key KEY]   (--session: grant this exact command for the rest of the session; --prefix: the wider rule-prefix grant the approval offers)\n',
@@ -15,7 +16,7 @@ type Verb = keyof typeof USAGE;
 async function answer(verb: Verb, args: string[]): Promise<number> {
   let client: ApiClient;
   let token: string;
-  let decision: Decision;
+  let decision: ApprovalAnswer;
   let reason: string | undefined;
   let prefix = false;
   try {
@@ -37,7 +38,7 @@ async function answer(verb: Verb, args: string[]): Promise<number> {
   try {
     const { approval: a } = await client.answerApproval(token, decision, reason, prefix ? 'prefix' : undefined);
     const what = a ? ` (job ${a.job_id ?? '-'}, command ${a.command_id}: ${a.tool} ${oneLine(a.target, 60)})` : '';
-    const done = { approve: 'approved', approve_for_session: 'approved for the rest of the session', reject: 'rejected' }[decision];
+    const done = ({ approve: 'approved', approve_for_session: 'approved for the rest of the session', reject: 'rejected' } satisfies Record<ApprovalAnswer, string>)[decision];
     process.stdout.write(`${token}: ${done}${what}\n`);
     return 0;
   } catch (err) {

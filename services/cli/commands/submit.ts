@@ -5,19 +5,20 @@
 // is unattended by design and keeps running on the server.
 import { readFile } from 'node:fs/promises';
 import { parseArgs } from 'node:util';
+import type { JobView } from '../../jobs/index.ts';
 import type { PublicApproval, StreamEvent } from '../../pipeline/index.ts';
 import { isToolName, targetOf } from '../../protocol/index.ts';
 import {
   ApiClient, CliError, CONNECTION_OPTIONS, jobStreamEvent, oneLine, resolveConnection, UsageError,
-  type Connection, type JobRequestInput, type JobView,
+  type Connection, type JobRequestInput,
 } from '../api-client.ts';
 import { downloadResults, type DownloadTargets } from './download.ts';
 
 const USAGE = 'usage: thinkflow submit "TASK" [--approval never|on-request] [--project P] [--flow thinkflow|react]\n'
-  + '                        [--file path=localfile ...] [--max-turns N] [--timeout S] [--wait] [--json] [--url URL] [--key KEY]\n'
+  + '                        [--file path=localfile ...] [--max-turns N] [--timeout S] [--validate CMD] [--idempotency-key K] [--wait] [--json] [--url URL] [--key KEY]\n'
   + '                        [--out FILE.tar.gz] [--patch FILE]   (both wait for the job, then download its workspace / patch)\n';
 
-type Args = { request: JobRequestInput; wait: boolean; json: boolean; conn: Connection; downloads: DownloadTargets };
+type Args = { request: JobRequestInput; wait: boolean; json: boolean; conn: Connection; idempotencyKey?: string; downloads: DownloadTargets };
 
 function wholeNumber(flag: string, raw: string | undefined): number | undefined {
   if (raw === undefined) return undefined;
@@ -34,8 +35,8 @@ async function readArgs(args: string[]): Promise<Args> {
       options: {
         ...CONNECTION_OPTIONS,
         approval: { type: 'string' }, project: { type: 'string' }, flow: { type: 'string' },
-        file: { type: 'string', multiple: true }, 'max-turns': { type: 'string' }, timeout: { type: 'string' },
-        wait: { type: 'boolean', default: false }, json: { type: 'boolean', default: false },
+        file: { type: 'string', multiple: true }, 'max-turns': { type: 'string' }, timeout: { type: 'string' }, validate: { type: 'string' },
+        wait: { type: 'boolean', default: false }, json: { type: 'boolean', default: false }, 'idempotency-key': { type: 'string' },
         out: { type: 'string' }, patch: { type: 'string' },
       },
     });
@@ -52,6 +53,10 @@ async function readArgs(args: string[]): Promise<Args> {
   if (v.project !== undefined) request.project = v.project;
   if (v.approval !== undefined) request.approval = v.approval;
   if (v.flow !== undefined) request.flow = v.flow;
+  if (v.validate !== undefined) {
+    if (v.validate.trim() === '') throw new UsageError('--validate takes a command, got an empty one');
+    request.validate = { cmd: v.validate };
+  }
   const maxTurns = wholeNumber('max-turns', v['max-turns']);
   const timeout = wholeNumber('timeout', v.timeout);
   if (maxTurns !== undefined || timeout !== undefined) {
@@ -70,8 +75,12 @@ async function readArgs(args: string[]): Promise<Args> {
     }
     request.files = files;
   }
+  const key = v['idempotency-key'];
+  // The server's bounds, checked here so a typo is a usage error, not a request.
+  if (key !== undefined && !/^[\x20-\x7e]{1,255}$/.test(key)) throw new UsageError('--idempotency-key must be 1 to 255 printable ASCII characters');
   const downloads: DownloadTargets = { ...(v.out ? { out: v.out } : {}), ...(v.patch ? { patch: v.patch } : {}) };
-  return { request, wait: v.wait || Boolean(v.out || v.patch), json: v.json, conn: resolveConnection(v), downloads };
+  const wait = v.wait || Boolean(v.out || v.patch);
+  return { request, wait, json: v.json, conn: resolveConnection(v), downloads, ...(key !== undefined ? { idempotencyKey: key } : {}) };
 }
 
 type Target = { tool?: string; path?: string | null; dest?: string | null; cmd?: string | null };
@@ -105,6 +114,9 @@ class Progress {
         return this.#say(`  [${r.id}] ${r.status.padEnd(10)} ${r.tool}  ${shownTarget(r)}${extra ? `  (${extra})` : ''}`);
       }
       case 'parse_error': return this.#say(`  parse error (${e.stream}): ${e.error?.code}: ${e.error?.message}${e.error?.id ? ` [command ${e.error.id}]` : ''}`);
+      case 'message_added': return this.#say(`  message${e.interrupt ? ' (interrupt)' : ''}: "${oneLine(e.text, 90)}"`);
+      case 'job_paused': return this.#say('  paused: no new model call or command starts until resume');
+      case 'job_resumed': return this.#say('  resumed');
       case 'approval_requested': return this.#approvalRequested(e.approval);
       case 'approval_resolved': {
         const a = e.approval;
@@ -113,6 +125,9 @@ class Progress {
       case 'turn_ended':
         this.#flushText();
         return this.#say(`  turn ${e.turn} ended: ${e.outcome}`);
+      case 'validation_started': return this.#say(`── validation ${e.round}/${e.max_rounds}: ${oneLine(e.cmd, 70)}`);
+      case 'validation_finished':
+        return this.#say(`  validation ${e.round}/${e.max_rounds} ${e.passed ? 'passed' : `failed (${e.status}${e.exit_code != null ? `, exit ${e.exit_code}` : ''})`}`);
       case 'job_finished': return this.#flushText();
       default: return;
     }
@@ -139,6 +154,7 @@ function finalReport(job: JobView): string {
     `usage      prompt ${u.prompt_tokens}, completion ${u.completion_tokens}, total ${u.total_tokens} tokens${u.estimated ? ' (estimated)' : ''}`,
     `commands   ${c.total} total: ${c.succeeded} succeeded, ${c.failed} failed, ${c.skipped} skipped, ${c.forbidden} forbidden, ${c.rejected} rejected`,
   ];
+  if (job.validation) lines.push(`validation ${job.validation.passed ? 'passed' : 'not passed'} after ${job.validation.rounds} round${job.validation.rounds === 1 ? '' : 's'}  (${oneLine(job.validate?.cmd ?? '', 60)})`);
   if (job.error) lines.push(`error      ${job.error}`);
   lines.push('final_text', job.final_text ? job.final_text.replace(/^/gm, '  ') : '  (none)');
   return lines.join('\n') + '\n';
@@ -181,7 +197,7 @@ export async function submitMain(args: string[]): Promise<number> {
   const onSigint = () => ac.abort();
   let jobId: string | undefined;
   try {
-    const job = await client.submitJob(a.request);
+    const job = await client.submitJob(a.request, a.idempotencyKey);
     jobId = job.job_id;
     const urls = { job_url: client.jobUrl(job.job_id), events_url: client.eventsUrl(job.job_id) };
     if (a.json) process.stdout.write(`${JSON.stringify({ ...job, ...urls })}\n`);

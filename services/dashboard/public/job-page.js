@@ -11,7 +11,7 @@ const targetText = (r) => r.cmd ?? (TOOLS[r.tool]?.paths ?? [{ name: 'path' }]).
 
 const STATUSES = ['all', 'queued', 'awaiting_approval', 'running', 'succeeded', 'failed', 'skipped', 'forbidden', 'rejected', 'interrupted'];
 /** Events after which the figures and the ledger are read again. */
-const REFRESH_ON = new Set(['command_finished', 'approval_requested', 'approval_resolved', 'turn_ended', 'job_finished', 'command_queued', 'turn_started']);
+const REFRESH_ON = new Set(['command_finished', 'approval_requested', 'approval_resolved', 'turn_ended', 'job_finished', 'command_queued', 'turn_started', 'validation_finished']);
 
 const tableWrap = (table) => h('div', { class: 'table-wrap', tabindex: '0', role: 'region', 'aria-label': 'scrollable table' }, table);
 const head = (cols) => h('thead', {}, h('tr', {}, cols.map((t) => h('th', { scope: 'col' }, t))));
@@ -30,6 +30,8 @@ function describe(type, e) {
     case 'approval_resolved': return [`approval for command ${a.command_id}: ${a.decision ?? a.status} by ${a.decided_by ?? 'system'}`, a.reason ? ` (${a.reason})` : ''];
     case 'parse_error': return `parse error ${e.code ?? ''}: ${e.message ?? ''}`;
     case 'turn_ended': return `turn ${e.turn ?? ''} ended${e.outcome ? ` (${e.outcome})` : ''}`;
+    case 'validation_started': return ['validation round ', `${e.round}/${e.max_rounds}: `, h('code', {}, e.cmd ?? '')];
+    case 'validation_finished': return `validation round ${e.round}/${e.max_rounds} ${e.passed ? 'passed' : `failed (${e.status}${e.exit_code != null ? `, exit ${e.exit_code}` : ''})`}`;
     case 'job_finished': return `job finished: ${e.job?.status ?? ''}${e.job?.error ? ` (${e.job.error})` : ''}`;
     case 'gap': return `events before #${e.first_seq} are no longer kept`;
     default: return type.replace(/_/g, ' ');

@@ -1,6 +1,6 @@
-import { OUTSIDE } from '../../policy/index.ts';
+import { OUTSIDE, type Evaluation, type Grant } from '../../policy/index.ts';
 import type { Command } from '../../protocol/index.ts';
-import type { Evaluation, Grant, PolicyGate } from '../policy-gate.ts';
+import type { PolicyGate } from '../policy-gate.ts';
 import type { SessionMeta } from '../sessions.ts';
 
 // Admission: whether a command may run now, must wait for an operator, or is

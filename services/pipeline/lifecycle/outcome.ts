@@ -1,6 +1,6 @@
 import { OUTSIDE } from '../../policy/index.ts';
 import type { ToolName } from '../../protocol/index.ts';
-import type { ExecutionResult } from '../executor.ts';
+import { DEFAULT_OUTPUT_CAP_BYTES, type ExecutionResult } from '../../sandbox/index.ts';
 import { capText, summarize, type LedgerResult } from '../ledger-record.ts';
 
 // A command that ran (or was refused right before its side effect): the
@@ -9,8 +9,6 @@ import { capText, summarize, type LedgerResult } from '../ledger-record.ts';
 
 export type RunStatus = 'succeeded' | 'failed' | 'forbidden';
 export type Outcome = { status: RunStatus; result: LedgerResult };
-
-export const DEFAULT_OUTPUT_CAP = 64 * 1024;
 
 /** Executor failures that are refusals of the hard invariant (or of a check that no longer holds), not ordinary failures. */
 export function isRefusal(errorCode: string | undefined): boolean {
@@ -22,7 +20,7 @@ export function statusOf(r: Pick<ExecutionResult, 'ok' | 'error_code'>): RunStat
   return r.ok ? 'succeeded' : isRefusal(r.error_code) ? 'forbidden' : 'failed';
 }
 
-export function outcomeOf(tool: ToolName, r: ExecutionResult, capChars = DEFAULT_OUTPUT_CAP): Outcome {
+export function outcomeOf(tool: ToolName, r: ExecutionResult, capChars = DEFAULT_OUTPUT_CAP_BYTES): Outcome {
   const status = statusOf(r);
   const out = capText(r.stdout, capChars);
   const err = capText(r.stderr, capChars);

@@ -20,7 +20,7 @@ beforeAll(async () => {
     cwd: ROOT,
     env: {
       ...process.env, OPENAI_BASE_URL: model.baseUrl, THINKFLOW_MODEL: 'scripted', THINKFLOW_REDIS_PREFIX: prefix, THINKFLOW_SANDBOX_PREFIX: boxes,
-      THINKFLOW_API_KEYS: 'sub-key:submitter,op-key:operator',
+      THINKFLOW_API_KEYS: 'sub-key:submitter,op-key:operator,other-key:submitter',
     },
     stdio: ['ignore', 'ignore', 'pipe'],
   });
@@ -76,6 +76,44 @@ describe('thinkflow CLI against a running service', () => {
     expect((await cli('sub-key', 'cancel', job_id)).stdout).toContain('already cancelled');
     expect((await cli('sub-key', 'cancel', 'job_nope')).status).toBe(1);
     expect((await cli('sub-key', 'cancel')).status).toBe(2);
+  });
+
+  it('say, pause and resume steer a running job; another submitter cannot', async () => {
+    const auth = { authorization: 'Bearer sub-key' };
+    const res = await fetch(`${url}/v1/jobs`, { method: 'POST', headers: { 'content-type': 'application/json', ...auth }, body: '{"task":"take your time"}' });
+    const { job_id } = await res.json();
+    const status = async () => (await (await fetch(`${url}/v1/jobs/${job_id}`, { headers: auth })).json()).status as string;
+
+    const said = await cli('sub-key', 'say', job_id, 'Keep it short.');
+    expect(said.status, said.stderr).toBe(0);
+    expect(said.stdout).toMatch(/joins the next model call/);
+    const foreign = await cli('other-key', 'pause', job_id);
+    expect(foreign.status).toBe(1);
+    expect(foreign.stderr).toContain('no such job');
+    const paused = await cli('sub-key', 'pause', job_id);
+    expect(paused.status, paused.stderr).toBe(0);
+    expect(paused.stdout).toBe(`${job_id}: paused\n`);
+    expect(await status()).toBe('paused');
+    const resumed = await cli('sub-key', 'resume', job_id);
+    expect(resumed.status, resumed.stderr).toBe(0);
+    expect(resumed.stdout).toMatch(/resumed \(running\)/);
+    const notPaused = await cli('sub-key', 'resume', job_id);
+    expect(notPaused.status).toBe(1);
+    expect(notPaused.stderr).toMatch(/job_not_paused/);
+
+    // The interrupt stops the slow stream: the next model call carries it (and the first message, if no call took it yet).
+    expect((await cli('sub-key', 'say', job_id, 'Stop and listen.', '--interrupt')).status).toBe(0);
+    const carrying = (text: string) => model.log.map((r) => JSON.stringify(r.messages)).filter((m) => m.includes(text));
+    for (let i = 0; i < 100 && carrying('Stop and listen.').length === 0; i++) await new Promise((r) => setTimeout(r, 100));
+    expect(carrying('Stop and listen.').length).toBeGreaterThan(0);
+    expect(carrying('Keep it short.').length).toBeGreaterThan(0);
+
+    expect((await cli('sub-key', 'cancel', job_id)).status).toBe(0);
+    for (let i = 0; i < 100 && (await status()) !== 'cancelled'; i++) await new Promise((r) => setTimeout(r, 100));
+    const late = await cli('sub-key', 'pause', job_id);
+    expect(late.status).toBe(1);
+    expect(late.stderr).toMatch(/job_finished/);
+    expect((await cli('sub-key', 'say', job_id)).status).toBe(2);
   });
 
   it('an operator lists and approves what a job waits for; the job then succeeds', async () => {

@@ -21,7 +21,7 @@ async function readSse(url: string, headers: Record<string, string> = {}): Promi
 let h: Harness;
 let hooks: Server;
 let hookUrl: string;
-const received: Array<{ body: string; signature: string; attempt: number }> = [];
+const received: Array<{ body: string; signature: string; delivery: string; attempt: number }> = [];
 let failFirst = 0;
 let redirectsSeen = 0;
 let secondSeen = 0;
@@ -46,7 +46,7 @@ beforeAll(async () => {
         res.writeHead(500).end();
         return;
       }
-      received.push({ body: Buffer.concat(chunks).toString('utf8'), signature: String(req.headers['x-thinkflow-signature']), attempt: attempts });
+      received.push({ body: Buffer.concat(chunks).toString('utf8'), signature: String(req.headers['x-thinkflow-signature']), delivery: String(req.headers['x-thinkflow-delivery']), attempt: attempts });
       res.writeHead(204).end();
     });
   });
@@ -104,9 +104,12 @@ describe('job events and webhooks', () => {
     });
     const { deliveries } = await (await fetch(`${h.url}/v1/jobs/${job_id}/webhook-deliveries`)).json();
     expect(deliveries).toEqual([
-      { attempt: 1, at: expect.any(String), ok: false, status_code: 500 },
-      { attempt: 2, at: expect.any(String), ok: true, status_code: 204 },
+      { delivery_id: expect.any(String), attempt: 1, at: expect.any(String), ok: false, status_code: 500 },
+      { delivery_id: expect.any(String), attempt: 2, at: expect.any(String), ok: true, status_code: 204 },
     ]);
+    // One delivery, retried: the same id on both attempts, the one the receiver saw.
+    expect(deliveries[0].delivery_id).toBe(deliveries[1].delivery_id);
+    expect(hit.delivery).toBe(deliveries[0].delivery_id);
   });
 
   it('never follows a webhook redirect (the POST body is not carried to a second address); the attempt is recorded', async () => {
@@ -117,7 +120,7 @@ describe('job events and webhooks', () => {
       await new Promise((r) => setTimeout(r, 100));
       deliveries = (await (await fetch(`${h.url}/v1/jobs/${job_id}/webhook-deliveries`)).json()).deliveries;
     }
-    expect(deliveries).toEqual([{ attempt: 1, at: expect.any(String), ok: false, status_code: 307, error: expect.stringMatching(/^redirect to .*\/second not followed$/) }]);
+    expect(deliveries).toEqual([{ delivery_id: expect.any(String), attempt: 1, at: expect.any(String), ok: false, status_code: 307, error: expect.stringMatching(/^redirect to .*\/second not followed$/) }]);
     expect(redirectsSeen).toBe(1);
     expect(secondSeen).toBe(0);
   });

@@ -10,6 +10,8 @@ export const WEBHOOK_SECRET = 'test-webhook-secret';
 
 export interface Harness {
   url: string;
+  /** The Redis key prefix: a second service on it shares the jobs. */
+  prefix: string;
   model: ReplayModel;
   service: ServiceHandle;
   submit(body: Record<string, unknown>): Promise<{ job_id: string; session_id: string; status: string }>;
@@ -39,7 +41,7 @@ export async function startHarness(name: string, transcripts: TranscriptInput[],
     return res.json();
   };
   const h: Harness = {
-    url, model, service,
+    url, prefix, model, service,
     submit: async (body) => json(await fetch(`${url}/v1/jobs`, { method: 'POST', headers: { 'content-type': 'application/json', ...auth }, body: JSON.stringify(body) })),
     job: async (id) => json(await fetch(`${url}/v1/jobs/${id}`, { headers: auth })),
     async waitFinal(id, timeoutMs = 60_000) {

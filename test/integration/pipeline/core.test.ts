@@ -3,16 +3,16 @@ import { createRuntime, type Runtime } from '../../../services/main/index.ts';
 import { runCommandsTurn } from '../../../services/pipeline/api-turn.ts';
 import { readEvents } from '../../../services/pipeline/event-reader.ts';
 import { Processor } from '../../../services/pipeline/processor.ts';
-import { FakeExecutor } from './fake-executor.ts';
+import { FakeSandboxes } from './fake-sandboxes.ts';
 import { cleanupPrefix, testConfig, testPrefix } from './helpers.ts';
 
 // The queue/ledger/turn core on real Redis with an in-memory executor.
 const prefix = testPrefix('core');
-const fake = new FakeExecutor();
+const fake = new FakeSandboxes();
 let rt: Runtime;
 
 beforeAll(async () => {
-  rt = await createRuntime(testConfig(prefix), { executor: fake });
+  rt = await createRuntime(testConfig(prefix), { sandboxes: fake });
 });
 afterAll(async () => {
   await rt?.close();
@@ -22,7 +22,7 @@ afterAll(async () => {
 const session = async (extra: { approval?: 'never' | 'on-request' } = {}) =>
   (await rt.pipeline.createSession({ owner: null, ...extra })).session_id;
 
-describe('pipeline core (fake executor)', () => {
+describe('pipeline core (fake sandboxes)', () => {
   it('runs a turn in order and records queued → running → succeeded with events', async () => {
     const sid = await session();
     const body = Array.from({ length: 30 }, (_, i) => `<tf-append id="${i + 1}" path="log.txt">${i + 1},</tf-append>`).join('\n');
@@ -108,7 +108,7 @@ describe('pipeline core (fake executor)', () => {
     expect((await ledger.transition(created.record, { from: ['queued'], to: 'running', events: ['command_started'] })).ok).toBe(true);
     const before = fake.log.length;
     await new Processor(
-      { lifecycle: rt.pipeline.lifecycle, sessions: rt.pipeline.sessions, approvals: rt.pipeline.approvals, gate: rt.gate, executor: fake },
+      { lifecycle: rt.pipeline.lifecycle, sessions: rt.pipeline.sessions, approvals: rt.pipeline.approvals, gate: rt.gate, sandboxes: fake },
       { approvalTtlS: 60 },
     ).process(sid, created.index);
     expect(fake.log.length).toBe(before);

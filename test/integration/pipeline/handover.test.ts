@@ -1,6 +1,6 @@
 import { afterAll, describe, expect, it } from 'vitest';
 import { createRuntime, type Runtime } from '../../../services/main/index.ts';
-import { FakeExecutor } from './fake-executor.ts';
+import { FakeSandboxes } from './fake-sandboxes.ts';
 import { cleanupPrefix, testConfig, testPrefix } from './helpers.ts';
 
 // A worker that shuts down while a command waits for approval hands the job
@@ -15,9 +15,9 @@ afterAll(async () => {
 describe('graceful shutdown during an approval wait', () => {
   it('does not hold shutdown, keeps the token, and the next worker runs the command once', async () => {
     const cfg = testConfig(prefix);
-    const fakeA = new FakeExecutor();
-    const fakeB = new FakeExecutor();
-    const a = await createRuntime(cfg, { executor: fakeA });
+    const fakeA = new FakeSandboxes();
+    const fakeB = new FakeSandboxes();
+    const a = await createRuntime(cfg, { sandboxes: fakeA });
     runtimes.push(a);
     const sid = (await a.pipeline.createSession({ owner: null, approval: 'on-request' })).session_id;
     const turn = await a.pipeline.nextTurn(sid);
@@ -34,7 +34,7 @@ describe('graceful shutdown during an approval wait', () => {
     expect(Date.now() - t0).toBeLessThan(3000);
     expect((await a.pipeline.ledger.get(sid, h1.index))!.status).toBe('awaiting_approval');
 
-    const b = await createRuntime(cfg, { executor: fakeB });
+    const b = await createRuntime(cfg, { sandboxes: fakeB });
     runtimes.push(b);
     expect(await b.pipeline.approvals.answer(pending[0]!.token, 'approve', null, 'tester')).toBe('ok');
     const [r1, r2] = await Promise.all([b.pipeline.awaitResult(h1), b.pipeline.awaitResult(h2)]);
@@ -45,8 +45,8 @@ describe('graceful shutdown during an approval wait', () => {
   });
 
   it('closes records orphaned by a dead enqueuer (queued without a job) and never runs them', async () => {
-    const fake = new FakeExecutor();
-    const rt = await createRuntime(testConfig(prefix), { executor: fake, poolOptions: { reconcileMs: 200, lostAfterMs: 300 } });
+    const fake = new FakeSandboxes();
+    const rt = await createRuntime(testConfig(prefix), { sandboxes: fake, poolOptions: { reconcileMs: 200, lostAfterMs: 300 } });
     runtimes.push(rt);
     const sid = (await rt.pipeline.createSession({ owner: null })).session_id;
     const turn = await rt.pipeline.nextTurn(sid);

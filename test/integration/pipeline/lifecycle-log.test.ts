@@ -2,7 +2,7 @@ import { PassThrough } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createLogger, log, setLogger } from '../../../services/log/index.ts';
 import { createRuntime, type Runtime } from '../../../services/main/index.ts';
-import { FakeExecutor } from './fake-executor.ts';
+import { FakeSandboxes } from './fake-sandboxes.ts';
 import { cleanupPrefix, testConfig, testPrefix } from './helpers.ts';
 
 // A command that fails leaves one log line that finds it again: job, session, command.
@@ -22,7 +22,7 @@ beforeAll(async () => {
     }
   });
   setLogger(createLogger({ destination: stream, pretty: false, level: 'info' }));
-  rt = await createRuntime(testConfig(prefix), { executor: new FakeExecutor() });
+  rt = await createRuntime(testConfig(prefix), { sandboxes: new FakeSandboxes() });
 });
 afterAll(async () => {
   setLogger(previous);

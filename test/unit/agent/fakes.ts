@@ -3,9 +3,8 @@
 // command_finished like the real one (a failure skips the rest of its turn).
 // No Redis, no HTTP.
 import type { Command, CommandFlow } from '../../../services/protocol/index.ts';
-import type { CommandHandle, LedgerRecord, LedgerStatus, SessionEvent } from '../../../services/pipeline/index.ts';
+import type { CommandHandle, LedgerRecord, LedgerStatus, RunnerEvent, SessionEvent } from '../../../services/pipeline/index.ts';
 import type { JobPipeline } from '../../../services/agent/job-runner.ts';
-import type { AgentEvent } from '../../../services/agent/events.ts';
 import type { AgentMessage, ModelEvent, StreamFn, ToolSpec } from '../../../services/agent/messages.ts';
 
 /** A model event, or a pause: an action run before the next event (wait for a result, abort the job). */
@@ -149,7 +148,7 @@ function newRecord(session: string, turn: number, index: number, c: Command, flo
 }
 
 /** The sink a job would write to, kept in memory. */
-export function collect(): { events: AgentEvent[]; emit: (e: AgentEvent) => Promise<void> } {
-  const events: AgentEvent[] = [];
+export function collect(): { events: RunnerEvent[]; emit: (e: RunnerEvent) => Promise<void> } {
+  const events: RunnerEvent[] = [];
   return { events, emit: async (e) => { events.push(e); } };
 }

@@ -8,11 +8,11 @@ import { FakePipeline, collect, scripted, type Step } from './fakes.ts';
 
 const write = (id: string, path: string) => `<tf-write id="${id}" path="${path}">\nx\n</tf-write>`;
 
-function newJob(flow: FlowName = 'thinkflow', limits = { max_turns: 4, max_commands: 50, timeout_s: 60 }): JobState {
+function newJob(flow: FlowName = 'thinkflow', limits = { max_turns: 4, max_commands: 50, timeout_s: 60, max_failed_turns_in_a_row: 3 }): JobState {
   return {
     job_id: 'job_1', session_id: 'ses_1', flow, limits, status: 'queued', turns: 0, api_calls: 0,
     usage: { prompt_tokens: 0, completion_tokens: 0, total_tokens: 0 }, commands: emptyCounts(), final_text: null,
-    files_seeded: [], error: null, started_at: null, finished_at: null,
+    files_seeded: [], validation: null, error: null, started_at: null, finished_at: null,
   };
 }
 
@@ -70,12 +70,12 @@ describe('runJob', () => {
 
   it('max_turns ends the job as failed with the reason', async () => {
     const { view } = await run([[{ type: 'reasoning', text: write('1', 'a') }, { type: 'tool_call', index: 0, id: 'c', name: 'read', arguments: '{"path":"a"}' }]],
-      { limits: { max_turns: 1, max_commands: 50, timeout_s: 60 } });
+      { limits: { max_turns: 1, max_commands: 50, timeout_s: 60, max_failed_turns_in_a_row: 3 } });
     expect(view).toMatchObject({ status: 'failed', error: 'max_turns (1) reached before the model finished', turns: 1 });
   });
 
   it('max_commands fails the turn and the job', async () => {
-    const { view, pipeline } = await run([[{ type: 'reasoning', text: `${write('1', 'a')}${write('2', 'b')}` }]], { limits: { max_turns: 4, max_commands: 1, timeout_s: 60 } });
+    const { view, pipeline } = await run([[{ type: 'reasoning', text: `${write('1', 'a')}${write('2', 'b')}` }]], { limits: { max_turns: 4, max_commands: 1, timeout_s: 60, max_failed_turns_in_a_row: 3 } });
     expect(view).toMatchObject({ status: 'failed', error: 'max_commands (1) exceeded' });
     expect(pipeline.failTurnCalls).toContainEqual({ turn: 1, label: 'max_commands reached' });
   });

@@ -30,11 +30,11 @@ export type FakeApi = { url: string; requests: SeenRequest[]; eventConnections: 
 export function jobView(over: Partial<JobView> = {}): JobView {
   return {
     job_id: 'job_1', session_id: 'ses_1', status: 'succeeded', task: 'make a thing', project: null,
-    approval: 'never', flow: 'thinkflow', limits: { max_turns: 8, max_commands: 200, timeout_s: 900 },
+    approval: 'never', flow: 'thinkflow', limits: { max_turns: 8, max_commands: 200, timeout_s: 900, max_failed_turns_in_a_row: 3 },
     model: 'replay-demo', model_source: 'replay', turns: 2, api_calls: 2,
     usage: { prompt_tokens: 120, completion_tokens: 45, total_tokens: 165, estimated: true },
     commands: { total: 3, succeeded: 2, failed: 1, skipped: 0, forbidden: 0, rejected: 0 },
-    final_text: 'All done.\nSecond line.', files_seeded: [], error: null, changes: null, webhook: null, metadata: {},
+    final_text: 'All done.\nSecond line.', files_seeded: [], validate: null, validation: null, error: null, changes: null, webhook: null, metadata: {},
     created_at: '2026-11-29T21:00:00.000Z', started_at: '2026-11-29T21:00:01.000Z', finished_at: '2026-11-29T21:00:09.000Z',
     ...over,
   };

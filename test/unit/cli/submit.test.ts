@@ -39,6 +39,14 @@ describe('thinkflow submit', () => {
     expect(api.eventConnections).toEqual([]); // no --wait, no streaming
   });
 
+  it('--idempotency-key K sends the Idempotency-Key header (no key, no header)', async () => {
+    api = await startFakeApi();
+    const r = await run(['submit', 'x', '--idempotency-key', 'deploy-42 #1'], { THINKFLOW_URL: api.url });
+    expect(r.code, r.stderr).toBe(0);
+    await run(['submit', 'x'], { THINKFLOW_URL: api.url });
+    expect(jobPosts(api).map((p) => p.headers['idempotency-key'])).toEqual(['deploy-42 #1', undefined]);
+  });
+
   it('--url and --key flags win over the environment', async () => {
     api = await startFakeApi({ key: 'k-flag' });
     const r = await run(['submit', 'x', '--json', '--url', `${api.url}/`, '--key', 'k-flag'], { THINKFLOW_URL: 'http://127.0.0.1:1', THINKFLOW_API_KEY: 'wrong' });
@@ -161,6 +169,8 @@ describe('thinkflow submit', () => {
     [['t', '--file', 'a.md=/nonexistent/thinkflow-cli-test'], 'cannot read /nonexistent/thinkflow-cli-test (ENOENT)'],
     [['t', '--url', 'ftp://x'], 'must be http(s)'],
     [['t', '--frobnicate'], "Unknown option '--frobnicate'"],
+    [['t', '--idempotency-key', 'k'.repeat(256)], '--idempotency-key must be 1 to 255 printable ASCII characters'],
+    [['t', '--idempotency-key', 'naïve'], '--idempotency-key must be 1 to 255 printable ASCII characters'],
   ])('bad arguments %j: exit 2 with the reason and the usage line', async (args, reason) => {
     api = await startFakeApi();
     const r = await run(['submit', ...args], { THINKFLOW_URL: api.url });

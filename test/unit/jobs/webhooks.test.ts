@@ -7,7 +7,8 @@ import { connect, type AddressInfo } from 'node:net';
 import { networkInterfaces } from 'node:os';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { hostAddresses, parseWebhookAllow, resolveWebhook } from '../../../services/jobs/webhook-destinations.ts';
-import { WebhookSender, type WebhookDelivery } from '../../../services/jobs/webhooks.ts';
+import type { WebhookDelivery } from '../../../services/jobs/job-schemas.ts';
+import { WebhookSender } from '../../../services/jobs/webhooks.ts';
 import { loadConfig } from '../../../services/config/index.ts';
 
 type Hit = { path: string; headers: IncomingHttpHeaders };
@@ -95,7 +96,7 @@ describe('WebhookSender', () => {
     s.send(`http://127.0.0.1:${port}/hook`, 'job_finished', { x: 1 }, 'job_a');
     await s.drain();
     expect(hits.length).toBe(before);
-    expect(recorded).toEqual([{ attempt: 1, at: expect.any(String), ok: false, error: expect.stringMatching(/refused: 127\.0\.0\.1 is a loopback/) }]);
+    expect(recorded).toEqual([{ delivery_id: expect.any(String), attempt: 1, at: expect.any(String), ok: false, error: expect.stringMatching(/refused: 127\.0\.0\.1 is a loopback/) }]);
   });
 
   it('a name that resolves to a refused address only at delivery is a recorded failed delivery', async () => {
@@ -122,7 +123,7 @@ describe('WebhookSender', () => {
     s.send(`http://127.0.0.1:${port}/redirect`, 'job_finished', {}, 'job_d');
     await s.drain();
     expect(hits.some((h) => h.path === '/second')).toBe(false);
-    expect(recorded).toEqual([{ attempt: 1, at: expect.any(String), ok: false, status_code: 307, error: `redirect to http://127.0.0.1:${port}/second not followed` }]);
+    expect(recorded).toEqual([{ delivery_id: expect.any(String), attempt: 1, at: expect.any(String), ok: false, status_code: 307, error: `redirect to http://127.0.0.1:${port}/second not followed` }]);
   });
 });
 

@@ -48,7 +48,7 @@ function memoryLedger(records: LedgerRecord[]) {
 function setup(records: LedgerRecord[], cancel = vi.fn(async () => 0)) {
   const ledger = memoryLedger(records);
   const metrics = new PipelineMetrics({ processMetrics: false });
-  const life = new CommandLifecycle({ ledger: ledger as unknown as Ledger, metrics, executor: { cancelRunning: cancel } });
+  const life = new CommandLifecycle({ ledger: ledger as unknown as Ledger, metrics, sandboxes: { cancelRunning: cancel } });
   const finished = async () => (await metrics.commandsFinished.get()).values.map((v) => [v.labels.status, v.value]);
   return { ledger, metrics, life, finished, cancel };
 }

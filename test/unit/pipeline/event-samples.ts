@@ -39,8 +39,15 @@ export const SAMPLES: { [T in SessionEventType]: EventBody & { type: T } } = {
   command_parsed: { type: 'command_parsed', turn: 1, stream: 'native', command: { id: 'call_1_0', tool: 'read', path: 'a.txt', need_result: true } },
   parse_error: { type: 'parse_error', turn: 1, stream: 'text', error: { code: 'unclosed_tag', message: 'tf-write 3 never closed', id: '3' } },
   turn_ended: { type: 'turn_ended', turn: 1, api_call: 1, outcome: 'done' },
+  validation_started: { type: 'validation_started', round: 1, max_rounds: 3, command_id: 'validate-1', cmd: 'npm test' },
+  validation_finished: {
+    type: 'validation_finished', round: 1, max_rounds: 3, command_id: 'validate-1', passed: false, status: 'failed', exit_code: 1, error: 'exit code 1',
+  },
   job_finished: { type: 'job_finished', job: { job_id: 'job_1', session_id: 'ses_1', status: 'succeeded', turns: 1 } },
   files_seeded: { type: 'files_seeded', paths: [{ path: 'a.txt', bytes: 2 }] },
+  message_added: { type: 'message_added', text: 'use tabs, not spaces', interrupt: true },
+  job_paused: { type: 'job_paused' },
+  job_resumed: { type: 'job_resumed' },
 };
 
 /** What a script stores for a body: seq and index first, then the body's JSON. */

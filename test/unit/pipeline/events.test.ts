@@ -16,7 +16,8 @@ describe('the session event union', () => {
     expect(Object.keys(SAMPLES).sort()).toEqual([...EVENT_TYPES].sort());
     expect([...EVENT_TYPES].sort()).toEqual([
       'approval_requested', 'approval_resolved', 'command_finished', 'command_parsed', 'command_queued', 'command_started',
-      'files_seeded', 'job_finished', 'parse_error', 'reasoning_delta', 'text_delta', 'turn_ended', 'turn_started',
+      'files_seeded', 'job_finished', 'job_paused', 'job_resumed', 'message_added', 'parse_error', 'reasoning_delta', 'text_delta',
+      'turn_ended', 'turn_started', 'validation_finished', 'validation_started',
     ]);
   });
 
@@ -27,7 +28,7 @@ describe('the session event union', () => {
 
   it('refuses an unknown type', () => {
     expect(SessionEvent.safeParse({ ...base, type: 'command_exploded' }).success).toBe(false);
-    expect(StreamEvent.safeParse({ ...base, type: 'validation_started' }).success).toBe(false);
+    expect(StreamEvent.safeParse({ ...base, type: 'validation_exploded' }).success).toBe(false);
   });
 
   it.each(samples.map((s) => [s.type, s] as const))('refuses %s without any one of its fields', (_type, sample) => {

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import type { ExecutionResult } from '../../../services/pipeline/executor.ts';
 import { EMPTY_RESULT } from '../../../services/pipeline/ledger-record.ts';
-import { DEFAULT_OUTPUT_CAP, failedRun, isRefusal, outcomeOf, statusOf } from '../../../services/pipeline/lifecycle/outcome.ts';
+import { failedRun, isRefusal, outcomeOf, statusOf } from '../../../services/pipeline/lifecycle/outcome.ts';
+import { DEFAULT_OUTPUT_CAP_BYTES, type ExecutionResult } from '../../../services/sandbox/index.ts';
 import {
   INTERRUPTED, LOST, endedResult, enqueueErrorResult, internalResult, interruptedResult, lostResult,
   parseErrorLabel, queueErrorResult, rejectedResult, skipReason, skippedResult,
@@ -71,9 +71,9 @@ describe('run outcome (executor answer → status and ledger result, once)', () 
   });
 
   it('caps stdout and stderr once, keeping the executor\'s own truncation flags', () => {
-    const big = 'x'.repeat(DEFAULT_OUTPUT_CAP + 5);
+    const big = 'x'.repeat(DEFAULT_OUTPUT_CAP_BYTES + 5);
     const o = outcomeOf('read', run({ stdout: big, stderr: 'e', stderr_truncated: true }));
-    expect(o.result.stdout).toHaveLength(DEFAULT_OUTPUT_CAP);
+    expect(o.result.stdout).toHaveLength(DEFAULT_OUTPUT_CAP_BYTES);
     expect(o.result).toMatchObject({ stdout_truncated: true, stderr: 'e', stderr_truncated: true });
     const small = outcomeOf('read', run({ stdout: 'abcdef' }), 4);
     expect(small.result).toMatchObject({ stdout: 'abcd', stdout_truncated: true });

@@ -1,12 +1,14 @@
 import type { Command } from '../protocol/index.ts';
 import type { BaselineInfo, ExecutionResult, ExpectedResolution, ReadPathResult, SandboxManager, WorkspaceOut } from '../sandbox/index.ts';
 
-// The pipeline's only view of the sandbox: three verbs and a health probe.
-// Tests inject an in-memory fake; the service injects `SandboxExecutor`.
+// The pipeline's only view of the sandboxes: every session's sandbox by its
+// id, three verbs and a health probe. Not the in-container executor, which a
+// sandbox talks to. Tests inject an in-memory fake; the service injects
+// `DockerSandboxes`.
 
-export type { BaselineInfo, ExecutionResult, ExpectedResolution, ReadPathResult, WorkspaceOut };
+export type { BaselineInfo, WorkspaceOut };
 
-export interface Executor {
+export interface Sandboxes {
   /** Must not throw for a failing command (failures are `ok: false`); may throw for infrastructure errors. */
   execute(sessionId: string, command: Command, opts?: { signal?: AbortSignal; expect?: ExpectedResolution }): Promise<ExecutionResult>;
   readPath(sessionId: string, path: string): Promise<ReadPathResult>;
@@ -22,8 +24,8 @@ export interface Executor {
   readonly workspace?: WorkspaceOut;
 }
 
-/** The real executor: one Docker sandbox per session. */
-export class SandboxExecutor implements Executor {
+/** The real one: one Docker sandbox per session (sandbox/'s SandboxManager). */
+export class DockerSandboxes implements Sandboxes {
   readonly #manager: SandboxManager;
 
   constructor(manager: SandboxManager) {

@@ -1,11 +1,12 @@
 import type { Command } from '../../../services/protocol/command.ts';
-import type { ExecutionResult, Executor, ReadPathResult } from '../../../services/pipeline/executor.ts';
+import type { Sandboxes } from '../../../services/pipeline/sandboxes.ts';
+import type { ExecutionResult, ReadPathResult } from '../../../services/sandbox/index.ts';
 
-// An in-memory executor for the pipeline core tests: files per session and a
+// An in-memory Sandboxes for the pipeline core tests: files per session and a
 // tiny `bash` (`sleep S`, `exit N`, `echo …`, `rm F`, `true`, `false`, joined by `;`).
 // It logs every execution so tests can check order and "never run twice".
 
-export class FakeExecutor implements Executor {
+export class FakeSandboxes implements Sandboxes {
   readonly files = new Map<string, Map<string, string>>();
   readonly log: { sid: string; id: string; tool: string; at: number }[] = [];
   removed: string[] = [];

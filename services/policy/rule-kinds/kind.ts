@@ -1,0 +1,54 @@
+// What every kind of rule provides (command rules, path rules; later the
+// network rules of POLICY.md §8). A kind owns one field of the policy file
+// (`command`, `path`), the tools it judges, how that field compiles, how a
+// compiled rule matches its subject, and how an `examples` entry is read.
+// The registry (index.ts) chooses a rule's kind; nothing else asks which
+// tools a rule names to find out how it matches.
+import type { ToolDescriptor, ToolName } from '../../protocol/index.ts';
+import type { Decision } from '../decision.ts';
+import type { RuleInput } from '../schema.ts';
+
+export type Layer = 'global' | 'project' | 'session';
+
+/** What every compiled rule carries, whatever its kind. */
+export type RuleHead = {
+  id: string;
+  layer: Layer;
+  /** File the rule came from, and its index there: for messages. */
+  file: string;
+  index: number;
+  tools: ReadonlySet<ToolName>;
+  decision: Decision;
+  justification: string;
+};
+
+/** Stops loading with `FILE: rules[INDEX] (ID): reason` (POLICY.md §6). */
+export type Fail = (reason: string) => never;
+
+/** One `examples.match` / `not_match` entry: a string (a command line, a path, …) or an argv. */
+export type Example = string | readonly string[];
+
+/** One `except` entry as validated: an argv pattern (a list) or a glob (a string). */
+export type ExceptInput = NonNullable<RuleInput['except']>[number];
+
+/**
+ * A kind of rule. `R` is its compiled rule (a `RuleHead` with its own `kind`
+ * tag and fields), `S` the subject it judges: an argv, a normalised path.
+ */
+export interface RuleKind<R extends RuleHead & { kind: string }, S> {
+  readonly kind: R['kind'];
+  /** The policy file field that makes a rule of this kind. */
+  readonly field: 'command' | 'path';
+  /** The tools it judges: those whose descriptor (protocol/tools.ts) is judged so. */
+  readonly judged: ToolDescriptor['judged'];
+  /** The load error for its field on a rule naming a tool it does not judge. */
+  readonly otherTools: string;
+  /** The load error for `except[k]` when the entry is not of this kind's shape, else undefined. */
+  refuseExcept(entry: ExceptInput, k: number): string | undefined;
+  /** The compiled rule: `head` plus its field and `except` (both already validated by the schema). */
+  compile(head: RuleHead, input: RuleInput, fail: Fail): R;
+  /** Hot path: compiled once, matched per evaluation without allocating. */
+  matches(rule: R, subject: S): boolean;
+  /** Whether the rule matches one examples entry; `fail` for an entry this kind cannot read. */
+  matchesExample(rule: R, example: Example, fail: Fail): boolean;
+}
