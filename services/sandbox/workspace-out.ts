@@ -1,5 +1,6 @@
 import type Docker from 'dockerode';
 import { Readable } from 'node:stream';
+import { ExecutorRequestError } from './executor-client.ts';
 import { containerName } from './names.ts';
 import { execJson, execStream, WorkspaceExecError } from './workspace-exec.ts';
 
@@ -77,7 +78,7 @@ export class SandboxWorkspaceOut implements WorkspaceOut {
 
   // The executor answers it (no exec, no new process): it is asked for often (every finished job, pipelines polling).
   async changes(sessionId: string): Promise<ChangeList> {
-    const r = await (await this.running(sessionId)).workspaceQuery<ChangeList | Refusal>('changes');
+    const r = await this.#ask<ChangeList>(sessionId, 'changes');
     if (!('failed' in r)) return r;
     if (r.failed.code === 'no_baseline') return { baseline_at: null, changes: [] };
     throw new WorkspaceExecError(r.failed.code, r.failed.message, null);
@@ -91,13 +92,23 @@ export class SandboxWorkspaceOut implements WorkspaceOut {
 
   async ensureBaseline(sessionId: string): Promise<void> {
     if (this.#known.has(sessionId)) return;
-    const r = await (await this.running(sessionId)).workspaceQuery<{ settled: boolean } | Refusal>('baselineSettled');
+    const r = await this.#ask<{ settled: boolean }>(sessionId, 'baselineSettled');
     if ('failed' in r) {
       this.#remember(sessionId); // the container's answer: asking again before each command would not change it
       throw new WorkspaceExecError(r.failed.code, r.failed.message, 0);
     }
     if (!r.settled) await this.#json(sessionId, 'baseline-ensure');
     this.#remember(sessionId);
+  }
+
+  // An executor from an image older than these questions does not know them: its container has no private area either.
+  async #ask<T>(sessionId: string, op: 'changes' | 'baselineSettled'): Promise<T | Refusal> {
+    try {
+      return await (await this.running(sessionId)).workspaceQuery<T | Refusal>(op);
+    } catch (err) {
+      if (!(err instanceof ExecutorRequestError && /unknown op/.test(err.message))) throw err;
+      return { failed: { code: 'baseline_unsupported', message: 'this sandbox was created before workspace baselines existed; it gets them once its container is made again' } };
+    }
   }
 
   #remember(sessionId: string): void {
