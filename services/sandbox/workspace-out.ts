@@ -40,6 +40,8 @@ const TAR = [
   // The sandbox's own entries (workspace-out.mjs's walk skips the same).
   '--exclude=./.thinkflow-private', '--exclude=./.thinkflow-upload-*',
   '--sort=name', '--numeric-owner', '--owner=0', '--group=0',
+  // 64 KiB records instead of 10 KiB: a sixth of the writes, frames and chunks between the container and the client.
+  '--blocking-factor=128',
 ];
 /** Sessions whose workspace is known to have a baseline, so their commands skip the check; bounded. */
 const KNOWN_MAX = 10_000;
