@@ -107,25 +107,30 @@ async function downloadRows(): Promise<Row[]> {
   const sid = await newSession();
   await bash(sid, MAKE_100_MIB);
   const workspaceBytes = 100 * MiB;
-  const rows: Row[] = [];
+  const rate = (ms: number) => workspaceBytes / 1e6 / (ms / 1000);
   await download(`/v1/sessions/${sid}/workspace?format=tar`); // warm-up: the first stream through this process loads and compiles its code
-  for (const format of ['tar', 'tar.gz'] as const) {
-    const runs = [];
-    for (let i = 0; i < RUNS; i++) runs.push(await download(`/v1/sessions/${sid}/workspace?format=${format}`));
-    const ms = median(runs.map((r) => r.ms));
-    const rss = Math.max(...runs.map((r) => r.rssGrowth)) / MiB;
-    const mbps = workspaceBytes / 1e6 / (ms / 1000);
-    const cpu = median(runs.map((r) => r.cpuMs));
-    rows.push({ work: `download 100 MiB workspace (${format}, ${(runs[0]!.bytes / MiB).toFixed(1)} MiB sent)`, via: 'GET …/workspace', figure: `${mbps.toFixed(0)} MB/s, RSS +${rss.toFixed(1)} MiB, service CPU ${cpu.toFixed(0)} ms`,
-      target: format === 'tar' ? '≥ 100 MB/s, RSS ≤ +32 MiB' : 'RSS ≤ +32 MiB', meets: (format === 'tar' ? mbps >= 100 : true) && rss <= 32 });
+  // Interleaved, so a change in the machine's load touches each the same.
+  const runs = { tar: [] as Awaited<ReturnType<typeof download>>[], 'tar.gz': [] as Awaited<ReturnType<typeof download>>[], cp: [] as { ms: number }[] };
+  for (let i = 0; i < RUNS; i++) {
+    runs.tar.push(await download(`/v1/sessions/${sid}/workspace?format=tar`));
+    runs.cp.push(await dockerCp(sid));
+    runs['tar.gz'].push(await download(`/v1/sessions/${sid}/workspace?format=tar.gz`));
   }
+  const cpRate = rate(median(runs.cp.map((r) => r.ms)));
+  const rows: Row[] = (['tar', 'tar.gz'] as const).map((format) => {
+    const mbps = rate(median(runs[format].map((r) => r.ms)));
+    const rss = Math.max(...runs[format].map((r) => r.rssGrowth)) / MiB;
+    const cpu = median(runs[format].map((r) => r.cpuMs));
+    return {
+      work: `download 100 MiB workspace (${format}, ${(runs[format][0]!.bytes / MiB).toFixed(1)} MiB sent)`, via: 'GET …/workspace',
+      figure: `${mbps.toFixed(0)} MB/s (${(mbps / cpRate).toFixed(2)}× docker cp), RSS +${rss.toFixed(1)} MiB, service CPU ${cpu.toFixed(0)} ms`,
+      target: format === 'tar' ? '≥ 100 MB/s, RSS ≤ +32 MiB' : 'RSS ≤ +32 MiB', meets: (format === 'tar' ? mbps >= 100 : true) && rss <= 32,
+    };
+  });
   const slow = await download(`/v1/sessions/${sid}/workspace?format=tar`, '25M');
-  rows.push({ work: 'the same, to a client reading at 25 MB/s', via: 'GET …/workspace (curl --limit-rate)', figure: `${(workspaceBytes / 1e6 / (slow.ms / 1000)).toFixed(0)} MB/s, RSS +${(slow.rssGrowth / MiB).toFixed(1)} MiB`,
+  rows.push({ work: 'the same, to a client reading at 25 MB/s', via: 'GET …/workspace (curl --limit-rate)', figure: `${rate(slow.ms).toFixed(0)} MB/s, RSS +${(slow.rssGrowth / MiB).toFixed(1)} MiB`,
     target: 'RSS ≤ +32 MiB', meets: slow.rssGrowth / MiB <= 32 });
-  const cps = [];
-  for (let i = 0; i < RUNS; i++) cps.push(await dockerCp(sid));
-  const cpMs = median(cps.map((r) => r.ms));
-  rows.push({ work: 'the same 100 MiB workspace', via: 'docker cp', figure: `${(workspaceBytes / 1e6 / (cpMs / 1000)).toFixed(0)} MB/s`, target: '', meets: null });
+  rows.push({ work: 'the same 100 MiB workspace', via: 'docker cp', figure: `${cpRate.toFixed(0)} MB/s`, target: '', meets: null });
   return rows;
 }
 

@@ -8,6 +8,8 @@ import { Transform, type Duplex, type Readable, type TransformCallback } from 'n
 // headers); stderr is kept as a short tail for the error.
 
 const STDERR_TAIL = 8192;
+/** Bytes held on each side of the demultiplexer: room for a few frames, so the socket is not paused and resumed per frame. */
+const BUFFER_BYTES = 1024 * 1024;
 const EXIT_POLL_MS = 20;
 const EXIT_WAIT_MS = 10_000;
 
@@ -29,8 +31,8 @@ class Demux extends Transform {
   readonly started: Promise<void>;
   #start!: { resolve: () => void; reject: (err: Error) => void };
 
-  constructor(private readonly onEnd: () => Promise<void>) {
-    super();
+  constructor(private readonly onEnd: () => Promise<void>, highWaterMark: number) {
+    super({ readableHighWaterMark: highWaterMark, writableHighWaterMark: highWaterMark });
     this.started = new Promise((resolve, reject) => (this.#start = { resolve, reject }));
     this.once('error', (err: Error) => this.#start.reject(err));
     this.once('close', () => this.#start.reject(new WorkspaceExecError('sandbox_unavailable', 'the program\'s output closed before it ended', null)));
@@ -88,7 +90,7 @@ export async function execStream(container: Docker.Container, argv: string[], op
   const socket = (await exec.start({ hijack: true, stdin: false })) as unknown as Duplex;
   const out: Demux = new Demux(() => exitStatus(exec).then((exitCode) => {
     if (!(opts.okExits ?? [0]).includes(exitCode ?? -1)) throw failure(argv, exitCode, out.stderr);
-  }));
+  }), BUFFER_BYTES);
   let closed = false;
   const close = () => {
     if (closed) return;

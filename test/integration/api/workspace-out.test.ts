@@ -35,7 +35,7 @@ const scratch = () => {
 
 beforeAll(async () => {
   h = await startHarness('wsout', [{ name: 'four-changes', match: 'change four files', delay_ms: 0, turns: [{ reasoning: EDITS, text: 'Done.' }] }],
-    { THINKFLOW_API_KEYS: 'k-a:submitter,k-b:submitter' }, 'k-a');
+    { THINKFLOW_API_KEYS: 'k-a:submitter,k-b:submitter', THINKFLOW_CORS_ORIGINS: 'https://ci.example' }, 'k-a');
 });
 afterAll(async () => {
   await h?.close();
@@ -166,5 +166,11 @@ describe('who may read', () => {
     expect(await (await a().get(`/v1/sessions/${sid}/changes`)).json()).toEqual({ baseline_at: null, changes: [] });
     expect((await download(`/v1/sessions/${sid}/changes?format=patch`)).length).toBe(0);
     expect((await a().get(`/v1/sessions/${sid}/workspace?format=zip`)).status).toBe(400);
+    // The archive is written straight into the socket, with the headers the middleware prepared (CORS here).
+    const res = await fetch(`${h.url}/v1/sessions/${sid}/workspace?format=tar`, { headers: { authorization: 'Bearer k-a', origin: 'https://ci.example' } });
+    expect(res.status).toBe(200);
+    expect(res.headers.get('access-control-allow-origin')).toBe('https://ci.example');
+    expect(res.headers.get('content-type')).toBe('application/x-tar');
+    expect(execFileSync('tar', ['-tf', '-'], { input: Buffer.from(await res.arrayBuffer()) }).toString()).toBe('./\n');
   });
 });
