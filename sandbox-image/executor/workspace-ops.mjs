@@ -13,6 +13,8 @@ import { WORKSPACE } from './paths.mjs';
 import { WalkRaced } from './tree-walk.mjs';
 
 let kept = null;
+/** A longer answer is not sent on the executor's channel (its frames are capped): the host asks workspace-out.mjs instead. */
+const MAX_ANSWER_CHARS = 8 * 1024 * 1024;
 
 /** `changes` -> {baseline_at, changes} | {failed: {code, message}}; `baselineSettled` -> {settled}. */
 export function workspaceOp(op) {
@@ -21,7 +23,9 @@ export function workspaceOp(op) {
       assertPrivateArea();
       if (op === 'baselineSettled') return { settled: baselineSettled() };
       kept = openBaseline(kept);
-      return { baseline_at: kept.baselineAt, changes: listChanges(WORKSPACE, kept) };
+      const answer = { baseline_at: kept.baselineAt, changes: listChanges(WORKSPACE, kept) };
+      if (JSON.stringify(answer).length > MAX_ANSWER_CHARS) return { failed: { code: 'answer_too_large', message: `${answer.changes.length} changes` } };
+      return answer;
     });
   } catch (err) {
     if (err instanceof NoBaseline || err instanceof WalkRaced || err.code === 'baseline_unsupported') return { failed: { code: err.code, message: err.message } };

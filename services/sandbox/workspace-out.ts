@@ -83,6 +83,8 @@ export class SandboxWorkspaceOut implements WorkspaceOut {
     const r = await this.#ask<ChangeList>(sessionId, 'changes');
     if (!('failed' in r)) return r;
     if (r.failed.code === 'no_baseline') return { baseline_at: null, changes: [] };
+    // Too long for the executor's channel: the same list from a program of its own, on its own stream.
+    if (r.failed.code === 'answer_too_large') return this.#json<ChangeList>(sessionId, 'changes');
     throw new WorkspaceExecError(r.failed.code, r.failed.message, null);
   }
 

@@ -30,6 +30,11 @@ describe('SandboxWorkspaceOut', () => {
     expect(await none.out.changes('s')).toEqual({ baseline_at: null, changes: [] });
   });
 
+  it('a list too long for the executor\'s channel is asked of workspace-out.mjs in the container instead', async () => {
+    const long = outWith(() => ({ failed: { code: 'answer_too_large', message: '200000 changes' } }));
+    await expect(long.out.changes('s')).rejects.toThrow('no docker exec expected here');
+  });
+
   it('a recorded failure and a moved tree are errors with their codes', async () => {
     const failed = outWith(() => ({ failed: { code: 'baseline_failed', message: 'no baseline: ENOSPC' } }));
     await expect(failed.out.changes('s')).rejects.toMatchObject({ code: 'baseline_failed', message: 'no baseline: ENOSPC' });
