@@ -4,6 +4,7 @@
 //   <- {"rid":"a1","result":{...}}
 // Other ops: ping, readPath, resolve {"paths"}, cancel {"target": rid}, cancelAll,
 // and uploadBegin/uploadTouch/uploadEnd (workspace uploads, upload.mjs).
+// changes and baselineSettled (the workspace's baseline, workspace-ops.mjs).
 // `exec` may carry `expect: {path?, dest?}` (resolutions the host's policy
 // check saw): when they no longer hold it fails with `path_changed`. Responses carry the
 // request's rid, so several managers or overlapping requests stay matched.
@@ -21,6 +22,7 @@ import { WorkspaceQuota } from './quota.mjs';
 import { readPath } from './read-path.mjs';
 import { killStrays } from './strays.mjs';
 import { removeStaleStaging, uploadOps } from './upload.mjs';
+import { workspaceOp } from './workspace-ops.mjs';
 
 dropToCommandUser();
 
@@ -156,6 +158,10 @@ async function handle(req) {
     case 'uploadEnd':
       lastActivity = Date.now();
       return uploads[req.op](req, limits);
+    case 'changes':
+    case 'baselineSettled':
+      lastActivity = Date.now();
+      return send({ rid, result: workspaceOp(req.op) });
     default:
       return send({ rid, error: `unknown op ${JSON.stringify(req.op)}` });
   }

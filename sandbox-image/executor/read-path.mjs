@@ -3,7 +3,8 @@
 import { constants } from 'node:fs';
 import { lstat, open, readdir, stat } from 'node:fs/promises';
 import path from 'node:path';
-import { assertOpenedInside, resolveInside, ToolError } from './paths.mjs';
+import { assertOpenedInside, resolveInside, ToolError, WORKSPACE } from './paths.mjs';
+import { PRIVATE_DIR } from './tree-walk.mjs';
 
 const MAX_ENTRIES = 10_000;
 
@@ -45,7 +46,9 @@ async function listDir(real, p) {
   try {
     assertOpenedInside(fh.fd, p);
     const at = `/proc/self/fd/${fh.fd}`;
-    const dirents = (await readdir(at, { withFileTypes: true })).slice(0, MAX_ENTRIES);
+    // The baseline's mount point (baseline-store.mjs) is the sandbox's, not the project's.
+    const own = (d) => real === WORKSPACE && d.name === PRIVATE_DIR;
+    const dirents = (await readdir(at, { withFileTypes: true })).filter((d) => !own(d)).slice(0, MAX_ENTRIES);
     const entries = [];
     for (const d of dirents) {
       const type = d.isFile() ? 'file' : d.isDirectory() ? 'dir' : d.isSymbolicLink() ? 'symlink' : 'other';

@@ -23,6 +23,7 @@ import { guardRawFilePaths } from './routes/raw-path.ts';
 import { sessionEventRoutes } from './routes/session-events.ts';
 import { sessionRoutes } from './routes/sessions.ts';
 import { workspaceUploadRoutes } from './routes/workspace-upload.ts';
+import { workspaceOutRoutes } from './routes/workspace-out.ts';
 import { systemRoutes } from './routes/system.ts';
 import { jobControlRoutes } from './routes/job-control.ts';
 import { jobRoutes } from './routes/jobs.ts';
@@ -86,6 +87,7 @@ export function createApp(d: AppDeps): OpenAPIHono<AppEnv> {
   app.route('/v1/sessions', sessionRoutes({ pipeline, maxJsonBytes, maxCommandsBytes, turns, idempotency }));
   app.route('/v1/sessions', sessionEventRoutes({ pipeline, redis, keys, streams }));
   app.route('/v1/sessions', workspaceUploadRoutes({ pipeline, maxUploadBytes: d.limits.maxUploadBytes ?? 256 * 1024 * 1024 }));
+  app.route('/v1/sessions', workspaceOutRoutes({ pipeline }));
   // Every approvals path, routed or not, is for operators.
   app.use('/v1/approvals', requireRole('operator', 'admin'));
   app.use('/v1/approvals/*', requireRole('operator', 'admin'));

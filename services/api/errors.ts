@@ -15,7 +15,8 @@ export type AppErrorCode =
   | 'too_many_commands' | 'path_changed' | 'sandbox_unavailable' | 'storage_quota_exceeded'
   | 'invalid_idempotency_key' | 'idempotency_conflict' | 'idempotency_in_progress' | 'idempotency_answer_not_kept'
   | 'invalid_validator'
-  | 'session_busy' | 'invalid_archive' | 'workspace_full' | 'workspace_conflict' | 'upload_failed';
+  | 'session_busy' | 'invalid_archive' | 'workspace_full' | 'workspace_conflict' | 'upload_failed'
+  | 'baseline_unavailable' | 'workspace_changed';
 
 export class AppError extends Error {
   readonly code: AppErrorCode;

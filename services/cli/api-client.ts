@@ -173,6 +173,13 @@ export class ApiClient {
     return (await res.json()) as { files: number; bytes: number };
   }
 
+  /** GET of a path of this API whose body the caller streams (a download); an error answer throws ApiError. */
+  async getBody(path: string): Promise<Response> {
+    const res = await this.#fetch(`${this.url}${path}`, {});
+    if (!res.ok) throw await apiErrorFrom(res);
+    return res;
+  }
+
   /** With an `idempotencyKey`, submitting again (e.g. after a network error) gives the same job, not a second one. */
   submitJob(request: JobRequestInput, idempotencyKey?: string): Promise<Submitted> {
     return this.#json('POST', `${this.url}/v1/jobs`, request, idempotencyKey !== undefined ? { 'idempotency-key': idempotencyKey } : {});

@@ -28,6 +28,10 @@ export const JobRequest = z.strictObject({
 });
 export type JobRequest = z.infer<typeof JobRequest>;
 
+/** Paths changed in the job's workspace since its baseline, counted when the job finished (GET …/changes lists them). */
+export const ChangeCounts = z.object({ added: z.number().int().nonnegative(), modified: z.number().int().nonnegative(), deleted: z.number().int().nonnegative() });
+export type ChangeCounts = z.infer<typeof ChangeCounts>;
+
 export const JobView = z.object({
   job_id: z.string(),
   session_id: z.string(),
@@ -51,6 +55,8 @@ export const JobView = z.object({
   validate: JobValidate.nullable().default(null),
   validation: ValidationProgress.nullable().default(null),
   error: z.string().nullable(),
+  /** null until the job finished (or when the workspace could not be compared: GET …/changes says why). */
+  changes: ChangeCounts.nullable().default(null),
   webhook: z.string().nullable(),
   metadata: z.record(z.string(), z.unknown()),
   created_at: z.string(),

@@ -5,6 +5,7 @@ import { randomBytes } from 'node:crypto';
 import { emptyCounts, runJob, type ModelEndpoint } from '../agent/index.ts';
 import type { Keys, Pipeline, PipelineRedis } from '../pipeline/index.ts';
 import { log, reasonOf, withIds, type Logger } from '../log/index.ts';
+import { countChanges, jobLinks } from './job-changes.ts';
 import { JobControlStore, LiveJobControl } from './job-control.ts';
 import { JobEvents } from './job-events.ts';
 import { openJobSession, scopedPipeline } from './job-session.ts';
@@ -120,7 +121,7 @@ export class JobsService {
       approval: on.settings.approval, flow: request.flow, limits: request.limits, model: this.#d.endpoint.model, model_source: this.#d.endpoint.source,
       turns: 0, api_calls: 0, usage: { prompt_tokens: 0, completion_tokens: 0, total_tokens: 0 }, commands: emptyCounts(),
       final_text: null, files_seeded: [], validate: request.validate ?? null, validation: request.validate ? { rounds: 0, passed: null } : null,
-      error: null, webhook: request.webhook ?? null, metadata: request.metadata ?? {},
+      error: null, changes: null, webhook: request.webhook ?? null, metadata: request.metadata ?? {},
       created_at: new Date().toISOString(), started_at: null, finished_at: null,
     };
     try {
@@ -148,12 +149,13 @@ export class JobsService {
     const pipeline = scopedPipeline(this.#d.pipeline, ledgerFrom);
     const final = await runJob({ pipeline, stream: this.#d.endpoint.stream, emit, save, control }, view, request, signal);
     await this.#settleControl(final, control, logger);
+    final.changes = await countChanges(this.#d.pipeline, final.session_id, logger);
     // The final state must land even across a Redis restart, or the job would
     // stay `running` with a live runner that no recovery would ever fail.
     await this.#persistently('writing the final job state', logger, () => this.events.finish(this.store.keyOf(final.job_id), final));
     await this.#persistently('freeing the session of the job', logger, () => this.#d.pipeline.claims.releaseJob(final.session_id, final.job_id));
     logger.info({ status: final.status, reason: final.error, api_calls: final.api_calls }, 'job finished');
-    if (final.webhook) this.#d.webhooks.send(final.webhook, 'job_finished', { event: 'job_finished', job: final }, final.job_id);
+    if (final.webhook) this.#d.webhooks.send(final.webhook, 'job_finished', { event: 'job_finished', job: final, links: jobLinks(final) }, final.job_id);
   }
 
   async #persistently(what: string, logger: Logger, step: () => Promise<void>): Promise<void> {

@@ -8,6 +8,7 @@ import { CommandLifecycle } from './command-lifecycle.ts';
 import { PipelineError } from './errors.ts';
 import { EventHub } from './event-reader.ts';
 import { EventWriter } from './event-writer.ts';
+import { resetBaseline } from './baseline.ts';
 import type { Sandboxes } from './sandboxes.ts';
 import type { Keys } from './keys.ts';
 import { OwnerCaps, type OwnerCapLimits } from './owner-caps.ts';
@@ -145,9 +146,8 @@ export class Pipeline {
   }
 
   /**
-   * Writes the files into the session's workspace (straight through the
-   * executor: they are not commands and never enter the ledger) and emits
-   * `files_seeded {paths:[{path, bytes}]}`. Call before the session's first command.
+   * Writes the files into the workspace through the sandbox (not commands: never in the ledger), makes that the
+   * workspace's baseline (baseline.ts) and emits `files_seeded {paths:[{path, bytes}]}`. Before the first command.
    */
   async seedFiles(sid: string, files: Record<string, string>, signal?: AbortSignal): Promise<SeededFile[]> {
     const meta = await this.session(sid);
@@ -157,6 +157,7 @@ export class Pipeline {
       if (!r.ok) throw new PipelineError('seed_failed', `${path}: ${r.error ?? 'failed'}`, { path, error: r.error ?? null, error_code: r.error_code ?? null });
       seeded.push({ path, bytes: Buffer.byteLength(content, 'utf8') });
     }
+    await resetBaseline(this.#d.sandboxes, sid);
     await this.events.append(sid, meta.job_id, { type: 'files_seeded', paths: seeded });
     return seeded;
   }

@@ -3,6 +3,7 @@ import type { Command } from '../protocol/index.ts';
 import type { ExecutionResult, ExpectedResolution } from '../sandbox/index.ts';
 import { reasonOf, withIds } from '../log/index.ts';
 import type { ApprovalState } from './approvals.ts';
+import { ensureBaseline } from './baseline.ts';
 import type { CommandLifecycle } from './command-lifecycle.ts';
 import type { Sandboxes } from './sandboxes.ts';
 import type { LedgerRecord } from './ledger-record.ts';
@@ -60,6 +61,7 @@ async function execute(p: RunPorts, ctx: RunContext, approval: ApprovalState | n
   }
   await p.caps?.touchLive(session.owner, rec.session);
   try {
+    await ensureBaseline(p.sandboxes, rec.session);
     // No signal here on purpose: a graceful shutdown lets a running command finish.
     return await executeJudged(p.sandboxes, rec.session, command, expect, judge);
   } catch (err) {

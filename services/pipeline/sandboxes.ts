@@ -1,11 +1,13 @@
 import type { Readable } from 'node:stream';
 import type { Command } from '../protocol/index.ts';
-import type { ExecutionResult, ExpectedResolution, ReadPathResult, SandboxManager, UploadOptions, UploadResult } from '../sandbox/index.ts';
+import type { BaselineInfo, ExecutionResult, ExpectedResolution, ReadPathResult, SandboxManager, UploadOptions, UploadResult, WorkspaceOut } from '../sandbox/index.ts';
 
 // The pipeline's only view of the sandboxes: every session's sandbox by its
 // id, three verbs and a health probe. Not the in-container executor, which a
 // sandbox talks to. Tests inject an in-memory fake; the service injects
 // `DockerSandboxes`.
+
+export type { BaselineInfo, WorkspaceOut };
 
 export interface Sandboxes {
   /** Must not throw for a failing command (failures are `ok: false`); may throw for infrastructure errors. */
@@ -21,6 +23,8 @@ export interface Sandboxes {
   remove(sessionId: string): Promise<void>;
   ping(): Promise<boolean>;
   close(): Promise<void>;
+  /** The workspace out: archive, baseline, change list, patch (absent where there is no real workspace, e.g. test fakes). */
+  readonly workspace?: WorkspaceOut;
 }
 
 /** The real one: one Docker sandbox per session (sandbox/'s SandboxManager). */
@@ -29,6 +33,10 @@ export class DockerSandboxes implements Sandboxes {
 
   constructor(manager: SandboxManager) {
     this.#manager = manager;
+  }
+
+  get workspace(): WorkspaceOut {
+    return this.#manager.workspace;
   }
 
   async execute(sessionId: string, command: Command, opts?: { signal?: AbortSignal; expect?: ExpectedResolution }): Promise<ExecutionResult> {

@@ -4,6 +4,14 @@ import type { ResolvedSandboxOptions } from './sandbox-options.ts';
 
 export const WORKSPACE = '/workspace';
 /**
+ * The workspace volume once more, where only root in the container reaches
+ * (the image makes /var/lib/thinkflow mode 0700): the baseline is kept on the
+ * workspace's filesystem under PRIVATE_DIR, which commands see only as the
+ * empty read-only tmpfs laid over it (sandbox-image/executor/baseline-store.mjs).
+ */
+export const WORKSPACE_ROOT_PRIVATE = '/var/lib/thinkflow/ws';
+export const PRIVATE_DIR = '.thinkflow-private';
+/**
  * What the executor needs, and commands never get: SETUID/SETGID/SETPCAP to
  * start commands as another user with no capability, DAC_READ_SEARCH so the
  * quota walk sees directories a command made unreadable.
@@ -12,7 +20,8 @@ export const EXECUTOR_CAPS = ['SETUID', 'SETGID', 'SETPCAP', 'DAC_READ_SEARCH'];
 
 /**
  * The one boundary from options to dockerode. The only mount is the
- * session's named volume: no host path and no Docker socket ever goes in.
+ * session's named volume (twice, see WORKSPACE_ROOT_PRIVATE): no host path
+ * and no Docker socket ever goes in.
  */
 export function toContainerSpec(
   sessionId: string,
@@ -46,7 +55,7 @@ export function toContainerSpec(
       CapAdd: [...new Set([...o.capAdd, ...EXECUTOR_CAPS])],
       SecurityOpt: [...(o.noNewPrivileges ? ['no-new-privileges'] : []), ...seccompOpt(o.seccompProfile)],
       ReadonlyRootfs: o.readOnlyRootfs,
-      Tmpfs: o.tmpfs,
+      Tmpfs: { ...o.tmpfs, [`${WORKSPACE}/${PRIVATE_DIR}`]: 'ro,nosuid,nodev,noexec,size=4k,mode=0555' },
       PidsLimit: o.pidsLimit,
       Memory: o.memoryBytes,
       MemorySwap: o.memorySwapBytes,
@@ -55,7 +64,7 @@ export function toContainerSpec(
         { Name: 'nofile', Soft: o.nofile, Hard: o.nofile },
         { Name: 'fsize', Soft: o.workspaceQuotaBytes, Hard: o.workspaceQuotaBytes },
       ],
-      Mounts: [{ Type: 'volume', Source: volume, Target: WORKSPACE }],
+      Mounts: [{ Type: 'volume', Source: volume, Target: WORKSPACE }, { Type: 'volume', Source: volume, Target: WORKSPACE_ROOT_PRIVATE }],
       Privileged: false,
       // Responses must not pile up in a json log on the host: the manager reads them live.
       LogConfig: { Type: 'none', Config: {} },

@@ -146,6 +146,23 @@ export class DockerSandbox implements Sandbox {
     }
   }
 
+  /** A question about the workspace's baseline that the executor answers itself (sandbox-image/executor/workspace-ops.mjs). */
+  async workspaceQuery<T>(op: 'changes' | 'baselineSettled'): Promise<T> {
+    this.#hooks.touch(0);
+    const client = await this.#hooks.connect();
+    return client.request<T>(op, {}, this.#opts.requestTimeoutMs);
+  }
+
+  /** Counts the sandbox in use (the reaper leaves it running) until the returned release, which may be called more than once. */
+  hold(): () => void {
+    this.#hooks.touch(+1);
+    let held = true;
+    return () => {
+      if (held) this.#hooks.touch(-1);
+      held = false;
+    };
+  }
+
   async cancelRunning(): Promise<number> {
     const client = await this.#hooks.connect();
     return (await client.request<{ cancelled: number }>('cancelAll', {}, this.#opts.requestTimeoutMs)).cancelled;

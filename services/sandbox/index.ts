@@ -7,3 +7,5 @@ export { toContainerSpec } from './container-spec.ts';
 export { containerName, volumeName, sessionSlug, LABEL_MANAGED, LABEL_SESSION } from './names.ts';
 export { UploadError } from './workspace-upload.ts';
 export type { UploadEntry, UploadOptions, UploadRefusal, UploadResult } from './workspace-upload.ts';
+export type { BaselineInfo, ChangeKind, ChangeList, WorkspaceChange, WorkspaceFormat, WorkspaceOut } from './workspace-out.ts';
+export { WorkspaceExecError } from './workspace-exec.ts';

@@ -11,6 +11,7 @@ import { sandboxLog, settled } from './log.ts';
 import { teardownSession } from './teardown.ts';
 import { WorkspaceImages } from './workspace-fs.ts';
 import { workspaceImagesFor, type WorkspaceFsMode } from './workspace-mode.ts';
+import { SandboxWorkspaceOut } from './workspace-out.ts';
 
 type Entry = { sandbox: DockerSandbox; client?: ExecutorClient; connecting?: Promise<ExecutorClient>; lastUsed: number; inflight: number };
 export type ManagerStatus = 'idle' | 'starting' | 'ready' | 'closing' | 'closed';
@@ -35,6 +36,8 @@ export class SandboxManager {
   #closing?: Promise<void>;
   #timer?: NodeJS.Timeout;
   #fs?: Promise<WorkspaceImages | null>;
+  /** Archives, baselines, change lists and patches of the sessions' workspaces, made in their containers. */
+  readonly workspace = new SandboxWorkspaceOut(() => this.#docker, () => this.options.namePrefix, (sid) => this.sandboxFor(sid) as Promise<DockerSandbox>);
 
   constructor(options: SandboxOptions & { docker?: Docker } = {}) {
     const { docker, ...rest } = options;
@@ -293,6 +296,4 @@ export class SandboxManager {
   }
 }
 
-function notFoundOk(err: { statusCode?: number }): void {
-  if (err.statusCode !== 404) throw err;
-}
+const notFoundOk = (err: { statusCode?: number }): void => { if (err.statusCode !== 404) throw err; };

@@ -32,7 +32,7 @@ export async function visibleSession(c: Context<AppEnv>, p: Pick<Pipeline, 'sess
 }
 
 /** Its sandbox is gone: running or reading would silently create an empty new one. */
-function requireLive(meta: SessionMeta): void {
+export function requireLive(meta: SessionMeta): void {
   if (meta.deleted_at) throw new AppError(410, 'session_deleted', `session ${meta.session_id} was deleted`);
 }
 

@@ -13,12 +13,16 @@ import {
   type Connection, type JobRequestInput,
 } from '../api-client.ts';
 import { prepareWorkspace, type WorkspaceArgs } from './workspace-arg.ts';
+import { downloadResults, type DownloadTargets } from './download.ts';
 
 const USAGE = 'usage: thinkflow submit "TASK" [--approval never|on-request] [--project P] [--flow thinkflow|react]\n'
   + '                        [--file path=localfile ...] [--workspace DIR|FILE.tar.gz] [--session ID]\n'
-  + '                        [--max-turns N] [--timeout S] [--validate CMD] [--idempotency-key K] [--wait] [--json] [--url URL] [--key KEY]\n';
+  + '                        [--max-turns N] [--timeout S] [--validate CMD] [--idempotency-key K] [--wait] [--json] [--url URL] [--key KEY]\n'
+  + '                        [--out FILE.tar.gz] [--patch FILE]   (both wait for the job, then download its workspace / patch)\n';
 
-type Args = { request: JobRequestInput; wait: boolean; json: boolean; conn: Connection; idempotencyKey?: string; workspace: WorkspaceArgs };
+type Args = {
+  request: JobRequestInput; wait: boolean; json: boolean; conn: Connection; idempotencyKey?: string; workspace: WorkspaceArgs; downloads: DownloadTargets;
+};
 
 function wholeNumber(flag: string, raw: string | undefined): number | undefined {
   if (raw === undefined) return undefined;
@@ -38,6 +42,7 @@ async function readArgs(args: string[]): Promise<Args> {
         file: { type: 'string', multiple: true }, 'max-turns': { type: 'string' }, timeout: { type: 'string' }, validate: { type: 'string' },
         wait: { type: 'boolean', default: false }, json: { type: 'boolean', default: false }, 'idempotency-key': { type: 'string' },
         workspace: { type: 'string' }, session: { type: 'string' },
+        out: { type: 'string' }, patch: { type: 'string' },
       },
     });
   } catch (err) {
@@ -80,7 +85,9 @@ async function readArgs(args: string[]): Promise<Args> {
   if (key !== undefined && !/^[\x20-\x7e]{1,255}$/.test(key)) throw new UsageError('--idempotency-key must be 1 to 255 printable ASCII characters');
   if (v.session !== undefined && v.session.trim() === '') throw new UsageError('--session needs a session id');
   const workspace = { workspace: v.workspace, session: v.session };
-  return { request, wait: v.wait, json: v.json, conn: resolveConnection(v), workspace, ...(key !== undefined ? { idempotencyKey: key } : {}) };
+  const downloads: DownloadTargets = { ...(v.out ? { out: v.out } : {}), ...(v.patch ? { patch: v.patch } : {}) };
+  const wait = v.wait || Boolean(v.out || v.patch);
+  return { request, wait, json: v.json, conn: resolveConnection(v), workspace, downloads, ...(key !== undefined ? { idempotencyKey: key } : {}) };
 }
 
 type Target = { tool?: string; path?: string | null; dest?: string | null; cmd?: string | null };
@@ -206,7 +213,10 @@ export async function submitMain(args: string[]): Promise<number> {
     else process.stdout.write(`job_id     ${job.job_id}\nsession_id ${job.session_id}\nstatus     ${job.status}\njob        ${urls.job_url}\nevents     ${urls.events_url}\n`);
     if (!a.wait) return 0;
     process.on('SIGINT', onSigint);
-    return await follow(client, a.conn, job.job_id, a.json, ac.signal);
+    const code = await follow(client, a.conn, job.job_id, a.json, ac.signal);
+    // Whatever the outcome: a failed job's partial result is worth seeing too.
+    await downloadResults(client, job.session_id, a.downloads);
+    return code;
   } catch (err) {
     if (ac.signal.aborted && jobId !== undefined) {
       const auth = a.conn.key ? ' -H "Authorization: Bearer $THINKFLOW_API_KEY"' : '';

@@ -87,7 +87,7 @@ describe('job events and webhooks', () => {
 
   it('delivers a signed webhook on completion, retrying after a failure', async () => {
     failFirst = 1;
-    const { job_id } = await h.submit({ task: 'five files please', webhook: hookUrl, metadata: { ticket: 'T-1' } });
+    const { job_id, session_id } = await h.submit({ task: 'five files please', webhook: hookUrl, metadata: { ticket: 'T-1' } });
     await h.waitFinal(job_id);
     for (let i = 0; i < 100 && !received.some((r) => r.body.includes(job_id)); i++) await new Promise((r) => setTimeout(r, 100));
     const hit = received.find((r) => r.body.includes(job_id))!;
@@ -96,6 +96,12 @@ describe('job events and webhooks', () => {
     expect(hit.signature).toBe(`sha256=${createHmac('sha256', WEBHOOK_SECRET).update(hit.body).digest('hex')}`);
     const payload = JSON.parse(hit.body);
     expect(payload).toMatchObject({ event: 'job_finished', job: { job_id, status: 'succeeded', metadata: { ticket: 'T-1' } } });
+    // What the job changed (five files added; directories are not counted) and where to take it.
+    expect(payload.job.changes).toEqual({ added: 5, modified: 0, deleted: 0 });
+    expect(payload.links).toEqual({
+      job: `/v1/jobs/${job_id}`, workspace: `/v1/sessions/${session_id}/workspace`,
+      changes: `/v1/sessions/${session_id}/changes`, patch: `/v1/sessions/${session_id}/changes?format=patch`,
+    });
     const { deliveries } = await (await fetch(`${h.url}/v1/jobs/${job_id}/webhook-deliveries`)).json();
     expect(deliveries).toEqual([
       { delivery_id: expect.any(String), attempt: 1, at: expect.any(String), ok: false, status_code: 500 },

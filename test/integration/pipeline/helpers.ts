@@ -45,7 +45,10 @@ export function policyDir(): string {
 export function testConfig(prefix: string, extra: Record<string, string> = {}): Config {
   return loadConfig({
     REDIS_URL, THINKFLOW_REDIS_PREFIX: prefix, THINKFLOW_POLICY_DIR: policyDir(),
-    THINKFLOW_WORKER_IDLE_MS: '3000', ...extra,
+    THINKFLOW_WORKER_IDLE_MS: '3000',
+    // A helper's own image build (PREAMBLE: THINKFLOW_SANDBOX_IMAGE=thinkflow/sandbox:NAME) reaches the service under test.
+    ...(process.env.THINKFLOW_SANDBOX_IMAGE ? { THINKFLOW_SANDBOX_IMAGE: process.env.THINKFLOW_SANDBOX_IMAGE } : {}),
+    ...extra,
   });
 }
 

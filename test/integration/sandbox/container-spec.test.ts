@@ -37,7 +37,7 @@ describe('resolveSandboxOptions', () => {
 });
 
 describe('toContainerSpec', () => {
-  it('maps every hardening option and mounts only the workspace volume', () => {
+  it('maps every hardening option and mounts only the workspace volume (twice: once where only root reaches)', () => {
     const spec = toContainerSpec('ses_abc', 'vol-1', resolveSandboxOptions({ nofile: 99, cpus: 0.5 }));
     expect(spec.name).toBe('thinkflow-ses_abc');
     expect(spec.Labels).toMatchObject({ 'thinkflow.managed': 'true', 'thinkflow.session': 'ses_abc' });
@@ -60,10 +60,12 @@ describe('toContainerSpec', () => {
         { Name: 'nofile', Soft: 99, Hard: 99 },
         { Name: 'fsize', Soft: 2048 * 1024 ** 2, Hard: 2048 * 1024 ** 2 },
       ],
-      Mounts: [{ Type: 'volume', Source: 'vol-1', Target: '/workspace' }],
+      Mounts: [{ Type: 'volume', Source: 'vol-1', Target: '/workspace' }, { Type: 'volume', Source: 'vol-1', Target: '/var/lib/thinkflow/ws' }],
       Privileged: false,
     });
     expect(spec.HostConfig?.Binds).toBeUndefined();
+    // The baseline's directory is hidden from commands under an empty read-only tmpfs.
+    expect(spec.HostConfig?.Tmpfs?.['/workspace/.thinkflow-private']).toBe('ro,nosuid,nodev,noexec,size=4k,mode=0555');
     const secOpt = (o: SandboxOptions) => toContainerSpec('s', 'v', resolveSandboxOptions(o)).HostConfig?.SecurityOpt;
     expect(secOpt({ noNewPrivileges: false, seccompProfile: 'default' })).toEqual([]);
     expect(secOpt({ noNewPrivileges: false, seccompProfile: 'unconfined' })).toEqual(['seccomp=unconfined']);

@@ -72,7 +72,10 @@ describe('default hardening, seen from inside', () => {
   it('has no Docker socket and no host path mounted', async () => {
     expect((await bash(sb, 'test -e /var/run/docker.sock || test -e /run/docker.sock')).exit_code).toBe(1);
     const info = await docker.getContainer(containerName(prefix, sid)).inspect();
-    expect(info.Mounts.map((m) => [m.Type, m.Destination])).toEqual([['volume', '/workspace']]);
+    // The workspace volume, once more under a root-only directory (its private area: baseline-private.test.ts).
+    expect(info.Mounts.map((m) => [m.Type, m.Destination, m.Name]).sort()).toEqual([
+      ['volume', '/var/lib/thinkflow/ws', info.Mounts[0]!.Name], ['volume', '/workspace', info.Mounts[0]!.Name],
+    ]);
     expect(info.HostConfig.Binds ?? []).toEqual([]);
     expect(info.HostConfig.Privileged).toBe(false);
   });

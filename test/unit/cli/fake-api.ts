@@ -34,7 +34,7 @@ export function jobView(over: Partial<JobView> = {}): JobView {
     model: 'replay-demo', model_source: 'replay', turns: 2, api_calls: 2,
     usage: { prompt_tokens: 120, completion_tokens: 45, total_tokens: 165, estimated: true },
     commands: { total: 3, succeeded: 2, failed: 1, skipped: 0, forbidden: 0, rejected: 0 },
-    final_text: 'All done.\nSecond line.', files_seeded: [], validate: null, validation: null, error: null, webhook: null, metadata: {},
+    final_text: 'All done.\nSecond line.', files_seeded: [], validate: null, validation: null, error: null, changes: null, webhook: null, metadata: {},
     created_at: '2026-11-29T21:00:00.000Z', started_at: '2026-11-29T21:00:01.000Z', finished_at: '2026-11-29T21:00:09.000Z',
     ...over,
   };

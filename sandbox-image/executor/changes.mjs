@@ -1,0 +1,42 @@
+// What changed since the baseline: one walk of the workspace against the
+// baseline's manifest. An entry whose stat key (mode, size, inode, mtime,
+// ctime) is the baseline's is unchanged without being read (a command cannot
+// set ctime, and a write moves it), unless it is racy (baseline-store.mjs);
+// otherwise it is hashed, and an equal blob and mode is unchanged too (a
+// `touch`). Directories are not entries (git tracks none).
+import { hashEntry } from './blob-io.mjs';
+import { gitMode, treeEntries } from './tree-walk.mjs';
+
+const sameStat = (old, mode, st) => old[0] === mode && old[1] === st.size && old[2] === st.ino && old[3] === st.mtimeMs && old[4] === st.ctimeMs;
+
+/**
+ * The changes of `root` against `base` (openBaseline()), one by one:
+ * `{path, change, mode, size, oid, entry, old}` (`old` = the manifest row,
+ * null when added). An added or modified one comes while its `entry` can
+ * still be read (the walk waits at it); deleted ones follow the walk, with
+ * `entry` null.
+ */
+export function* changedEntries(root, base) {
+  const seen = new Set();
+  for (const entry of treeEntries(root)) {
+    seen.add(entry.path);
+    const { st } = entry;
+    const mode = gitMode(st);
+    const old = Object.hasOwn(base.entries, entry.path) ? base.entries[entry.path] : null;
+    if (old && sameStat(old, mode, st) && !base.racy(old)) continue;
+    const { oid, size } = hashEntry(entry);
+    if (old && old[5] === oid && old[0] === mode) continue;
+    yield { path: entry.path, change: old ? 'modified' : 'added', mode, size, oid, entry, old };
+  }
+  const gone = Object.keys(base.entries).filter((p) => !seen.has(p)).sort();
+  for (const path of gone) yield { path, change: 'deleted', mode: null, size: 0, oid: null, entry: null, old: base.entries[path] };
+}
+
+/** The change list of API.md: `{path, change, bytes}` sorted by path (bytes now; 0 when deleted). */
+export function listChanges(root, base) {
+  const changes = [];
+  for (const c of changedEntries(root, base)) changes.push({ path: c.path, change: c.change, bytes: c.size });
+  changes.sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0));
+  // Shown as UTF-8 (a name that is not valid UTF-8 shows replacement characters; the patch keeps its bytes).
+  return changes.map((c) => ({ ...c, path: Buffer.from(c.path, 'latin1').toString('utf8') }));
+}
