@@ -16,6 +16,9 @@ const REFUSED_TYPE = {
   6: 'a FIFO',
 };
 const MAX_PATH_BYTES = 4095;
+/** The workspace's own bookkeeping (baseline-store.mjs, upload.mjs): no upload may name, replace or shadow it. */
+const PRIVATE_DIR = '.thinkflow-private';
+const STAGING_PREFIX = '.thinkflow-upload-';
 const MAX_NAME_BYTES = 255;
 
 const invalid = (name, why) => new ArchiveError('invalid_archive', `entry ${JSON.stringify(name)}: ${why}`, name);
@@ -31,6 +34,7 @@ export function entryPath(name) {
   const parts = name.split('/').filter((s) => s !== '' && s !== '.');
   if (parts.includes('..')) throw invalid(name, 'a `..` component (it could lead outside the workspace)');
   const rel = parts.length === 0 ? '.' : parts.join('/');
+  if (parts[0] === PRIVATE_DIR || parts[0]?.startsWith(STAGING_PREFIX)) throw invalid(name, `a name the service keeps for itself (${parts[0]})`);
   if (Buffer.byteLength(rel) > MAX_PATH_BYTES || parts.some((p) => Buffer.byteLength(p) > MAX_NAME_BYTES)) throw invalid(name, 'a path too long for the file system');
   return rel;
 }

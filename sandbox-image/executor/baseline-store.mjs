@@ -135,6 +135,24 @@ export function recordFailure(reason) {
   writeFileSync(FAILED, JSON.stringify({ at: new Date().toISOString(), reason }), { mode: 0o600 });
 }
 
+/**
+ * Forgets the baseline (after an upload): the next command takes a new one
+ * first, so an upload does not pay for a walk of the whole workspace and a
+ * second upload before any command costs nothing more. Until then the change
+ * list is empty, which is the truth: nothing ran since the workspace was set.
+ */
+export function dropBaseline() {
+  rmSync(`${STORE}/current`, { force: true });
+  rmSync(FAILED, { force: true });
+  let names = [];
+  try {
+    names = readdirSync(STORE);
+  } catch (err) {
+    if (err.code !== 'ENOENT') throw err;
+  }
+  for (const name of names) if (name.startsWith('g-')) rmSync(`${STORE}/${name}`, { recursive: true, force: true });
+}
+
 function currentGeneration() {
   try {
     return readFileSync(`${STORE}/current`, 'utf8').trim();

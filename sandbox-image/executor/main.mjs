@@ -22,7 +22,7 @@ import { WorkspaceQuota } from './quota.mjs';
 import { readPath } from './read-path.mjs';
 import { killStrays } from './strays.mjs';
 import { removeStaleStaging, uploadOps } from './upload.mjs';
-import { workspaceOp } from './workspace-ops.mjs';
+import { baselineMissing, workspaceOp } from './workspace-ops.mjs';
 
 dropToCommandUser();
 
@@ -112,6 +112,19 @@ async function resolutionChanged(command, expect) {
   return moved.length ? { message: moved.join('; '), resolved } : null;
 }
 
+// The baseline is taken before a workspace's first command (and the first after an
+// upload, which drops it); asked here, in the command's serial slot, so every
+// worker process sees the container's truth and no host caches it.
+function needsBaseline(req) {
+  if (!req.baseline) return false;
+  try {
+    return baselineMissing();
+  } catch (err) {
+    process.stderr.write(`executor: the baseline could not be checked (${err.message}); the command runs without it\n`);
+    return false;
+  }
+}
+
 function cancelledBeforeStart(command) {
   return { tool: command && command.tool, path: command && command.path, ok: false, error_code: 'aborted', error: 'cancelled before it started' };
 }
@@ -146,7 +159,11 @@ async function handle(req) {
       const ac = new AbortController();
       running.set(rid, ac);
       try {
-        const result = await serial(() => (ac.signal.aborted ? cancelledBeforeStart(req.command) : execCommand(req.command, limits, ac.signal, req.expect)));
+        const result = await serial(() => {
+          if (ac.signal.aborted) return cancelledBeforeStart(req.command);
+          if (needsBaseline(req)) return { tool: req.command && req.command.tool, ok: false, error_code: 'baseline_missing', error: 'the workspace has no baseline yet; take it, then ask again' };
+          return execCommand(req.command, limits, ac.signal, req.expect);
+        });
         return send({ rid, result });
       } finally {
         running.delete(rid);
@@ -159,7 +176,6 @@ async function handle(req) {
       lastActivity = Date.now();
       return uploads[req.op](req, limits);
     case 'changes':
-    case 'baselineSettled':
       lastActivity = Date.now();
       return send({ rid, result: workspaceOp(req.op) });
     default:

@@ -39,7 +39,6 @@ function emit(msg) {
   if (out.length >= FLUSH_BYTES) flush();
 }
 function flush() {
-  // A pipe: synchronous on Linux, so nothing is lost at exit.
   if (out) process.stdout.write(out);
   out = '';
 }
@@ -122,15 +121,15 @@ function failure(err) {
   return { code: 'extract_failed', message: String((err && err.message) || err) };
 }
 
+/** The last line must reach the host before the process ends: exit only once stdout took it. */
+function finish(msg, code) {
+  emit(msg);
+  const last = out;
+  out = '';
+  process.stdout.write(last, () => process.exit(code));
+}
+
 extract().then(
-  (done) => {
-    emit({ done });
-    flush();
-    process.exit(0);
-  },
-  (err) => {
-    emit({ error: failure(err) });
-    flush();
-    process.exit(1);
-  },
+  (done) => finish({ done }, 0),
+  (err) => finish({ error: failure(err) }, 1),
 );

@@ -13,7 +13,9 @@
 import { randomBytes } from 'node:crypto';
 import { mkdirSync, readdirSync, rmSync } from 'node:fs';
 import path from 'node:path';
+import { dropBaseline } from './baseline-store.mjs';
 import { toFailure } from './errors.mjs';
+import { asRoot } from './identity.mjs';
 import { WORKSPACE } from './paths.mjs';
 import { killStrays } from './strays.mjs';
 import { ArchiveError } from './tar-reader.mjs';
@@ -104,7 +106,11 @@ export function uploadOps({ serial, send, quota }) {
     if (!l || l.staging !== req.staging) return send({ rid: req.rid, result: { failed: { code: 'upload_expired', message: 'the upload lease had ended (not touched in time)' } } });
     clearTimeout(l.timer);
     try {
-      await finish(l, () => (req.commit ? commitUpload(l.staging, req.symlinks) : undefined));
+      await finish(l, async () => {
+        if (!req.commit) return;
+        await commitUpload(l.staging, req.symlinks);
+        asRoot(dropBaseline); // the store is root's; taken again before the next command (baseline-store.mjs)
+      });
       send({ rid: req.rid, result: { committed: req.commit === true } });
     } catch (err) {
       send({ rid: req.rid, result: { failed: failureOf(err) } });

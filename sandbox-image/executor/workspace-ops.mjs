@@ -1,7 +1,7 @@
 // The two workspace-out questions the executor answers itself, without a
 // `docker exec` and a fresh Node (workspace-out.mjs does the rest): the
-// change list (GET …/changes), and whether a baseline exists (asked before
-// a session's first command). Both run as root, synchronously (asRoot: the
+// change list (GET …/changes), and whether a baseline exists (asked in the
+// slot of a command that needs one). Both run as root, synchronously (asRoot: the
 // store is root's, and unreadable files are still read), so nothing else of
 // the executor runs meanwhile and the walk's changes of directory are its
 // own; a change list of 10,000 files takes about a tenth of a second. The
@@ -16,12 +16,24 @@ let kept = null;
 /** A longer answer is not sent on the executor's channel (its frames are capped): the host asks workspace-out.mjs instead. */
 const MAX_ANSWER_CHARS = 8 * 1024 * 1024;
 
-/** `changes` -> {baseline_at, changes} | {failed: {code, message}}; `baselineSettled` -> {settled}. */
+/** True when the workspace has no baseline and none failed; false too where baselines are not supported (no private area). */
+export function baselineMissing() {
+  try {
+    return asRoot(() => {
+      assertPrivateArea();
+      return !baselineSettled();
+    });
+  } catch (err) {
+    if (err.code === 'baseline_unsupported') return false;
+    throw err;
+  }
+}
+
+/** `changes` -> {baseline_at, changes} | {failed: {code, message}}. */
 export function workspaceOp(op) {
   try {
     return asRoot(() => {
       assertPrivateArea();
-      if (op === 'baselineSettled') return { settled: baselineSettled() };
       kept = openBaseline(kept);
       const answer = { baseline_at: kept.baselineAt, changes: listChanges(WORKSPACE, kept) };
       if (JSON.stringify(answer).length > MAX_ANSWER_CHARS) return { failed: { code: 'answer_too_large', message: `${answer.changes.length} changes` } };

@@ -61,13 +61,25 @@ async function execute(p: RunPorts, ctx: RunContext, approval: ApprovalState | n
   }
   await p.caps?.touchLive(session.owner, rec.session);
   try {
-    await ensureBaseline(p.sandboxes, rec.session);
     // No signal here on purpose: a graceful shutdown lets a running command finish.
     return await executeJudged(p.sandboxes, rec.session, command, expect, judge);
   } catch (err) {
     withIds({ job_id: session.job_id, session_id: rec.session, command_id: rec.id }).error({ err }, 'executor error');
     return failedRun(command.tool, 'executor_error', `executor error: ${reasonOf(err)}`, Date.now() - startedAt.getTime());
   }
+}
+
+/**
+ * A command runs on a workspace that has its baseline (GET …/changes): the
+ * executor says when there is none yet (the first command, or the first
+ * after an upload); it is taken, and the command asked once more.
+ */
+async function executeOnBaseline(sandboxes: Sandboxes, sid: string, command: Command, expect: ExpectedResolution | undefined): Promise<ExecutionResult> {
+  const opts = expect ? { expect } : {};
+  const first = await sandboxes.execute(sid, command, { ...opts, needsBaseline: true });
+  if (first.error_code !== 'baseline_missing') return first;
+  await ensureBaseline(sandboxes, sid);
+  return sandboxes.execute(sid, command, opts);
 }
 
 /**
@@ -78,7 +90,7 @@ async function execute(p: RunPorts, ctx: RunContext, approval: ApprovalState | n
 async function executeJudged(
   sandboxes: Sandboxes, sid: string, command: Command, expect: ExpectedResolution | undefined, judge?: Judge,
 ): Promise<ExecutionResult> {
-  const first = await sandboxes.execute(sid, command, expect ? { expect } : {});
+  const first = await executeOnBaseline(sandboxes, sid, command, expect);
   if (first.error_code !== 'path_changed' || !first.resolved || !judge) return first;
   const { path, dest } = first.resolved;
   if (path === null || dest === null) {

@@ -1,6 +1,6 @@
 import type { Readable } from 'node:stream';
 import type { Command } from '../protocol/index.ts';
-import type { BaselineInfo, ExecutionResult, ExpectedResolution, ReadPathResult, SandboxManager, UploadOptions, UploadResult, WorkspaceOut } from '../sandbox/index.ts';
+import type { BaselineInfo, ExecuteOptions, ExecutionResult, ReadPathResult, SandboxManager, UploadOptions, UploadResult, WorkspaceOut } from '../sandbox/index.ts';
 
 // The pipeline's only view of the sandboxes: every session's sandbox by its
 // id, three verbs and a health probe. Not the in-container executor, which a
@@ -11,7 +11,7 @@ export type { BaselineInfo, WorkspaceOut };
 
 export interface Sandboxes {
   /** Must not throw for a failing command (failures are `ok: false`); may throw for infrastructure errors. */
-  execute(sessionId: string, command: Command, opts?: { signal?: AbortSignal; expect?: ExpectedResolution }): Promise<ExecutionResult>;
+  execute(sessionId: string, command: Command, opts?: ExecuteOptions): Promise<ExecutionResult>;
   readPath(sessionId: string, path: string): Promise<ReadPathResult>;
   /** Real workspace-relative paths (symlinks followed), `null` for one that leads outside; queued behind running work. */
   resolvePaths(sessionId: string, paths: string[]): Promise<(string | null)[]>;
@@ -39,7 +39,7 @@ export class DockerSandboxes implements Sandboxes {
     return this.#manager.workspace;
   }
 
-  async execute(sessionId: string, command: Command, opts?: { signal?: AbortSignal; expect?: ExpectedResolution }): Promise<ExecutionResult> {
+  async execute(sessionId: string, command: Command, opts?: ExecuteOptions): Promise<ExecutionResult> {
     const sandbox = await this.#manager.sandboxFor(sessionId);
     return sandbox.execute(command, opts);
   }

@@ -1,6 +1,5 @@
 import type { Readable } from 'node:stream';
 import { UploadError, type UploadEntry, type UploadRefusal } from '../sandbox/index.ts';
-import { resetBaseline } from './baseline.ts';
 import { PipelineError, type PipelineErrorCode } from './errors.ts';
 import type { Pipeline, SeededFile } from './pipeline.ts';
 import type { PolicyGate } from './policy-gate.ts';
@@ -50,8 +49,8 @@ export async function uploadWorkspace(p: Pipeline, sid: string, body: Readable):
       throw new PipelineError(CODES[err.code] ?? 'upload_failed', err.message, { ...err.details, ...(CODES[err.code] ? {} : { cause_code: err.code }) });
     });
     const paths: SeededFile[] = result.written.map((e) => ({ path: e.path, bytes: e.size }));
-    // GET …/changes compares against the workspace after its uploads (API.md).
-    await resetBaseline(p.sandboxes, sid);
+    // GET …/changes compares against the workspace after its uploads (API.md): the
+    // executor dropped the old baseline, and the next command takes the new one first.
     await p.events.append(sid, session.job_id, { type: 'files_seeded', paths });
     return { files: result.files, bytes: result.bytes };
   } finally {

@@ -4,6 +4,7 @@
 // (native tool calls, every independent call of a step in one model call, as
 // current models do), so both flows do the same work. `reactSerialTranscript`
 // keeps the older one-call-per-model-call baseline for comparison.
+import { PIPELINE_FIX } from './pipeline-fix.ts';
 import type { TranscriptInput, ScriptedTurn } from './transcript.ts';
 
 type Action =
@@ -168,6 +169,6 @@ export const REVIEW_TASK = 'Write the gateway migration plan into docs/ for oper
 export const SCENARIOS: readonly Scenario[] = [WEB_SKELETON, FIVE_CHAPTERS, MIDWAY_FAILURE, OPERATOR_REVIEW];
 
 /** Both flows of every scenario: what the replay model serves when OPENAI_BASE_URL is unset. */
-export const BUILTIN_TRANSCRIPTS: TranscriptInput[] = SCENARIOS.flatMap((s) => [thinkflowTranscript(s), reactTranscript(s)]);
+export const BUILTIN_TRANSCRIPTS: TranscriptInput[] = [...SCENARIOS.flatMap((s) => [thinkflowTranscript(s), reactTranscript(s)]), PIPELINE_FIX];
 
 export const DEMO_TASK = 'Create a Vite project skeleton for a small web demo: package.json, index.html, a config, a src tree with one component, styles and a README.';

@@ -6,7 +6,7 @@ import { logSandboxError } from './log.ts';
 import { containerName } from './names.ts';
 import { uploadArchive, type UploadOptions, type UploadResult } from './workspace-upload.ts';
 import type { ResolvedSandboxOptions } from './sandbox-options.ts';
-import type { DirEntry, ExecutionResult, ExpectedResolution, ReadPathResult, Sandbox } from './types.ts';
+import type { DirEntry, ExecuteOptions, ExecutionResult, ReadPathResult, Sandbox } from './types.ts';
 
 type ExecutorResult = Omit<ExecutionResult, 'duration_ms'>;
 type WireReadPath = { kind: 'file'; base64: string } | { kind: 'dir'; entries: DirEntry[] } | { kind: 'missing' } | { kind: 'outside' };
@@ -38,7 +38,7 @@ export class DockerSandbox implements Sandbox {
     this.#opts = opts;
   }
 
-  async execute(command: Command, opts: { signal?: AbortSignal; expect?: ExpectedResolution } = {}): Promise<ExecutionResult> {
+  async execute(command: Command, opts: ExecuteOptions = {}): Promise<ExecutionResult> {
     const started = performance.now();
     const done = (r: ExecutorResult): ExecutionResult => ({
       ...r,
@@ -58,7 +58,7 @@ export class DockerSandbox implements Sandbox {
 
   async #run(
     command: Command,
-    { signal, expect }: { signal?: AbortSignal; expect?: ExpectedResolution },
+    { signal, expect, needsBaseline }: ExecuteOptions,
     done: (r: ExecutorResult) => ExecutionResult,
     fail: (code: string, error: string) => ExecutionResult,
   ): Promise<ExecutionResult> {
@@ -84,7 +84,7 @@ export class DockerSandbox implements Sandbox {
     const onAbort = () => client.cancel(rid);
     signal?.addEventListener('abort', onAbort, { once: true });
     try {
-      const r = await client.request<ExecutorResult>('exec', { command, limits, ...(expect ? { expect } : {}) }, hostTimeout);
+      const r = await client.request<ExecutorResult>('exec', { command, limits, ...(expect ? { expect } : {}), ...(needsBaseline ? { baseline: true } : {}) }, hostTimeout);
       // The executor itself says its container holds processes it cannot end.
       if (r.error_code === 'sandbox_broken') await this.#recover('sandbox_broken');
       return done(r);
@@ -147,7 +147,7 @@ export class DockerSandbox implements Sandbox {
   }
 
   /** A question about the workspace's baseline that the executor answers itself (sandbox-image/executor/workspace-ops.mjs). */
-  async workspaceQuery<T>(op: 'changes' | 'baselineSettled'): Promise<T> {
+  async workspaceQuery<T>(op: 'changes'): Promise<T> {
     this.#hooks.touch(0);
     const client = await this.#hooks.connect();
     return client.request<T>(op, {}, this.#opts.requestTimeoutMs);

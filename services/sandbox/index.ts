@@ -2,7 +2,7 @@
 export { SandboxManager } from './sandbox-manager.ts';
 export type { SandboxOptions } from './sandbox-options.ts';
 export { DEFAULT_OUTPUT_CAP_BYTES, resolveSandboxOptions } from './sandbox-options.ts';
-export type { ExecutionResult, ExpectedResolution, Sandbox, ReadPathResult } from './types.ts';
+export type { ExecuteOptions, ExecutionResult, ExpectedResolution, Sandbox, ReadPathResult } from './types.ts';
 export { toContainerSpec } from './container-spec.ts';
 export { containerName, volumeName, sessionSlug, LABEL_MANAGED, LABEL_SESSION } from './names.ts';
 export { UploadError } from './workspace-upload.ts';

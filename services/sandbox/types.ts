@@ -37,12 +37,18 @@ export type ReadPathResult =
 
 /** Resolutions a policy check was made on; the executor refuses (`path_changed`) when they no longer hold. */
 export type ExpectedResolution = { path?: string | null; dest?: string | null };
+/**
+ * `needsBaseline`: the command must not run before the workspace has a
+ * baseline; without one it is answered `baseline_missing`, not run (the
+ * caller takes the baseline and asks again).
+ */
+export type ExecuteOptions = { signal?: AbortSignal; expect?: ExpectedResolution; needsBaseline?: boolean };
 
 /** One session's container, as the pipeline sees it. */
 export interface Sandbox {
   readonly sessionId: string;
   /** Must not throw for a failing command: failures come back as `ok: false`. */
-  execute(command: Command, opts?: { signal?: AbortSignal; expect?: ExpectedResolution }): Promise<ExecutionResult>;
+  execute(command: Command, opts?: ExecuteOptions): Promise<ExecutionResult>;
   readPath(path: string): Promise<ReadPathResult>;
   /** Workspace-relative real paths (symlinks followed; `null` = leads outside), seen as the next command will see them. */
   resolvePaths(paths: string[]): Promise<(string | null)[]>;

@@ -30,7 +30,7 @@ export interface WorkspaceOut {
   changes(sessionId: string): Promise<ChangeList>;
   /** Makes the workspace as it is now the baseline (after seeding or an upload). */
   setBaseline(sessionId: string): Promise<BaselineInfo>;
-  /** Takes a baseline unless the workspace has one (before a session's first command). */
+  /** Takes a baseline unless the workspace has one (a command was answered `baseline_missing`). */
   ensureBaseline(sessionId: string): Promise<void>;
 }
 
@@ -43,20 +43,16 @@ const TAR = [
   // 64 KiB records instead of 10 KiB: a sixth of the writes, frames and chunks between the container and the client.
   '--blocking-factor=128',
 ];
-/** Sessions whose workspace is known to have a baseline, so their commands skip the check; bounded. */
-const KNOWN_MAX = 10_000;
 
 /**
  * A session's running sandbox (DockerSandbox): `hold()` counts it in use
  * until the returned release (idempotent), so the reaper leaves it running;
  * `workspaceQuery` asks its executor.
  */
-export type SandboxHold = { hold(): () => void; workspaceQuery<T>(op: 'changes' | 'baselineSettled'): Promise<T> };
+export type SandboxHold = { hold(): () => void; workspaceQuery<T>(op: 'changes'): Promise<T> };
 type Refusal = { failed: { code: string; message: string } };
 
 export class SandboxWorkspaceOut implements WorkspaceOut {
-  readonly #known = new Set<string>();
-
   constructor(
     private readonly docker: () => Docker,
     private readonly namePrefix: () => string,
@@ -88,36 +84,23 @@ export class SandboxWorkspaceOut implements WorkspaceOut {
     throw new WorkspaceExecError(r.failed.code, r.failed.message, null);
   }
 
-  async setBaseline(sessionId: string): Promise<BaselineInfo> {
-    const info = await this.#json<BaselineInfo>(sessionId, 'baseline-set');
-    this.#remember(sessionId);
-    return info;
+  setBaseline(sessionId: string): Promise<BaselineInfo> {
+    return this.#json<BaselineInfo>(sessionId, 'baseline-set');
   }
 
+  // Asked when the executor answered a command `baseline_missing`; the program takes none if another worker just did.
   async ensureBaseline(sessionId: string): Promise<void> {
-    if (this.#known.has(sessionId)) return;
-    const r = await this.#ask<{ settled: boolean }>(sessionId, 'baselineSettled');
-    if ('failed' in r) {
-      this.#remember(sessionId); // the container's answer: asking again before each command would not change it
-      throw new WorkspaceExecError(r.failed.code, r.failed.message, 0);
-    }
-    if (!r.settled) await this.#json(sessionId, 'baseline-ensure');
-    this.#remember(sessionId);
+    await this.#json(sessionId, 'baseline-ensure');
   }
 
   // An executor from an image older than these questions does not know them: its container has no private area either.
-  async #ask<T>(sessionId: string, op: 'changes' | 'baselineSettled'): Promise<T | Refusal> {
+  async #ask<T>(sessionId: string, op: 'changes'): Promise<T | Refusal> {
     try {
       return await (await this.running(sessionId)).workspaceQuery<T | Refusal>(op);
     } catch (err) {
       if (!(err instanceof ExecutorRequestError && /unknown op/.test(err.message))) throw err;
       return { failed: { code: 'baseline_unsupported', message: 'this sandbox was created before workspace baselines existed; it gets them once its container is made again' } };
     }
-  }
-
-  #remember(sessionId: string): void {
-    if (this.#known.size >= KNOWN_MAX) this.#known.clear(); // forgetting costs one check at a session's next command
-    this.#known.add(sessionId);
   }
 
   async #container(sessionId: string): Promise<{ container: Docker.Container; release: () => void }> {

@@ -133,6 +133,10 @@ async function extract(d: Deps, staging: string, allowance: number | 'none', bod
       }
     };
     splitLines(out, onLine);
+    // demuxStream never ends its outputs: without this a program that died without its
+    // last line (killed, out of memory) would hold the upload, and the session, forever.
+    stream.on('end', () => { out.end(); errOut.end(); });
+    stream.on('close', () => { out.end(); errOut.end(); });
     out.on('end', () => stop(new UploadError('upload_failed', `the extraction program ended without a result${stderr ? `: ${stderr.trim().slice(-500)}` : ''}`)));
     stream.on('error', (err: Error) => stop(new UploadError('upload_failed', `the upload stream to the sandbox failed: ${err.message}`)));
     // The caller's body (e.g. over the size limit, or the client went away) ends the upload with its error.

@@ -3,7 +3,9 @@
 // command user, announced as files_seeded and never in the ledger; every
 // refusal (each attack of the issue reproduced) leaves the workspace exactly
 // as it was.
+import { execFileSync } from 'node:child_process';
 import { beforeAll, describe, expect, it } from 'vitest';
+import { LABEL_SESSION } from '../../../services/sandbox/index.ts';
 import { client } from '../pipeline/helpers.ts';
 import { suiteService } from '../suite-service.ts';
 import { bomb, tar, tgz, type FixtureEntry } from './tar-fixtures.ts';
@@ -11,7 +13,7 @@ import { bomb, tar, tgz, type FixtureEntry } from './tar-fixtures.ts';
 const QUOTA_MB = 16;
 const svc = suiteService('ws-upload', {
   THINKFLOW_POLICY_DIR: 'policies', THINKFLOW_API_KEYS: 'k-a:submitter,k-b:submitter',
-  THINKFLOW_MAX_UPLOAD_MB: '1', THINKFLOW_WORKSPACE_QUOTA_MB: String(QUOTA_MB), THINKFLOW_WORKSPACE_INODES: '4096',
+  THINKFLOW_MAX_UPLOAD_MB: '1', THINKFLOW_MAX_RUNNING_PER_KEY: '40', THINKFLOW_WORKSPACE_QUOTA_MB: String(QUOTA_MB), THINKFLOW_WORKSPACE_INODES: '4096',
   ...(process.env.THINKFLOW_SANDBOX_IMAGE ? { THINKFLOW_SANDBOX_IMAGE: process.env.THINKFLOW_SANDBOX_IMAGE } : {}),
 });
 let a: ReturnType<typeof client>;
@@ -112,6 +114,7 @@ describe('PUT /v1/sessions/:id/workspace', () => {
     ['a character device', { name: 'dev', type: '3' }],
     ['a block device', { name: 'blk', type: '4' }],
     ['a FIFO', { name: 'fifo', type: '6' }],
+    ["the service's baseline store", { name: '.thinkflow-private/index.json', data: '{}' }],
   ];
   for (const [what, bad] of ATTACKS) {
     it(`refuses ${what} with invalid_archive naming it, after good entries, and writes nothing`, async () => {
@@ -214,6 +217,39 @@ describe('PUT /v1/sessions/:id/workspace', () => {
     release();
     expect((await upload).status).toBe(200);
     expect((await bash(sid, 'wc -c slow.txt')).stdout).toBe('4096 slow.txt\n');
+  });
+
+  it('answers 502 upload_failed when the extraction program dies mid-stream, writes nothing, and frees the session', async () => {
+    const { sid, before } = await seeded();
+    const body = tar([{ name: 'half.txt', data: 'h'.repeat(8192) }]);
+    let release!: () => void;
+    const held = new Promise<void>((r) => { release = r; });
+    const stream = new ReadableStream({
+      async start(c) {
+        c.enqueue(body.subarray(0, 1024));
+        await held;
+        c.enqueue(body.subarray(1024));
+        c.close();
+      },
+    });
+    const upload = put(sid, stream);
+    const box = execFileSync('docker', ['ps', '-q', '--filter', `label=${LABEL_SESSION}=${sid}`], { encoding: 'utf8' }).trim();
+    expect(box).not.toBe('');
+    let killed = false;
+    for (let i = 0; i < 100 && !killed; i++) {
+      try {
+        execFileSync('docker', ['exec', '--user', '1000:1000', box, 'pkill', '-KILL', '-f', 'upload-extract.mjs']);
+        killed = true;
+      } catch {
+        await new Promise((r) => setTimeout(r, 100)); // not started yet (pkill exits 1)
+      }
+    }
+    expect(killed).toBe(true);
+    const r = await upload;
+    release();
+    expect([r.status, r.body.error.code]).toEqual([502, 'upload_failed']);
+    expect(await snapshot(sid)).toBe(before);
+    expect((await put(sid, tar([{ name: 'after.txt', data: 'a' }]))).status).toBe(200);
   });
 
   it("answers 404 for another key's session (and an unknown one), 415 for another media type", async () => {

@@ -4,7 +4,7 @@
 // job at a time per session (409), another key's session not found (404);
 // the CLI's `submit --workspace DIR` packs and uploads a directory.
 import { execFileSync, spawn } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -21,6 +21,19 @@ const TRANSCRIPTS: TranscriptInput[] = [
       { reasoning: '<tf-bash id="1" cmd="git status --porcelain && git log --format=%s && cat README.md" need_result="true" />', text: '' },
       { text: 'Looked.' },
     ],
+  },
+  {
+    // Edits two files, adds one (binary) and deletes one.
+    name: 'four-changes', match: 'change four files', delay_ms: 0,
+    turns: [{
+      reasoning: [
+        '<tf-edit id="1" path="README.md"><old># demo</old><new># demo, edited</new></tf-edit>',
+        '<tf-edit id="2" path="src/app.js"><old>console.log(1);</old><new>console.log(2);</new></tf-edit>',
+        '<tf-bash id="3" cmd="printf \'\\x89PNG\\x00\\x01\' > logo.png" />',
+        '<tf-bash id="4" cmd="rm old.txt" />',
+      ].join('\n'),
+      text: 'Changed four files.',
+    }],
   },
   {
     name: 'slow', match: 'wait a little', delay_ms: 0,
@@ -44,6 +57,7 @@ beforeAll(async () => {
   writeFileSync(join(repo, 'README.md'), '# demo\n');
   mkdirSync(join(repo, 'src'));
   writeFileSync(join(repo, 'src', 'app.js'), 'console.log(1);\n');
+  writeFileSync(join(repo, 'old.txt'), 'to be deleted\n');
   git(repo, 'add', '-A');
   git(repo, 'commit', '-q', '-m', 'first commit');
   archive = execFileSync('tar', ['czf', '-', '-C', repo, '.']);
@@ -113,6 +127,34 @@ describe('a job on an uploaded workspace', () => {
     expect(job2).toMatchObject({ status: 'succeeded', commands: { total: 1, succeeded: 1 } });
     const events2 = await jobEvents(second.body.job_id);
     expect(events2.filter((e) => e.event === 'job_finished')).toEqual([{ event: 'job_finished', job_id: second.body.job_id }]);
+  });
+
+  it('round trip: four changes listed exactly; the patch turns a clean checkout into the downloaded archive, file by file', async () => {
+    const sid = await newSession();
+    expect((await upload(sid)).status).toBe(200);
+    const { body } = await submit({ task: 'change four files', session_id: sid });
+    expect(await h.waitFinal(body.job_id)).toMatchObject({ status: 'succeeded', commands: { total: 4, succeeded: 4 } });
+    const get = (path: string) => fetch(`${h.url}/v1/sessions/${sid}${path}`, { headers: auth() });
+    const changes = ((await (await get('/changes')).json()) as { changes: { path: string; change: string }[] }).changes;
+    expect(changes.map((c) => `${c.change} ${c.path}`).sort()).toEqual(['added logo.png', 'deleted old.txt', 'modified README.md', 'modified src/app.js']);
+    const dir = mkdtempSync(join(tmpdir(), 'tf-roundtrip-'));
+    try {
+      writeFileSync(join(dir, 'change.patch'), Buffer.from(await (await get('/changes?format=patch')).arrayBuffer()));
+      writeFileSync(join(dir, 'out.tar.gz'), Buffer.from(await (await get('/workspace')).arrayBuffer()));
+      execFileSync('git', ['clone', '-q', repo, join(dir, 'clean')]);
+      git(join(dir, 'clean'), 'apply', '--check', join(dir, 'change.patch'));
+      git(join(dir, 'clean'), 'apply', join(dir, 'change.patch'));
+      mkdirSync(join(dir, 'out'));
+      execFileSync('tar', ['xzf', join(dir, 'out.tar.gz'), '-C', join(dir, 'out')]);
+      const files = (root: string) => (readdirSync(root, { recursive: true, withFileTypes: true }) as import('node:fs').Dirent[])
+        .filter((e) => e.isFile()).map((e) => join(e.parentPath, e.name).slice(root.length + 1)).filter((p) => !p.startsWith('.git/')).sort();
+      const patched = files(join(dir, 'clean'));
+      expect(patched).toEqual(files(join(dir, 'out')));
+      expect(patched).toEqual(['README.md', 'logo.png', 'src/app.js']);
+      for (const f of patched) expect(readFileSync(join(dir, 'clean', f)).equals(readFileSync(join(dir, 'out', f))), f).toBe(true);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 
   it("takes the session's settings unless the job sets them", async () => {

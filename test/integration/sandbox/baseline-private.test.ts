@@ -75,3 +75,17 @@ describe('the baseline is out of the commands\' reach', () => {
     expect((await manager.workspace.changes(sid)).changes).toEqual([{ path: 'big.bin', change: 'deleted', bytes: 0 }]);
   });
 });
+
+describe('a command that needs the baseline', () => {
+  it('is answered baseline_missing, not run, until the workspace has one; then runs against it', async () => {
+    const fresh = sessionId();
+    const box = await manager.sandboxFor(fresh);
+    const write = cmd({ tool: 'write', path: 'x.txt', content: 'x' });
+    const refused = await box.execute(write, { needsBaseline: true });
+    expect(refused).toMatchObject({ ok: false, error_code: 'baseline_missing' });
+    expect((await bash(box, 'ls -A | grep -v thinkflow | wc -l')).stdout).toBe('0\n');
+    await manager.workspace.ensureBaseline(fresh);
+    expect((await box.execute(write, { needsBaseline: true })).ok).toBe(true);
+    expect((await manager.workspace.changes(fresh)).changes).toEqual([{ path: 'x.txt', change: 'added', bytes: 1 }]);
+  });
+});

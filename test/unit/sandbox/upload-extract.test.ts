@@ -103,6 +103,8 @@ describe('upload-extract.mjs', () => {
     ['a file under a file', [{ name: 'f', data: 'x' }, { name: 'f/x', data: 'x' }], 'f/x'],
     ['a directory over a file', [{ name: 'f', data: 'x' }, { name: 'f/', type: '5' }], 'f/'],
     ['a file over a directory', [{ name: 'd/', type: '5' }, { name: 'd', data: 'x' }], 'd'],
+    ['the baseline store', [{ name: '.thinkflow-private/baseline.json', data: '{}' }], '.thinkflow-private/baseline.json'],
+    ['a staging directory', [{ name: './.thinkflow-upload-x/tree/f', data: 'x' }], './.thinkflow-upload-x/tree/f'],
     ['a NUL in a pax name', [{ name: `${'z'.repeat(101)}\0x`, data: 'x' }], `${'z'.repeat(101)}\0x`],
   ];
   for (const [what, entries, entry] of REFUSED) {

@@ -1,6 +1,5 @@
 // SandboxWorkspaceOut's answers to the executor's answers (no Docker: a fake
-// sandbox). The change list and the baseline check are questions to the
-// executor; an executor older than them means a container without the
+// sandbox). The change list is a question to the executor; an executor older than them means a container without the
 // private area, which is a refusal, never a failed command.
 import type Docker from 'dockerode';
 import { describe, expect, it } from 'vitest';
@@ -11,7 +10,7 @@ function outWith(answer: (op: string) => unknown) {
   const asked: string[] = [];
   const sandbox = {
     hold: () => () => {},
-    async workspaceQuery<T>(op: 'changes' | 'baselineSettled'): Promise<T> {
+    async workspaceQuery<T>(op: 'changes'): Promise<T> {
       asked.push(op);
       const a = answer(op);
       if (a instanceof Error) throw a;
@@ -42,21 +41,12 @@ describe('SandboxWorkspaceOut', () => {
     await expect(moved.out.changes('s')).rejects.toMatchObject({ code: 'workspace_changed' });
   });
 
-  it('an executor that does not know the question is a container without baselines (refused, asked once)', async () => {
+  it('an executor that does not know the question is a container without baselines (refused)', async () => {
     const old = outWith(() => new ExecutorRequestError('executor error: unknown op "changes"'));
     await expect(old.out.changes('s')).rejects.toMatchObject({ code: 'baseline_unsupported' });
-    await expect(old.out.ensureBaseline('s')).rejects.toMatchObject({ code: 'baseline_unsupported', exitCode: 0 });
-    await old.out.ensureBaseline('s');
-    expect(old.asked.filter((op) => op === 'baselineSettled')).toHaveLength(1);
     // Any other executor error stays what it is.
     const broken = outWith(() => new ExecutorRequestError('executor error: EIO'));
     await expect(broken.out.changes('s')).rejects.toBeInstanceOf(ExecutorRequestError);
   });
 
-  it('asks whether a baseline exists once per session, and takes none when one does', async () => {
-    const settled = outWith(() => ({ settled: true }));
-    await settled.out.ensureBaseline('s');
-    await settled.out.ensureBaseline('s');
-    expect(settled.asked).toEqual(['baselineSettled']);
-  });
 });
