@@ -49,6 +49,21 @@ async function snapshot(sid: string): Promise<string> {
   return r.stdout;
 }
 
+/** A body that sends its first KiB, then holds the rest until `release()`: an upload caught mid-stream. */
+function heldBody(body: Buffer): { stream: ReadableStream; release: () => void } {
+  let release!: () => void;
+  const held = new Promise<void>((r) => { release = r; });
+  const stream = new ReadableStream({
+    async start(c) {
+      c.enqueue(body.subarray(0, 1024));
+      await held;
+      c.enqueue(body.subarray(1024));
+      c.close();
+    },
+  });
+  return { stream, release };
+}
+
 /** A session with a small workspace in it (a directory, a file, a link), uploaded. */
 async function seeded(extra: unknown = {}): Promise<{ sid: string; before: string }> {
   const sid = await session(extra);
@@ -191,17 +206,7 @@ describe('PUT /v1/sessions/:id/workspace', () => {
 
   it('refuses a turn of commands (409 session_busy) while an upload streams in, then lands the upload', async () => {
     const { sid } = await seeded();
-    const body = tar([{ name: 'slow.txt', data: 's'.repeat(4096) }]);
-    let release!: () => void;
-    const held = new Promise<void>((r) => { release = r; });
-    const stream = new ReadableStream({
-      async start(c) {
-        c.enqueue(body.subarray(0, 1024));
-        await held;
-        c.enqueue(body.subarray(1024));
-        c.close();
-      },
-    });
+    const { stream, release } = heldBody(tar([{ name: 'slow.txt', data: 's'.repeat(4096) }]));
     const upload = put(sid, stream);
     // The staging directory shows once the upload holds the session (a listing does not wait for it).
     for (let i = 0; i < 100; i++) {
@@ -221,17 +226,7 @@ describe('PUT /v1/sessions/:id/workspace', () => {
 
   it('answers 502 upload_failed when the extraction program dies mid-stream, writes nothing, and frees the session', async () => {
     const { sid, before } = await seeded();
-    const body = tar([{ name: 'half.txt', data: 'h'.repeat(8192) }]);
-    let release!: () => void;
-    const held = new Promise<void>((r) => { release = r; });
-    const stream = new ReadableStream({
-      async start(c) {
-        c.enqueue(body.subarray(0, 1024));
-        await held;
-        c.enqueue(body.subarray(1024));
-        c.close();
-      },
-    });
+    const { stream, release } = heldBody(tar([{ name: 'half.txt', data: 'h'.repeat(8192) }]));
     const upload = put(sid, stream);
     const box = execFileSync('docker', ['ps', '-q', '--filter', `label=${LABEL_SESSION}=${sid}`], { encoding: 'utf8' }).trim();
     expect(box).not.toBe('');
