@@ -26,6 +26,8 @@ describe('packDirectory', () => {
     writeFileSync(join(src, long), 'long name\n');
     writeFileSync(join(src, 'big.bin'), Buffer.alloc(200_000, 7));
     symlinkSync('run.sh', join(src, 'link'));
+    symlinkSync(`${'t'.repeat(150)}/target`, join(src, 'n'.repeat(60), `${'l'.repeat(80)}-link`)); // pax linkpath and path
+    writeFileSync(join(src, 'large.bin'), Buffer.alloc(5_000_000, 3)); // more than the streams buffer: backpressure
     execFileSync('mkfifo', [join(src, 'pipe')]);
     const skipped: string[] = [];
     const archive = await buffer(packDirectory(src, (p) => skipped.push(p)));
