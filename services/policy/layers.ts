@@ -6,12 +6,18 @@ import type { PolicyFile } from './parser.ts';
 import { COMMAND_RULES, type CommandRule } from './rule-kinds/command-rule.ts';
 import type { Rule } from './rule-kinds/index.ts';
 import type { Layer } from './rule-kinds/kind.ts';
+import { NETWORK_RULES, type Connection, type NetworkRule } from './rule-kinds/network-rule.ts';
 import { PATH_RULES, type PathRule } from './rule-kinds/path-rule.ts';
 import { DEFAULT_KEYS, type DefaultKey } from './schema.ts';
 
-/** POLICY.md §3.4 and §6: each tool's descriptor default (file tools and read allow, bash prompts); complex scripts prompt. */
+/**
+ * POLICY.md §3.4 and §6: each tool's descriptor default (file tools and read
+ * allow, bash prompts); complex scripts prompt; connections are refused
+ * unless a rule or a layer's defaults.network says otherwise (§8).
+ */
 export const BUILTIN_DEFAULTS: Readonly<Record<DefaultKey, Decision>> = {
   ...(Object.fromEntries(TOOL_NAMES.map((t) => [t, TOOLS[t].defaultDecision])) as Record<ToolName, Decision>),
+  network: 'forbid',
   complex_command: 'prompt',
 };
 
@@ -34,6 +40,8 @@ export class PolicyLayers {
   private readonly byTool = new Map<ToolName, PathRule[]>();
   /** Path rules of `write` that judge seeded and uploaded files (applies_to). */
   private readonly seeded: PathRule[] = [];
+  /** Network rules, in layer order: few, and matched per connection rather than per command. */
+  private readonly network: NetworkRule[] = [];
   private readonly defaults = new Map<DefaultKey, ResolvedDefault>();
 
   constructor(global: readonly PolicyFile[], project: readonly PolicyFile[], session: readonly PolicyFile[]) {
@@ -51,6 +59,9 @@ export class PolicyLayers {
           break;
         case 'path':
           for (const t of r.tools) this.byTool.get(t)!.push(r);
+          break;
+        case 'network':
+          this.network.push(r);
           break;
         default: {
           // A kind registered in rule-kinds/index.ts needs its index here: the compiler stops at this line.
@@ -105,6 +116,16 @@ export class PolicyLayers {
   /** The path rules judging a seeded or uploaded file at one normalised path, in layer order. */
   matchSeeded(path: string): PathRule[] {
     return this.seeded.filter((r) => PATH_RULES.matches(r, path));
+  }
+
+  /** The network rules matching one connection, in layer order. */
+  matchConnection(c: Connection): NetworkRule[] {
+    return this.network.filter((r) => NETWORK_RULES.matches(r, c));
+  }
+
+  /** Every network rule, in layer order. */
+  networkRules(): readonly NetworkRule[] {
+    return this.network;
   }
 
   /** Every path rule of a file tool, in layer order. */

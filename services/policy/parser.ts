@@ -31,7 +31,7 @@ export function parsePolicyDocument(name: string, doc: string | unknown, layer: 
   if (layer === 'session' && raws.length > SESSION_LIMITS.rules) {
     throw new PolicyLoadError(`${name}: ${raws.length} rules (a policy sent with a job or session has at most ${SESSION_LIMITS.rules})`, name);
   }
-  const totals = { exampleChars: 0, alternatives: 0, globChars: 0 };
+  const totals = { exampleChars: 0, alternatives: 0, globChars: 0, netEntries: 0 };
   const rules = raws.flatMap((raw, index) => {
     const id = idOf(raw);
     if (layer === 'session') addSessionTotals(name, index, id, raw, totals);
@@ -56,12 +56,12 @@ export const SESSION_LIMITS = {
   rules: 256, examples: 32, exampleChars: 8192, allExampleChars: 16384, tokens: 32, alternatives: 128, allAlternatives: 4096, allGlobChars: 16384,
 } as const;
 
-type Totals = { exampleChars: number; alternatives: number; globChars: number };
+type Totals = { exampleChars: number; alternatives: number; globChars: number; netEntries: number };
 
 /** Per-rule limits, and the running totals of the whole policy (each checked as it grows). */
 function addSessionTotals(file: string, index: number, id: string | undefined, raw: unknown, totals: Totals): void {
   if (!raw || typeof raw !== 'object') return;
-  const r = raw as { examples?: { match?: unknown; not_match?: unknown }; command?: unknown; except?: unknown; path?: unknown };
+  const r = raw as { examples?: { match?: unknown; not_match?: unknown }; command?: unknown; except?: unknown; path?: unknown; host?: unknown; cidr?: unknown; port?: unknown };
   const fail = (reason: string): never => {
     throw ruleError(file, index, id, `${reason} (limit for a policy sent with a job or session)`);
   };
@@ -83,11 +83,17 @@ function addSessionTotals(file: string, index: number, id: string | undefined, r
       totals.alternatives += Array.isArray(t) ? t.length : 1;
     }
   }
+  for (const key of ['host', 'cidr', 'port'] as const) {
+    const list = r[key];
+    if (Array.isArray(list) && list.length > SESSION_LIMITS.alternatives) fail(`${key} has ${list.length} entries, at most ${SESSION_LIMITS.alternatives}`);
+    totals.netEntries += Array.isArray(list) ? list.length : list === undefined ? 0 : 1;
+  }
   const globs = [r.path, ...(Array.isArray(r.except) ? r.except : [])].flat().filter((g): g is string => typeof g === 'string');
   for (const g of globs) totals.globChars += expandedGlobChars(g);
   const over = totals.exampleChars > SESSION_LIMITS.allExampleChars ? `examples exceed ${SESSION_LIMITS.allExampleChars} characters`
     : totals.alternatives > SESSION_LIMITS.allAlternatives ? `command patterns exceed ${SESSION_LIMITS.allAlternatives} tokens and alternatives`
-      : totals.globChars > SESSION_LIMITS.allGlobChars ? `globs exceed ${SESSION_LIMITS.allGlobChars} characters once {a,b} is expanded` : undefined;
+      : totals.globChars > SESSION_LIMITS.allGlobChars ? `globs exceed ${SESSION_LIMITS.allGlobChars} characters once {a,b} is expanded`
+        : totals.netEntries > SESSION_LIMITS.allAlternatives ? `network rules exceed ${SESSION_LIMITS.allAlternatives} hosts, CIDRs and ports` : undefined;
   if (over) fail(`in all, the policy's ${over}`);
 }
 

@@ -4,7 +4,16 @@ import { z } from 'zod';
 import { TOOL_NAMES, ToolName } from '../protocol/index.ts';
 import { Decision } from './decision.ts';
 
-export const DEFAULT_KEYS = [...TOOL_NAMES, 'complex_command'] as const;
+/**
+ * What a rule's `tool` names: the tf-* tools, and `network` for the
+ * connections of the egress proxy (POLICY.md §8), which is no tf-* tool.
+ */
+export const NETWORK = 'network';
+export const RuleTool = z.union([ToolName, z.literal(NETWORK)]);
+export type RuleTool = z.infer<typeof RuleTool>;
+export const RULE_TOOLS: readonly RuleTool[] = [...TOOL_NAMES, NETWORK];
+
+export const DEFAULT_KEYS = [...TOOL_NAMES, NETWORK, 'complex_command'] as const;
 export type DefaultKey = (typeof DEFAULT_KEYS)[number];
 
 /** What a rule can judge (its `applies_to`). */
@@ -17,18 +26,24 @@ const Word = z.union([z.string().min(1), z.number().transform(String)]);
 const Token = z.union([Word, z.array(Word).min(1)], {
   error: 'expected a token (string) or a non-empty list of alternatives',
 });
+const PORT_RANGE = { error: 'a port is a whole number from 1 to 65535' };
+const Port = z.number(PORT_RANGE).int(PORT_RANGE).min(1, PORT_RANGE).max(65535, PORT_RANGE);
 const CommandPatternSchema = z.array(Token).min(1);
 const Glob = z.string().min(1);
-/** A string is one simple command (shell quoting) or a path; a list is an argv. */
+/** A string is one simple command (shell quoting), a path or a `host:port`; a list is an argv. */
 const Example = z.union([z.string(), z.array(z.string()).min(1)]);
 
 export const RuleSchema = z.strictObject({
   id: Word,
   tool: z
-    .union([ToolName, z.array(ToolName).min(1)], { error: `expected one of ${TOOL_NAMES.join(', ')} or a list of them` })
+    .union([RuleTool, z.array(RuleTool).min(1)], { error: `expected one of ${RULE_TOOLS.join(', ')} or a list of them` })
     .optional(),
   command: CommandPatternSchema.optional(),
   path: z.union([Glob, z.array(Glob).min(1)], { error: 'expected a glob or a non-empty list of globs' }).optional(),
+  // Network rules (tool: network): exact names or one leading `*.`, IP literals; ports; CIDRs.
+  host: z.union([z.string().min(1), z.array(z.string().min(1)).min(1)], { error: 'expected a host or a non-empty list of hosts' }).optional(),
+  port: z.union([Port, z.array(Port).min(1)], { error: 'expected a port (1-65535) or a non-empty list of ports' }).optional(),
+  cidr: z.union([z.string().min(1), z.array(z.string().min(1)).min(1)], { error: 'expected a CIDR or a non-empty list of CIDRs' }).optional(),
   decision: Decision,
   justification: z.string().optional(),
   /**

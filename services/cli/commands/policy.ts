@@ -1,19 +1,25 @@
 // `thinkflow policy check [--policy-dir D] [--project P] [--session-rules F]
-//  (--cmd "…" | --tool T --path P [--dest D])`: one evaluation, printed as the
-// single JSON line of API.md. Exit 0 for every decision, 2 for a bad policy
-// file or bad arguments.
+//  (--cmd "…" | --tool T --path P [--dest D] | --net HOST[:PORT])`: one
+// evaluation, printed as the single JSON line of API.md. Exit 0 for every
+// decision, 2 for a bad policy file or bad arguments.
 import { readFile } from 'node:fs/promises';
 import { pathFields, TOOL_NAMES, TOOLS, type Command, type ToolName } from '../../protocol/index.ts';
-import { evaluate, loadPolicyDir, parsePolicyDocument, PolicyLoadError, type PolicyFile } from '../../policy/index.ts';
+import { evaluate, evaluateConnection, loadPolicyDir, parseHostPort, parsePolicyDocument, PolicyLoadError, type Evaluation, type NetworkTarget, type PolicyFile } from '../../policy/index.ts';
 
 const USAGE = `usage: thinkflow policy check [--policy-dir D] [--project P] [--session-rules F]
-                              (--cmd "SCRIPT" | --tool T --path P [--dest D])
+                              (--cmd "SCRIPT" | --tool T --path P [--dest D] | --net HOST[:PORT])
   --policy-dir   policy directory (default: $THINKFLOW_POLICY_DIR or ./policies)
   --project      project layer: DIR/projects/<P>/*.yaml
   --session-rules  a policy file in the same YAML format, used as the session layer
+  --net          a connection through the egress proxy: HOST, HOST:PORT, [IPv6]:PORT;
+                 PORT defaults to 443. An IP-literal HOST also meets the
+                 special-address check (loopback, private, metadata, …)
 `;
 
-const VALUE_FLAGS = ['policy-dir', 'project', 'session-rules', 'cmd', 'tool', 'path', 'dest'] as const;
+/** The port of \`--net HOST\` without one: HTTPS, what a CONNECT through the proxy mostly is. */
+const DEFAULT_NET_PORT = 443;
+
+const VALUE_FLAGS = ['policy-dir', 'project', 'session-rules', 'cmd', 'tool', 'path', 'dest', 'net'] as const;
 type Flag = (typeof VALUE_FLAGS)[number];
 
 class UsageError extends Error {}
@@ -41,7 +47,8 @@ function readFlags(args: string[]): Partial<Record<Flag, string>> {
 
 function commandFrom(f: Partial<Record<Flag, string>>): Command {
   const tool = (f.tool ?? (f.cmd !== undefined ? 'bash' : undefined)) as ToolName | undefined;
-  if (tool === undefined) throw new UsageError('give --cmd, or --tool with --path');
+  if (tool === undefined) throw new UsageError('give --cmd, --tool with --path, or --net');
+  if (tool === ('network' as string)) throw new UsageError('connections are checked with --net HOST[:PORT], not --tool network');
   if (!(TOOL_NAMES as readonly string[]).includes(tool)) throw new UsageError(`unknown tool '${tool}' (one of ${TOOL_NAMES.join(', ')})`);
   if (TOOLS[tool].judged === 'script') {
     if (f.cmd === undefined) throw new UsageError(`--tool ${tool} needs --cmd`);
@@ -63,6 +70,15 @@ function commandFrom(f: Partial<Record<Flag, string>>): Command {
 
 const PATH_FLAGS = ['path', 'dest'] as const;
 
+function netTargetFrom(f: Partial<Record<Flag, string>>): NetworkTarget | undefined {
+  if (f.net === undefined) return undefined;
+  const others = (['cmd', 'tool', ...PATH_FLAGS] as const).filter((k) => f[k] !== undefined);
+  if (others.length > 0) throw new UsageError(`--net checks a connection; it takes no ${others.map((k) => `--${k}`).join(', ')}`);
+  const hp = parseHostPort(f.net);
+  if ('error' in hp) throw new UsageError(`--net ${f.net}: ${hp.error}`);
+  return { host: hp.host, port: hp.port ?? DEFAULT_NET_PORT };
+}
+
 async function sessionLayer(file: string | undefined): Promise<PolicyFile[]> {
   if (file === undefined) return [];
   const text = await readFile(file, 'utf8').catch((err: NodeJS.ErrnoException) => {
@@ -73,11 +89,12 @@ async function sessionLayer(file: string | undefined): Promise<PolicyFile[]> {
 
 async function check(args: string[]): Promise<number> {
   const flags = readFlags(args);
-  const command = commandFrom(flags);
+  const net = netTargetFrom(flags);
+  const command = net === undefined ? commandFrom(flags) : undefined;
   const dir = flags['policy-dir'] ?? process.env.THINKFLOW_POLICY_DIR ?? './policies';
   const store = await loadPolicyDir(dir);
   const layers = store.layers(flags.project, await sessionLayer(flags['session-rules']));
-  const e = evaluate(layers, command);
+  const e: Evaluation = command ? evaluate(layers, command) : evaluateConnection(layers, net!);
   // Built field by field so the line has exactly the documented keys, in order.
   const line = {
     decision: e.decision,

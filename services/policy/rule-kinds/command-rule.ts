@@ -103,6 +103,7 @@ function matchesExample(rule: CommandRule, ex: Example, fail: Fail): boolean {
 export const COMMAND_RULES: RuleKind<CommandRule, readonly string[]> = {
   kind: 'command',
   field: 'command',
+  otherFields: [],
   judged: 'script',
   otherTools: '`command` applies to bash only; file tools take `path`',
   refuseExcept,

@@ -1,17 +1,23 @@
 // The rule kinds, and which one a policy file rule is. A rule naming a kind's
-// field (`command`, `path`) is of that kind; a rule naming neither is of the
-// kind that judges its tools, by their descriptors (protocol/tools.ts
-// `judged`). A kind is one file (kind.ts says what it provides) plus its
+// fields (`command`; `path`; `host`, `cidr`, `port`) is of that kind; a rule
+// naming none is of the kind that judges its tools, by their descriptors
+// (protocol/tools.ts `judged`; `tool: network` judges connections). A kind is one file (kind.ts says what it provides) plus its
 // entry in RULE_KINDS; `Rule` follows from the list.
-import { TOOL_NAMES, TOOLS, type ToolName } from '../../protocol/index.ts';
+import { TOOLS, type ToolName } from '../../protocol/index.ts';
 import type { Decision } from '../decision.ts';
-import { APPLIES_TO, type RuleInput } from '../schema.ts';
+import { APPLIES_TO, NETWORK, RULE_TOOLS, type RuleInput, type RuleTool } from '../schema.ts';
 import { COMMAND_RULES } from './command-rule.ts';
-import type { Fail, Layer, RuleHead, RuleKind } from './kind.ts';
+import type { Fail, Judged, Layer, RuleHead, RuleKind } from './kind.ts';
+import { NETWORK_RULES } from './network-rule.ts';
 import { PATH_RULES } from './path-rule.ts';
 
 /** Registration order: a rule of several kinds checks its examples with the first of them. */
-export const RULE_KINDS = [COMMAND_RULES, PATH_RULES] as const;
+export const RULE_KINDS = [COMMAND_RULES, PATH_RULES, NETWORK_RULES] as const;
+
+/** How a tool a rule names is judged. */
+export function judgedOf(t: RuleTool): Judged {
+  return t === NETWORK ? 'connections' : TOOLS[t].judged;
+}
 
 /** A compiled rule: narrow on `kind` to reach its own fields. */
 export type Rule = ReturnType<(typeof RULE_KINDS)[number]['compile']>;
@@ -48,7 +54,7 @@ export function compileRule(at: RuleSource, input: RuleInput, fail: Fail): Rule[
       layer: at.layer,
       file: at.file,
       index: at.index,
-      tools: new Set(tools.filter((t) => TOOLS[t].judged === kind.judged)),
+      tools: new Set(tools.filter((t): t is ToolName => t !== NETWORK && TOOLS[t].judged === kind.judged)),
       decision: input.decision as Decision,
       justification: input.justification ?? '',
       appliesTo,
@@ -59,21 +65,28 @@ export function compileRule(at: RuleSource, input: RuleInput, fail: Fail): Rule[
   return rules;
 }
 
-function kindsOf(input: RuleInput, fail: Fail): { tools: readonly ToolName[]; kinds: readonly AnyKind[] } {
-  const named = RULE_KINDS.filter((k) => input[k.field] !== undefined);
-  if (named.length > 1) fail('a rule has `command` or `path`, not both');
+/** The first of a kind's fields the rule names, if any. */
+function fieldIn(input: RuleInput, k: AnyKind): string | undefined {
+  return [k.field, ...k.otherFields].find((f) => input[f] !== undefined);
+}
+
+function kindsOf(input: RuleInput, fail: Fail): { tools: readonly RuleTool[]; kinds: readonly AnyKind[] } {
+  const named = RULE_KINDS.filter((k) => fieldIn(input, k) !== undefined);
+  if (named.length > 1) fail(`a rule has ${named.map((k) => `\`${fieldIn(input, k)}\``).join(' or ')}, not both`);
   const own: AnyKind | undefined = named[0];
   // Without `tool`, a kind's field means every tool that kind judges.
-  const tools: readonly ToolName[] =
+  const tools: readonly RuleTool[] =
     input.tool === undefined
       ? own
-        ? TOOL_NAMES.filter((t) => TOOLS[t].judged === own.judged)
-        : fail('a rule needs `tool`, `command` or `path`')
+        ? RULE_TOOLS.filter((t) => judgedOf(t) === own.judged)
+        : fail('a rule needs `tool`, `command` or `path` (network rules: `host` or `cidr`)')
       : typeof input.tool === 'string'
         ? [input.tool]
         : input.tool;
-  if (own === undefined) return { tools, kinds: RULE_KINDS.filter((k) => tools.some((t) => TOOLS[t].judged === k.judged)) };
-  if (tools.some((t) => TOOLS[t].judged !== own.judged)) fail(own.otherTools);
+  if (own === undefined) return { tools, kinds: RULE_KINDS.filter((k) => tools.some((t) => judgedOf(t) === k.judged)) };
+  const stray = tools.find((t) => judgedOf(t) !== own.judged);
+  if (stray === NETWORK) fail(`\`${fieldIn(input, own)}\` does not apply to \`tool: network\`; network rules take \`host\`, \`port\` and \`cidr\``);
+  if (stray !== undefined) fail(own.otherTools);
   return { tools, kinds: [own] };
 }
 

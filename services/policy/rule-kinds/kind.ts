@@ -1,6 +1,6 @@
-// What every kind of rule provides (command rules, path rules; later the
-// network rules of POLICY.md §8). A kind owns one field of the policy file
-// (`command`, `path`), the tools it judges, how that field compiles, how a
+// What every kind of rule provides (command rules, path rules, the network
+// rules of POLICY.md §8). A kind owns fields of the policy file (`command`,
+// `path`, `host` with `port` and `cidr`), the tools it judges, how that field compiles, how a
 // compiled rule matches its subject, and how an `examples` entry is read.
 // The registry (index.ts) chooses a rule's kind; nothing else asks which
 // tools a rule names to find out how it matches.
@@ -10,6 +10,9 @@ import type { AppliesTo, RuleInput } from '../schema.ts';
 
 export type Layer = 'global' | 'project' | 'session';
 
+/** How a kind's subjects are judged: a tool's descriptor (protocol/tools.ts), or `connections` for `tool: network`. */
+export type Judged = ToolDescriptor['judged'] | 'connections';
+
 /** What every compiled rule carries, whatever its kind. */
 export type RuleHead = {
   id: string;
@@ -17,6 +20,7 @@ export type RuleHead = {
   /** File the rule came from, and its index there: for messages. */
   file: string;
   index: number;
+  /** The tf-* tools it judges; empty for a network rule (a connection is no tool call). */
   tools: ReadonlySet<ToolName>;
   decision: Decision;
   justification: string;
@@ -40,10 +44,12 @@ export type ExceptInput = NonNullable<RuleInput['except']>[number];
 export interface RuleKind<R extends RuleHead & { kind: string }, S> {
   readonly kind: R['kind'];
   /** The policy file field that makes a rule of this kind. */
-  readonly field: 'command' | 'path';
-  /** The tools it judges: those whose descriptor (protocol/tools.ts) is judged so. */
-  readonly judged: ToolDescriptor['judged'];
-  /** The load error for its field on a rule naming a tool it does not judge. */
+  readonly field: 'command' | 'path' | 'host';
+  /** Other fields that make a rule of this kind (`cidr`, `port` of a network rule). */
+  readonly otherFields: readonly ('cidr' | 'port')[];
+  /** The tools it judges: those whose descriptor (protocol/tools.ts) is judged so; `network` for `connections`. */
+  readonly judged: Judged;
+  /** The load error for its field on a rule naming a tool it does not judge (a network rule's field on a tf-* tool, and so on). */
   readonly otherTools: string;
   /** The load error for `except[k]` when the entry is not of this kind's shape, else undefined. */
   refuseExcept(entry: ExceptInput, k: number): string | undefined;

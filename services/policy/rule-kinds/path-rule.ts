@@ -101,6 +101,7 @@ function matchesExample(rule: PathRule, ex: Example, fail: Fail): boolean {
 export const PATH_RULES: RuleKind<PathRule, string> = {
   kind: 'path',
   field: 'path',
+  otherFields: [],
   judged: 'paths',
   otherTools: '`path` applies to file tools only; bash takes `command`',
   refuseExcept,

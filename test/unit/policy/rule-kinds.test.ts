@@ -150,7 +150,7 @@ describe('choosing a rule kind', () => {
 
   it.each<[string, Record<string, unknown>, string]>([
     ['command and path', { tool: 'bash', command: ['ls'], path: 'a' }, 'a rule has `command` or `path`, not both'],
-    ['neither field nor tool', {}, 'a rule needs `tool`, `command` or `path`'],
+    ['neither field nor tool', {}, 'a rule needs `tool`, `command` or `path` (network rules: `host` or `cidr`)'],
     ['command on a file tool', { tool: ['bash', 'write'], command: ['ls'] }, '`command` applies to bash only; file tools take `path`'],
     ['path on bash', { tool: ['read', 'bash'], path: 'a/**' }, '`path` applies to file tools only; bash takes `command`'],
     ['both kinds, a glob except', { tool: ['bash', 'write'], except: ['x/**', ['ls']] }, 'except[0]: bash rules take argv patterns (lists), got a string'],
