@@ -2,7 +2,7 @@ import { createRoute, type OpenAPIHono, type RouteConfig } from '@hono/zod-opena
 import type { Env, MiddlewareHandler } from 'hono';
 import { z } from 'zod';
 import { JobView } from '../jobs/index.ts';
-import { LedgerRecord } from '../pipeline/index.ts';
+import { LedgerRecord, NetworkRecord } from '../pipeline/index.ts';
 import { requireRole } from './middleware/auth.ts';
 import { IDEMPOTENCY_ERRORS, IdempotencyHeaders } from './middleware/idempotency.ts';
 
@@ -24,6 +24,8 @@ function named<T extends z.ZodType>(schema: T, name: string): T {
 export const ErrorBody = named(z.object({ error: z.object({ code: z.string(), message: z.string(), details: z.unknown() }) }), 'Error');
 export const JobViewRef = named(JobView, 'JobView');
 export const LedgerRecordRef = named(LedgerRecord, 'LedgerRecord');
+/** A connection through the session's egress proxy, in the ledger next to the commands (POLICY.md §8). */
+export const NetworkRecordRef = named(NetworkRecord, 'NetworkRecord');
 
 /**
  * Who may call: `none` (no key), `any` key, `writer` (submitter, admin) or

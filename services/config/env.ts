@@ -33,6 +33,10 @@ export const EnvSchema = z.object({
   THINKFLOW_MAX_COMMANDS_BYTES: int(16 * 1024 * 1024),
   /** PUT /v1/sessions/:id/workspace: the archive as sent (compressed) in MiB; past it 413 */
   THINKFLOW_MAX_UPLOAD_MB: z.coerce.number().int().min(1).default(256),
+  /** a connection the policy prompts for waits this long for an operator, then is refused (POLICY.md §8) */
+  THINKFLOW_EGRESS_PROMPT_WAIT_S: z.coerce.number().int().min(1).default(60),
+  /** connections through one session's egress proxy at once; more are refused */
+  THINKFLOW_EGRESS_MAX_CONNECTIONS: z.coerce.number().int().min(1).default(64),
   /** BullMQ job lock; a dead worker's command is recovered after about lock + stalled interval */
   THINKFLOW_LOCK_MS: int(30_000),
   THINKFLOW_STALLED_INTERVAL_MS: int(30_000),
@@ -126,6 +130,7 @@ export type Config = {
   maxCommandsBytes: number;
   /** THINKFLOW_MAX_UPLOAD_MB in bytes */
   maxUploadBytes: number;
+  egress: { promptWaitS: number; maxConnections: number };
   lockMs: number;
   stalledIntervalMs: number;
   workerIdleMs: number;
@@ -228,6 +233,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     maxJsonBytes: e.THINKFLOW_MAX_JSON_BYTES,
     maxCommandsBytes: e.THINKFLOW_MAX_COMMANDS_BYTES,
     maxUploadBytes: e.THINKFLOW_MAX_UPLOAD_MB * 1024 * 1024,
+    egress: { promptWaitS: e.THINKFLOW_EGRESS_PROMPT_WAIT_S, maxConnections: e.THINKFLOW_EGRESS_MAX_CONNECTIONS },
     lockMs: e.THINKFLOW_LOCK_MS,
     stalledIntervalMs: e.THINKFLOW_STALLED_INTERVAL_MS,
     workerIdleMs: e.THINKFLOW_WORKER_IDLE_MS,

@@ -2,7 +2,7 @@ import { hostname } from 'node:os';
 import type { Config } from '../config/index.ts';
 import { log } from '../log/index.ts';
 import {
-  Approvals, createKeys, createRedis, FilePolicyGate, Pipeline, PipelineMetrics, Processor, DockerSandboxes, WorkerPool,
+  Approvals, createKeys, createRedis, EgressGate, FilePolicyGate, Pipeline, PipelineMetrics, Processor, DockerSandboxes, WorkerPool,
   type Sandboxes, type Keys, type PipelineRedis, type PolicyGate, type WorkerPoolOptions,
 } from '../pipeline/index.ts';
 import type { Redis } from 'ioredis';
@@ -25,6 +25,8 @@ export type Runtime = {
   metrics: PipelineMetrics;
   pipeline: Pipeline;
   pool: WorkerPool | null;
+  /** what this worker's egress proxies ask before each connection (null in an API-only process) */
+  egress: EgressGate | null;
   close(): Promise<void>;
 };
 
@@ -60,9 +62,14 @@ export async function createRuntime(config: Config, overrides: RuntimeOverrides 
   });
   const runWorker = overrides.worker ?? config.role !== 'api';
   let pool: WorkerPool | null = null;
+  let egress: EgressGate | null = null;
   if (runWorker) {
     const approvals = new Approvals(redis, keys);
     approvals.attachSubscriber(subscriber);
+    egress = new EgressGate({
+      redis, keys, sessions: pipeline.sessions, ledger: pipeline.ledger, gate, approvals, events: pipeline.events, log: pipeline.network,
+      promptWaitS: config.egress.promptWaitS,
+    });
     const processor = new Processor(
       { lifecycle: pipeline.lifecycle, sessions: pipeline.sessions, approvals, gate, sandboxes, caps: pipeline.caps },
       { approvalTtlS: config.approvalTtlS, workerId: `${hostname()}:${process.pid}` },
@@ -75,7 +82,7 @@ export async function createRuntime(config: Config, overrides: RuntimeOverrides 
   }
   let closing: Promise<void> | null = null;
   return {
-    config, keys, redis, subscriber, sandboxes, gate, metrics, pipeline, pool,
+    config, keys, redis, subscriber, sandboxes, gate, metrics, pipeline, pool, egress,
     // Reverse creation order; each step in its own try and with a time limit, so
     // one failure (or a Redis that is down, where quit() would wait for a
     // reconnect) does not skip or hang the rest. Connections are cut at the end.

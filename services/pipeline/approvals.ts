@@ -87,20 +87,49 @@ export class Approvals {
     };
     const exact = args.grants.options.find((o) => o.scope === 'exact')?.grants ?? [];
     const prefix = args.grants.options.find((o) => o.scope === 'prefix')?.grants;
-    const key = this.#keys.approval(state.session_id, token);
+    await this.#store(state, expiresMs, args.ttlS, joinGrants(exact), prefix ? joinGrants(prefix) : undefined);
+    return state;
+  }
+
+  /**
+   * A connection waiting at the session's egress proxy (POLICY.md §8):
+   * `tool: "network"`, `target: "host:port"`; `approve_for_session` grants
+   * that host:port to the session (one grant line `{tool: "network", host, port}`).
+   * `index`: the ledger index of the command that is connecting (the card shows the records before it).
+   */
+  async requestNetwork(args: {
+    sessionId: string; jobId: string | null; recordId: string; host: string; port: number; target: string;
+    evaluation: Evaluation; ttlS: number; index: number;
+  }): Promise<ApprovalState> {
+    const token = newApprovalToken();
+    const now = Date.now();
+    const expiresMs = now + args.ttlS * 1000;
+    const state: ApprovalState = {
+      token, session_id: args.sessionId, job_id: args.jobId, command_id: args.recordId, turn: 0,
+      tool: 'network', target: args.target, matched_rules: args.evaluation.matched_rules,
+      justification: args.evaluation.matched_rules.map((r) => r.justification).filter(Boolean).join('; ') || args.evaluation.reason || null,
+      created_at: new Date(now).toISOString(), expires_at: new Date(expiresMs).toISOString(),
+      status: 'pending', decision: null, decided_by: null, reason: null, decided_at: null, index: args.index,
+      grant_options: [{ scope: 'exact', covers: `connections to ${args.target} for the rest of this session` }],
+    };
+    await this.#store(state, expiresMs, args.ttlS, JSON.stringify({ tool: 'network', host: args.host, port: args.port }));
+    return state;
+  }
+
+  async #store(state: ApprovalState, expiresMs: number, ttlS: number, grant: string, grantPrefix?: string): Promise<void> {
+    const key = this.#keys.approval(state.session_id, state.token);
     await this.#redis.multi()
       .hset(key, {
         // One JSON grant per line: the answer script pushes each to the session's list.
-        status: 'pending', expires_ms: String(expiresMs), grant: joinGrants(exact),
-        ...(prefix ? { grant_prefix: joinGrants(prefix) } : {}),
+        status: 'pending', expires_ms: String(expiresMs), grant,
+        ...(grantPrefix !== undefined ? { grant_prefix: grantPrefix } : {}),
         public: JSON.stringify(state),
       })
-      .expire(key, args.ttlS + KEEP_ANSWERED_S)
+      .expire(key, ttlS + KEEP_ANSWERED_S)
       // A key per token with the approval's TTL: a field of one global hash outlived every approval.
-      .set(this.#keys.approvalIndex(token), state.session_id, 'EX', args.ttlS + KEEP_ANSWERED_S)
-      .zadd(this.#keys.approvalsPending(), expiresMs, token)
+      .set(this.#keys.approvalIndex(state.token), state.session_id, 'EX', ttlS + KEEP_ANSWERED_S)
+      .zadd(this.#keys.approvalsPending(), expiresMs, state.token)
       .exec();
-    return state;
   }
 
   async get(token: string): Promise<ApprovalState | null> {

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { NetworkRecord } from './egress/network-record.ts';
 import { GrantScope, MatchedRule } from '../policy/index.ts';
 import { Command, ParseError, targetOf } from '../protocol/index.ts';
 import { LedgerRecord, LedgerStatus } from './ledger-record.ts';
@@ -106,6 +107,8 @@ export const SessionEvent = z.discriminatedUnion('type', [
   ...LEDGER_EVENTS,
   ...JOB_EVENTS,
   event('files_seeded', { paths: z.array(z.object({ path: z.string(), bytes: z.number().int().nonnegative() })) }),
+  // a connection through the session's egress proxy: decided, then finished with its bytes (egress/network-record.ts)
+  event('network_connection', { record: NetworkRecord }),
 ]);
 export type SessionEvent = z.infer<typeof SessionEvent>;
 export type SessionEventType = SessionEvent['type'];

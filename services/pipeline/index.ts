@@ -5,6 +5,8 @@ export { createRedis, deleteByPattern, isStorageFull } from './redis.ts';
 export type { PipelineRedis } from './redis.ts';
 export { parseTurnBody, runCommandsTurn, runParsedTurn, turnItems, CommandResult } from './api-turn.ts';
 export { LedgerRecord, LedgerStatus, LedgerApproval, LEDGER_STATUSES, FAILURE_STATUSES } from './ledger-record.ts';
+export { NetworkRecord } from './egress/network-record.ts';
+export { EgressGate, type EgressTarget, type GateDecision, type ConnectionUsage } from './egress/egress-gate.ts';
 export { Ledger } from './ledger.ts';
 export { SessionEvent, StreamEvent, PublicApproval, EVENT_TYPES } from './events.ts';
 export type { SessionEventType, EventBody, RunnerEvent } from './events.ts';

@@ -43,6 +43,10 @@ export function createKeys(prefix = 'tf') {
     turnState: (sid: string, turn: number) => `${s(sid)}:turn:${turn}`,
     turnCommands: (sid: string, turn: number) => `${s(sid)}:turn:${turn}:cmds`,
     grants: (sid: string) => `${s(sid)}:grants`,
+    /** counter of the session's network records (egress/network-log.ts) */
+    networkCounter: (sid: string) => `${s(sid)}:net:n`,
+    /** hash: network record number -> JSON */
+    networkLog: (sid: string) => `${s(sid)}:net`,
     eventSeq: (sid: string) => `${s(sid)}:events:seq`,
     events: (sid: string) => `${s(sid)}:events`,
     eventChannel: (sid: string) => `${s(sid)}:events:ch`,
@@ -78,7 +82,7 @@ export function createKeys(prefix = 'tf') {
 type SessionCounts = { records: number; turns: number; tokens: string[] };
 
 function sessionKeysOf(base: string, n: SessionCounts): string[] {
-  const fixed = ['meta', 'bytes', 'ledger:n', 'ledger:ids', 'open', 'turn', 'grants', 'events:seq', 'events'].map((k) => `${base}:${k}`);
+  const fixed = ['meta', 'bytes', 'ledger:n', 'ledger:ids', 'open', 'turn', 'grants', 'net:n', 'net', 'events:seq', 'events'].map((k) => `${base}:${k}`);
   const records = Array.from({ length: n.records }, (_, i) => `${base}:rec:${i + 1}`);
   const turns = Array.from({ length: n.turns }, (_, i) => [`${base}:turn:${i + 1}`, `${base}:turn:${i + 1}:cmds`]).flat();
   return [...fixed, ...records, ...turns, ...n.tokens.map((t) => `${base}:approval:${t}`)];

@@ -273,6 +273,7 @@ export class Ledger {
   }
 }
 
+/** The command grants; the session's network grants share the list (egress/egress-grants.ts reads those). */
 function parseGrants(raw: string[]): Grant[] {
-  return raw.map((g) => JSON.parse(g) as Grant);
+  return raw.map((g) => JSON.parse(g) as Grant | { tool: 'network' }).filter((g): g is Grant => g.tool !== 'network');
 }

@@ -25,6 +25,8 @@ import { SessionQueues } from './queues.ts';
 import { checkValidator } from './validator-check.ts';
 import { SessionClaims } from './session-claims.ts';
 import { checkSeeds } from './seed-check.ts';
+import { withNetworkRecords, type LedgerEntry } from './egress/ledger-view.ts';
+import { NetworkLog } from './egress/network-log.ts';
 import type { PipelineRedis } from './redis.ts';
 import { newSessionId, Sessions, type SessionMeta } from './sessions.ts';
 
@@ -80,6 +82,8 @@ export class Pipeline {
   readonly retention: SessionRetention;
   readonly storage: StorageBudget;
   readonly claims: SessionClaims; // one upload or one job at a time per session
+  /** the session's network records (POLICY.md §8; egress/egress-gate.ts writes them) */
+  readonly network: NetworkLog;
   readonly #d: PipelineDeps;
   /** per-session chain: one process enqueues a session's commands strictly one after the other */
   readonly #chains = new Map<string, Promise<unknown>>();
@@ -97,6 +101,7 @@ export class Pipeline {
     this.retention = new SessionRetention(deps.redis, deps.keys, this.queues, deps.retentionS);
     this.storage = new StorageBudget(deps.redis, deps.keys, deps.storeBytesPerKey ?? Infinity);
     this.claims = new SessionClaims(deps.redis, deps.keys);
+    this.network = new NetworkLog(deps.redis, deps.keys);
     this.caps = new OwnerCaps(deps.redis, deps.keys, deps.ownerCaps ?? { maxSessions: Infinity, maxRunning: Infinity, liveWindowMs: 0 });
   }
 
@@ -261,6 +266,11 @@ export class Pipeline {
   }
 
   entries(sid: string): Promise<LedgerRecord[]> { return this.ledger.list(sid); }
+  /** The ledger as GET …/ledger shows it: the command records with the session's network records in place. */
+  async ledgerEntries(sid: string): Promise<LedgerEntry[]> {
+    const [commands, network] = await Promise.all([this.ledger.list(sid), this.network.list(sid)]);
+    return withNetworkRecords(commands, network);
+  }
   uninjected(sid: string): Promise<LedgerRecord[]> { return this.ledger.uninjected(sid); }
   markInjected(sid: string, indexes: number[]): Promise<void> { return this.ledger.markInjected(sid, indexes); }
 

@@ -1,7 +1,7 @@
 import type { Command } from '../protocol/index.ts';
 import {
-  decideApproval, evaluate, evaluateSeededFile, explainBash, grantOptions, loadPolicyDir, looseningIn, parsePolicyDocument,
-  type ApprovalAction, type BashExplanation, type Evaluation, type Grant, type GrantOptions, type PolicyFile,
+  checkDialAddress, decideApproval, evaluate, evaluateNetwork, evaluateSeededFile, explainBash, grantOptions, loadPolicyDir, looseningIn, parsePolicyDocument,
+  type ApprovalAction, type BashExplanation, type DialCheck, type Evaluation, type Grant, type GrantOptions, type NetworkGrant, type NetworkTarget, type PolicyFile,
 } from '../policy/index.ts';
 import type { SessionMeta } from './sessions.ts';
 
@@ -18,6 +18,10 @@ export interface PolicyGate {
   decide(evaluation: Evaluation, session: SessionMeta, command: Command, grants: Grant[]): ApprovalAction;
   /** What `approve_for_session` may grant: exact always, a rule prefix when §7 allows it. */
   grantOptions(command: Command, evaluation: Evaluation): GrantOptions;
+  /** A connection the session's egress proxy was asked for (POLICY.md §8); a network grant turns a prompt into allow. */
+  evaluateNetwork(session: SessionMeta, target: NetworkTarget, grants: readonly NetworkGrant[]): Evaluation;
+  /** The address the proxy is about to dial: loopback, private, link-local and metadata only when a global rule names it. */
+  checkDial(session: SessionMeta, address: string, port: number): DialCheck;
   /** A bash script's simple commands, each with its own decision and rules (for people deciding). */
   explainBash(session: SessionMeta, cmd: string, grants: Grant[]): BashExplanation;
   /**
@@ -70,6 +74,14 @@ export class FilePolicyGate implements PolicyGate {
 
   grantOptions(command: Command, evaluation: Evaluation): GrantOptions {
     return grantOptions(command, evaluation);
+  }
+
+  evaluateNetwork(session: SessionMeta, target: NetworkTarget, grants: readonly NetworkGrant[]): Evaluation {
+    return evaluateNetwork(this.#store.layers(session.project ?? undefined, this.#sessionLayer(session)), target, grants);
+  }
+
+  checkDial(session: SessionMeta, address: string, port: number): DialCheck {
+    return checkDialAddress(this.#store.layers(session.project ?? undefined, this.#sessionLayer(session)), address, port);
   }
 
   explainBash(session: SessionMeta, cmd: string, grants: Grant[]): BashExplanation {

@@ -10,7 +10,7 @@ import { AppError } from '../errors.ts';
 import { idempotent } from '../middleware/idempotency.ts';
 import { maxBody } from '../middleware/limits.ts';
 import type { TurnCaps } from '../stream-caps.ts';
-import { json, LedgerRecordRef, route } from '../openapi.ts';
+import { json, LedgerRecordRef, NetworkRecordRef, route } from '../openapi.ts';
 import { CreateSessionBody, DirectoryListing, SessionCreated, SessionView } from '../schemas.ts';
 import { checkFilePaths, jsonBody } from '../validate.ts';
 import { filePathOf } from './raw-path.ts';
@@ -73,7 +73,7 @@ const routes = (d: SessionRoutesDeps) => ({
   }),
   ledger: route({
     method: 'get', path: '/{id}/ledger', id: 'getLedger', summary: 'The session ledger, in execution order', auth: 'any',
-    ok: { 200: json(z.object({ entries: z.array(LedgerRecordRef) }), 'the ledger') },
+    ok: { 200: json(z.object({ entries: z.array(z.union([LedgerRecordRef, NetworkRecordRef])) }), 'the ledger: command records, and the network records (`tool: "network"`) of connections through the egress proxy after the command that made them') },
   }),
   root: route({
     method: 'get', path: '/{id}/files', id: 'listWorkspace', summary: 'The workspace root, listed', auth: 'any', capped: true, writes: true,
@@ -129,7 +129,7 @@ export function sessionRoutes(d: SessionRoutesDeps): OpenAPIHono<AppEnv> {
 
   app.openapi(r.ledger, async (c) => {
     const meta = await visibleSession(c, p);
-    return c.json({ entries: await p.entries(meta.session_id) }, 200);
+    return c.json({ entries: await p.ledgerEntries(meta.session_id) }, 200);
   });
 
   const readFile = (c: Context<AppEnv>) => readPath(c, p);
