@@ -43,12 +43,8 @@ export function createKeys(prefix = 'tf') {
     turnState: (sid: string, turn: number) => `${s(sid)}:turn:${turn}`,
     turnCommands: (sid: string, turn: number) => `${s(sid)}:turn:${turn}:cmds`,
     grants: (sid: string) => `${s(sid)}:grants`,
-    /** counter of the session's network records (egress/network-log.ts) */
-    networkCounter: (sid: string) => `${s(sid)}:net:n`,
-    /** hash: network record number -> JSON */
-    networkLog: (sid: string) => `${s(sid)}:net`,
-    eventSeq: (sid: string) => `${s(sid)}:events:seq`,
-    events: (sid: string) => `${s(sid)}:events`,
+    networkCounter: (sid: string) => `${s(sid)}:net:n`, networkLog: (sid: string) => `${s(sid)}:net`, // egress/network-log.ts
+    eventSeq: (sid: string) => `${s(sid)}:events:seq`, events: (sid: string) => `${s(sid)}:events`,
     eventChannel: (sid: string) => `${s(sid)}:events:ch`,
     approval: (sid: string, token: string) => `${s(sid)}:approval:${token}`,
     /** string: the operator card's derived view of a pending approval (diff, explanation), kept until it expires */

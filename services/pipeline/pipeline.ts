@@ -267,10 +267,7 @@ export class Pipeline {
 
   entries(sid: string): Promise<LedgerRecord[]> { return this.ledger.list(sid); }
   /** The ledger as GET …/ledger shows it: the command records with the session's network records in place. */
-  async ledgerEntries(sid: string): Promise<LedgerEntry[]> {
-    const [commands, network] = await Promise.all([this.ledger.list(sid), this.network.list(sid)]);
-    return withNetworkRecords(commands, network);
-  }
+  async ledgerEntries(sid: string): Promise<LedgerEntry[]> { return withNetworkRecords(await this.ledger.list(sid), await this.network.list(sid)); }
   uninjected(sid: string): Promise<LedgerRecord[]> { return this.ledger.uninjected(sid); }
   markInjected(sid: string, indexes: number[]): Promise<void> { return this.ledger.markInjected(sid, indexes); }
 

@@ -16,7 +16,7 @@ describe('the session event union', () => {
     expect(Object.keys(SAMPLES).sort()).toEqual([...EVENT_TYPES].sort());
     expect([...EVENT_TYPES].sort()).toEqual([
       'approval_requested', 'approval_resolved', 'command_finished', 'command_parsed', 'command_queued', 'command_started',
-      'files_seeded', 'job_finished', 'job_paused', 'job_resumed', 'message_added', 'parse_error', 'reasoning_delta', 'text_delta',
+      'files_seeded', 'job_finished', 'job_paused', 'job_resumed', 'message_added', 'network_connection', 'parse_error', 'reasoning_delta', 'text_delta',
       'turn_ended', 'turn_started', 'validation_finished', 'validation_started',
     ]);
   });
