@@ -131,7 +131,8 @@ export class CardViews {
     const edit = s?.edit ?? null;
     this.#d.computed?.inc({ result: failed ? 'failed' : !edit ? 'plain' : edit.diff ? 'diff' : 'too_large' });
     return {
-      policy_reason: s?.policy_reason ?? null,
+      // A network approval's record (a.index) is the command that was connecting: its own reason is not why the connection stopped.
+      policy_reason: a.tool === 'network' ? null : s?.policy_reason ?? null,
       command: {
         path: s?.path ?? null, dest: s?.dest ?? null, cmd: s?.cmd ?? null, content: s?.content ?? null, content_size: s?.content_size ?? null,
         old_text: s?.old_text ?? null, new_text: s?.new_text ?? null, text_truncated: s?.text_truncated ?? false,

@@ -57,6 +57,7 @@ function segmentsTable(bash) {
 /** Shown by what the tool's descriptor says (tools.js): a script, a body of content, an edit, or its paths. */
 function whatWillRun(c) {
   const cmd = c.command;
+  if (c.tool === 'network') return connection(c);
   const tool = TOOLS[c.tool];
   if (!tool) return h('p', {}, `${c.tool} `, h('code', {}, cmd.path ?? c.target));
   if (tool.judged === 'script') {
@@ -69,6 +70,19 @@ function whatWillRun(c) {
   if (tool.body === 'edit') return [h('p', {}, `${tool.verb} `, h('code', {}, cmd.path), ': old → new'), c.diff ? diffView(c.diff) : noDiff(c)];
   const paths = tool.paths.map((p) => h('code', { title: p.access ? `${p.access}s` : null }, cmd[p.name] ?? ''));
   return h('p', {}, `${tool.verb} `, paths.flatMap((p, k) => (k === 0 ? [p] : [' → ', p])));
+}
+
+/** A connection held at the session's egress proxy: where to, for whom, and the command that was running (POLICY.md §8). */
+function connection(c) {
+  const at = c.target.lastIndexOf(':');
+  const host = c.target.slice(0, at).replace(/^\[|\]$/g, '');
+  return [
+    h('p', {}, 'Open a network connection to ', h('code', {}, host), ' port ', h('code', {}, c.target.slice(at + 1)),
+      ` for session ${c.session_id}`, c.job_id ? ` (job ${c.job_id})` : '', '.'),
+    c.command.cmd !== null
+      ? h('p', {}, 'Asked while this command ran: ', h('code', {}, c.command.cmd))
+      : h('p', { class: 'muted' }, 'No command of the session was running when it connected.'),
+  ];
 }
 
 function recentTable(recent) {
