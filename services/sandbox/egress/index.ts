@@ -5,3 +5,4 @@ export type {
   AddressCheck, DecideContext, Dialer, EgressDecision, EgressLimits, EgressProxyDeps, EgressTarget, EgressUsage, Resolver,
 } from './types.ts';
 export { defaultDialer, defaultResolver } from './upstream.ts';
+export { authorityOf as egressAuthority } from './target.ts';

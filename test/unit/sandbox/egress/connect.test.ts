@@ -119,6 +119,16 @@ describe('CONNECT refused', () => {
     });
   }
 
+  it('an IPv4-mapped IPv6 literal reaches the address check in the parser\'s spelling (::ffff:7f00:1), and is refused', async () => {
+    const policy = fakePolicy();
+    h = harness({ decide: policy.decide });
+    await h.proxy.listen('s1', h.path('s1'));
+    const r = await exchange(h.path('s1'), connectText(`[::ffff:127.0.0.1]:${echo.port}`), true);
+    expect(r.status).toBe(403);
+    expect(policy.decided).toEqual([{ host: '::ffff:7f00:1', port: echo.port }]);
+    expect(h.dialer.calls).toEqual([]);
+  });
+
   it('a name that does not resolve is 502 and reports the error', async () => {
     const policy = fakePolicy();
     h = harness({ decide: policy.decide });
