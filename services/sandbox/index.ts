@@ -9,3 +9,7 @@ export { UploadError } from './workspace-upload.ts';
 export type { UploadEntry, UploadOptions, UploadRefusal, UploadResult } from './workspace-upload.ts';
 export type { BaselineInfo, ChangeKind, ChangeList, WorkspaceChange, WorkspaceFormat, WorkspaceOut } from './workspace-out.ts';
 export { WorkspaceExecError } from './workspace-exec.ts';
+export { EgressProxy, DEFAULT_EGRESS_LIMITS, resolveEgressLimits, defaultDialer, defaultResolver, egressAuthority } from './egress/index.ts';
+export type {
+  AddressCheck, DecideContext, Dialer, EgressDecision, EgressLimits, EgressProxyDeps, EgressTarget, EgressUsage, Resolver,
+} from './egress/index.ts';
