@@ -6,6 +6,7 @@ export type { PipelineRedis } from './redis.ts';
 export { parseTurnBody, runCommandsTurn, runParsedTurn, turnItems, CommandResult } from './api-turn.ts';
 export { LedgerRecord, LedgerStatus, LedgerApproval, LEDGER_STATUSES, FAILURE_STATUSES } from './ledger-record.ts';
 export { NetworkRecord } from './egress/network-record.ts';
+export { EgressListeners, type EgressServer } from './egress/egress-listeners.ts';
 export { EgressGate, type EgressTarget, type GateDecision, type ConnectionUsage } from './egress/egress-gate.ts';
 export { Ledger } from './ledger.ts';
 export { SessionEvent, StreamEvent, PublicApproval, EVENT_TYPES } from './events.ts';

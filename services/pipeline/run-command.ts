@@ -5,6 +5,7 @@ import { reasonOf, withIds } from '../log/index.ts';
 import type { ApprovalState } from './approvals.ts';
 import { ensureBaseline } from './baseline.ts';
 import type { CommandLifecycle } from './command-lifecycle.ts';
+import type { EgressListeners } from './egress/egress-listeners.ts';
 import type { Sandboxes } from './sandboxes.ts';
 import type { LedgerRecord } from './ledger-record.ts';
 import { failedRun, outcomeOf } from './lifecycle/outcome.ts';
@@ -25,6 +26,8 @@ export type RunPorts = {
   gate: PolicyGate;
   /** per-key accounting: a command keeps its session's container counted live */
   caps?: Pick<OwnerCaps, 'touchLive'>;
+  /** the worker's egress proxy listens for the session before its command runs (POLICY.md §8) */
+  egress?: Pick<EgressListeners, 'ready'>;
 };
 export type RunOptions = { workerId?: string; outputCapChars?: number };
 export type RunContext = { rec: LedgerRecord; session: SessionMeta; grants: Grant[]; command: Command };
@@ -60,6 +63,7 @@ async function execute(p: RunPorts, ctx: RunContext, approval: ApprovalState | n
     judge = (resolved) => judgeResolved(p.gate, session, grants, command, resolved, approval?.target);
   }
   await p.caps?.touchLive(session.owner, rec.session);
+  await p.egress?.ready(rec.session);
   try {
     // No signal here on purpose: a graceful shutdown lets a running command finish.
     return await executeJudged(p.sandboxes, rec.session, command, expect, judge);
