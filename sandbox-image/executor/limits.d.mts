@@ -5,4 +5,5 @@ export const DEFAULT_LIMITS: {
   readCapBytes: number;
   readPathCapBytes: number;
   workspaceQuotaBytes: number;
+  egressRelayMaxConnections: number;
 };

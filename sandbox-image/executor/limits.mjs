@@ -8,4 +8,6 @@ export const DEFAULT_LIMITS = {
   readCapBytes: 1_048_576,
   readPathCapBytes: 16_777_216,
   workspaceQuotaBytes: 2048 * 1024 ** 2,
+  // Read from THINKFLOW_EGRESS_RELAY_MAX at start (egress-relay.mjs), not per request.
+  egressRelayMaxConnections: 64,
 };

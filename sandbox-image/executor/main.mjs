@@ -10,9 +10,11 @@
 // request's rid, so several managers or overlapping requests stay matched.
 // Runs on the image's Node 18: plain ESM JavaScript, no dependencies.
 // Started as root; identity.mjs explains why commands cannot reach it.
+// It also relays commands' proxy connections to the session's egress proxy (egress-relay.mjs).
 import { runBash } from './bash-tool.mjs';
 import { toFailure } from './errors.mjs';
 import * as files from './file-tools.mjs';
+import { startEgressRelay } from './egress-relay.mjs';
 import { dropToCommandUser } from './identity.mjs';
 import { DEFAULT_LIMITS } from './limits.mjs';
 import path from 'node:path';
@@ -25,6 +27,8 @@ import { removeStaleStaging, uploadOps } from './upload.mjs';
 import { baselineMissing, workspaceOp } from './workspace-ops.mjs';
 
 dropToCommandUser();
+// The host sets the cap in the container's environment (the relay outlives any one request's limits).
+const relay = startEgressRelay({ maxConnections: Number(process.env.THINKFLOW_EGRESS_RELAY_MAX) || DEFAULT_LIMITS.egressRelayMaxConnections });
 
 // The host says whether the workspace is a filesystem of its own (the kernel enforces the quota) or a plain volume (watched here).
 const quota = process.env.THINKFLOW_WORKSPACE_FS === 'loop' ? new FilesystemQuota(WORKSPACE) : new WorkspaceQuota(WORKSPACE);
@@ -64,7 +68,13 @@ async function execCommand(command, limits, signal, expect) {
   try {
     const moved = expect ? await resolutionChanged(command, expect) : null;
     if (moved) return { ...base, ok: false, error_code: 'path_changed', error: moved.message, resolved: moved.resolved };
-    if (tool === 'bash') return { ...base, ...(await runBash(command, limits, signal, quota)) };
+    if (tool === 'bash') {
+      try {
+        return { ...base, ...(await runBash(command, limits, signal, quota)) };
+      } finally {
+        relay.dropAll(); // the command's processes are gone: so are its connections
+      }
+    }
     const fn = Object.hasOwn(files.TOOLS, tool) ? files.TOOLS[tool] : undefined;
     if (!fn) return { ...base, ok: false, error_code: 'bad_request', error: `unknown tool ${JSON.stringify(tool)}` };
     return { ...base, ok: true, ...(await fn(command, limits, quota)) };
@@ -223,7 +233,8 @@ process.stdout.on('error', () => process.exit(0));
 // A restarted executor (new container start) finds no command of its own
 // running: anything of the command user left from before is an orphan.
 // So is an upload's staging directory (upload.mjs): it never became part of the workspace.
-killStrays().then(
+// The relay listens before `ready`, so a first command finds it.
+Promise.all([killStrays(), relay.listening]).then(
   () => {
     try {
       removeStaleStaging();

@@ -6,6 +6,7 @@
 // that makes it run a program. What this cannot reach (keys whose names a
 // repository chooses: filter/diff/merge drivers named by .gitattributes,
 // remotes, aliases) is listed in services/sandbox/README.md.
+import { RELAY_URL } from './egress-relay.mjs';
 
 /** Config keys of fixed name that run programs, with a value that runs nothing a command chose. */
 const GIT_SAFE_CONFIG = [
@@ -34,13 +35,43 @@ const GIT_SAFE_CONFIG = [
 // Empty, root-owned, on the read-only root (see the Dockerfile).
 const EMPTY_CONFIG = '/etc/thinkflow/empty';
 
+// Git's own proxy setting, at command scope like the keys above, so a repository's http.proxy cannot point elsewhere.
+const GIT_CONFIG = [...GIT_SAFE_CONFIG, ['http.proxy', RELAY_URL]];
+
 function gitConfigEnv() {
-  const env = { GIT_CONFIG_COUNT: String(GIT_SAFE_CONFIG.length) };
-  GIT_SAFE_CONFIG.forEach(([key, value], i) => {
+  const env = { GIT_CONFIG_COUNT: String(GIT_CONFIG.length) };
+  GIT_CONFIG.forEach(([key, value], i) => {
     env[`GIT_CONFIG_KEY_${i}`] = key;
     env[`GIT_CONFIG_VALUE_${i}`] = value;
   });
   return env;
+}
+
+// A command's own servers inside the container (a test server on localhost)
+// are its own loopback, not the worker host's: they bypass the proxy.
+const NO_PROXY = 'localhost,127.0.0.1,::1';
+
+/**
+ * Every command reaches the network only through the egress relay
+ * (egress-relay.mjs), whether or not its session has a network rule: without
+ * one the relay answers 503 (no proxy) or the proxy 403 (forbidden), so the
+ * command's own output says why. Upper and lower case, as tools differ.
+ */
+export function proxyEnv() {
+  const env = {};
+  for (const name of ['HTTP_PROXY', 'HTTPS_PROXY', 'ALL_PROXY']) {
+    env[name] = RELAY_URL;
+    env[name.toLowerCase()] = RELAY_URL;
+  }
+  return {
+    ...env,
+    NO_PROXY,
+    no_proxy: NO_PROXY,
+    npm_config_proxy: RELAY_URL,
+    npm_config_https_proxy: RELAY_URL,
+    npm_config_noproxy: NO_PROXY,
+    PIP_PROXY: RELAY_URL,
+  };
 }
 
 /** Variables added to every command's environment; `home` is the (fresh) HOME. */
@@ -66,5 +97,6 @@ export function toolConfigEnv(home) {
     SSH_ASKPASS: '',
     GIT_TERMINAL_PROMPT: '0',
     ...gitConfigEnv(),
+    ...proxyEnv(),
   };
 }

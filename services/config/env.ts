@@ -16,6 +16,7 @@ export const ENV_DEFAULTS = {
   THINKFLOW_WORKSPACE_INODES: 100_000,
   THINKFLOW_WORKSPACE_SPARES: 2,
   THINKFLOW_SANDBOX_IDLE_STOP_S: 600,
+  THINKFLOW_EGRESS_DIR: '/var/lib/thinkflow/egress',
 } as const;
 const D = ENV_DEFAULTS;
 
@@ -76,6 +77,8 @@ export const EnvSchema = z.object({
   /** each workspace is an ext4 image (size = quota) on a loop device: `auto` when the host can (root, /dev/loop-control), else the watchdog, said loudly */
   THINKFLOW_WORKSPACE_FS: z.enum(['auto', 'loop', 'watchdog']).default(D.THINKFLOW_WORKSPACE_FS),
   THINKFLOW_WORKSPACE_DIR: z.string().min(1).default(D.THINKFLOW_WORKSPACE_DIR),
+  /** per-session directories (0700) of the egress proxies' Unix sockets, each bind-mounted into its sandbox */
+  THINKFLOW_EGRESS_DIR: z.string().min(1).default(D.THINKFLOW_EGRESS_DIR),
   THINKFLOW_WORKSPACE_INODES: z.coerce.number().int().min(1024).default(D.THINKFLOW_WORKSPACE_INODES),
   /** workspace images kept ready on a loop device per process (0: made on a session's first command) */
   THINKFLOW_WORKSPACE_SPARES: z.coerce.number().int().min(0).max(64).default(D.THINKFLOW_WORKSPACE_SPARES),
@@ -152,6 +155,8 @@ export type Config = {
   replayScripts: string | null;
   workspaceQuotaMb: number;
   workspace: { fs: 'auto' | 'loop' | 'watchdog'; dir: string; inodes: number; spares: number };
+  /** THINKFLOW_EGRESS_DIR */
+  egressDir: string;
   caps: { maxSessionsPerKey: number; maxRunningPerKey: number; maxStreamsPerKey: number; maxTurnsPerKey: number };
   maxCommandsPerTurn: number;
   /** THINKFLOW_STORE_BYTES_PER_KEY */
@@ -252,6 +257,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     replayScripts: e.THINKFLOW_REPLAY_SCRIPTS ?? null,
     workspaceQuotaMb: e.THINKFLOW_WORKSPACE_QUOTA_MB,
     workspace: { fs: e.THINKFLOW_WORKSPACE_FS, dir: e.THINKFLOW_WORKSPACE_DIR, inodes: e.THINKFLOW_WORKSPACE_INODES, spares: e.THINKFLOW_WORKSPACE_SPARES },
+    egressDir: e.THINKFLOW_EGRESS_DIR,
     caps: {
       maxSessionsPerKey: e.THINKFLOW_MAX_SESSIONS_PER_KEY,
       maxRunningPerKey: e.THINKFLOW_MAX_RUNNING_PER_KEY,

@@ -45,7 +45,7 @@ export async function createRuntime(config: Config, overrides: RuntimeOverrides 
   const sandboxes = overrides.sandboxes ?? new DockerSandboxes(new SandboxManager({
     namePrefix: config.sandboxPrefix, image: config.sandboxImage, workspaceQuotaBytes: config.workspaceQuotaMb * 1024 * 1024,
     workspaceFs: config.workspace.fs, workspaceDir: config.workspace.dir, workspaceInodes: config.workspace.inodes, workspaceSpares: config.workspace.spares,
-    idleStopMs: config.sandboxIdleStopS * 1000, reapIntervalMs: config.sandboxReapIntervalS * 1000,
+    egressDir: config.egressDir, idleStopMs: config.sandboxIdleStopS * 1000, reapIntervalMs: config.sandboxReapIntervalS * 1000,
   }));
   const metrics = new PipelineMetrics();
   // Read from Redis at scrape time, so every API process reports the same figure.

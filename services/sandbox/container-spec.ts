@@ -1,4 +1,5 @@
 import type Docker from 'dockerode';
+import { EGRESS_MOUNT, egressHostDir } from './egress-dirs.ts';
 import { containerName, labelsFor } from './names.ts';
 import type { ResolvedSandboxOptions } from './sandbox-options.ts';
 
@@ -19,9 +20,10 @@ export const PRIVATE_DIR = '.thinkflow-private';
 export const EXECUTOR_CAPS = ['SETUID', 'SETGID', 'SETPCAP', 'DAC_READ_SEARCH'];
 
 /**
- * The one boundary from options to dockerode. The only mount is the
- * session's named volume (twice, see WORKSPACE_ROOT_PRIVATE): no host path
- * and no Docker socket ever goes in.
+ * The one boundary from options to dockerode. The mounts are the session's
+ * named volume (twice, see WORKSPACE_ROOT_PRIVATE) and the session's own
+ * egress directory (EGRESS_MOUNT, below the root-only /var/lib/thinkflow):
+ * no other host path and no Docker socket ever goes in.
  */
 export function toContainerSpec(
   sessionId: string,
@@ -36,7 +38,7 @@ export function toContainerSpec(
     // The executor is root (with EXECUTOR_CAPS only); commands run as o.user.
     User: '0:0',
     // The executor watches the quota itself only when the kernel does not (fsMode 'watchdog').
-    Env: [`THINKFLOW_RUN_AS=${o.user}`, `THINKFLOW_WORKSPACE_FS=${fsMode}`],
+    Env: [`THINKFLOW_RUN_AS=${o.user}`, `THINKFLOW_WORKSPACE_FS=${fsMode}`, `THINKFLOW_EGRESS_RELAY_MAX=${o.egressRelayMaxConnections}`],
     WorkingDir: WORKSPACE,
     Hostname: 'sandbox',
     // The executor talks over the attached stdio; stdin must outlive any one
@@ -64,7 +66,12 @@ export function toContainerSpec(
         { Name: 'nofile', Soft: o.nofile, Hard: o.nofile },
         { Name: 'fsize', Soft: o.workspaceQuotaBytes, Hard: o.workspaceQuotaBytes },
       ],
-      Mounts: [{ Type: 'volume', Source: volume, Target: WORKSPACE }, { Type: 'volume', Source: volume, Target: WORKSPACE_ROOT_PRIVATE }],
+      Mounts: [
+        { Type: 'volume', Source: volume, Target: WORKSPACE },
+        { Type: 'volume', Source: volume, Target: WORKSPACE_ROOT_PRIVATE },
+        // Read-write: connect(2) to the proxy's socket needs it. Docker takes no nosuid/nodev/noexec for a bind (README, "Network egress").
+        { Type: 'bind', Source: egressHostDir(o.egressDir, o.namePrefix, sessionId), Target: EGRESS_MOUNT, ReadOnly: false },
+      ],
       Privileged: false,
       // Responses must not pile up in a json log on the host: the manager reads them live.
       LogConfig: { Type: 'none', Config: {} },

@@ -4,6 +4,7 @@ export type { SandboxOptions } from './sandbox-options.ts';
 export { DEFAULT_OUTPUT_CAP_BYTES, resolveSandboxOptions } from './sandbox-options.ts';
 export type { ExecuteOptions, ExecutionResult, ExpectedResolution, Sandbox, ReadPathResult } from './types.ts';
 export { toContainerSpec } from './container-spec.ts';
+export { EGRESS_MOUNT, EGRESS_SOCKET_NAME } from './egress-dirs.ts';
 export { containerName, volumeName, sessionSlug, LABEL_MANAGED, LABEL_SESSION } from './names.ts';
 export { UploadError } from './workspace-upload.ts';
 export type { UploadEntry, UploadOptions, UploadRefusal, UploadResult } from './workspace-upload.ts';

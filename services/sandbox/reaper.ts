@@ -1,6 +1,8 @@
 import type Docker from 'dockerode';
 import { LABEL_MANAGED, LABEL_SESSION, sessionSlug } from './names.ts';
 import { sandboxLog } from './log.ts';
+import type { EgressDirs } from './egress-dirs.ts';
+import { reapEgressDirs } from './reap-egress.ts';
 import { reapImages, type ImageReapOptions } from './reap-images.ts';
 
 export type ReapOptions = {
@@ -27,6 +29,8 @@ export type ReapOptions = {
   exclusive?: (slug: string, fn: () => Promise<void>) => Promise<void>;
   /** The workspace images, when each workspace is its own filesystem. */
   images?: ImageReapOptions;
+  /** The sessions' egress directories, with the last use this process knows of a session by its name slug. */
+  egress?: { dirs: Pick<EgressDirs, 'list' | 'removeDir'>; lastUsedBySlug: (slug: string) => number | undefined };
   now?: number;
 };
 
@@ -105,6 +109,11 @@ export async function reapSandboxes(docker: Docker, o: ReapOptions): Promise<Rea
     }));
   }
   if (o.images) await reapImages(o.images, { ...o, now, keep, dropped }, result, attempt);
+  if (o.egress) {
+    // After the image pass: a stopped session's image keeps its directory, a removed one no longer does.
+    const imageSlugs = new Set(o.images ? (await o.images.images.list()).map((i) => i.slug) : []);
+    await reapEgressDirs(o.egress.dirs, { ...o, now, keep, dropped, imageSlugs, lastUsedBySlug: o.egress.lastUsedBySlug }, attempt);
+  }
   return result;
 }
 

@@ -1,10 +1,11 @@
 import Docker from 'dockerode';
 import { DockerSandbox } from './docker-sandbox.ts';
+import { EgressDirs } from './egress-dirs.ts';
 import type { ExecutorClient } from './executor-client.ts';
 import { containerName, sessionSlug } from './names.ts';
 import { reapSandboxes, type ReapResult } from './reaper.ts';
 import { resolveSandboxOptions, type ResolvedSandboxOptions, type SandboxOptions } from './sandbox-options.ts';
-import { attachExecutor, connectOnImage, connectSession, inspectOrNull } from './session-container.ts';
+import { connectOnImage, connectSession, probeActivity } from './session-container.ts';
 import { withSessionLock } from './session-lock.ts';
 import type { Sandbox } from './types.ts';
 import { sandboxLog, settled } from './log.ts';
@@ -15,8 +16,6 @@ import { SandboxWorkspaceOut } from './workspace-out.ts';
 
 type Entry = { sandbox: DockerSandbox; client?: ExecutorClient; connecting?: Promise<ExecutorClient>; lastUsed: number; inflight: number };
 export type ManagerStatus = 'idle' | 'starting' | 'ready' | 'closing' | 'closed';
-
-const PROBE_TIMEOUT_MS = 2_000;
 
 /**
  * One hardened container per session, found again by name after a restart.
@@ -36,6 +35,7 @@ export class SandboxManager {
   #closing?: Promise<void>;
   #timer?: NodeJS.Timeout;
   #fs?: Promise<WorkspaceImages | null>;
+  readonly #egress: EgressDirs;
   /** Archives, baselines, change lists and patches of the sessions' workspaces, made in their containers. */
   readonly workspace = new SandboxWorkspaceOut(() => this.#docker, () => this.options.namePrefix, (sid) => this.sandboxFor(sid) as Promise<DockerSandbox>);
 
@@ -43,6 +43,21 @@ export class SandboxManager {
     const { docker, ...rest } = options;
     this.#docker = docker ?? new Docker();
     this.options = resolveSandboxOptions(rest);
+    this.#egress = new EgressDirs({ dir: this.options.egressDir, namePrefix: this.options.namePrefix });
+  }
+
+  /**
+   * Where the session's egress proxy listens (a Unix socket the proxy makes):
+   * the host side of /var/lib/thinkflow/egress/egress.sock in its container.
+   * Pure; prepareEgress makes its directory.
+   */
+  egressSocketPath(sessionId: string): string {
+    return this.#egress.socketPath(sessionId);
+  }
+
+  /** Makes the session's egress directory (0700, idempotent; also done before each container start) and returns egressSocketPath. */
+  prepareEgress(sessionId: string): Promise<string> {
+    return this.#egress.prepare(sessionId);
   }
 
   get status(): ManagerStatus {
@@ -126,7 +141,7 @@ export class SandboxManager {
     const images = await this.#images();
     return this.#exclusive(sessionId, async () => {
       this.#detach(sessionId);
-      await teardownSession(this.#docker, this.options.namePrefix, sessionId, images, false);
+      await teardownSession(this.#docker, this.options.namePrefix, sessionId, images, false, this.#egress);
     });
   }
 
@@ -137,24 +152,23 @@ export class SandboxManager {
       const e = this.#entries.get(s);
       return e && (e.inflight > 0 || e.connecting) ? Date.now() : e?.lastUsed;
     };
+    const lastUsedBySlug = (slug: string) => {
+      const sid = [...this.#entries.keys()].find((k) => sessionSlug(k) === slug);
+      return sid === undefined ? undefined : lastUsed(sid);
+    };
     return reapSandboxes(this.#docker, {
       idleTtlMs: opts.idleTtlMs ?? this.options.idleTtlMs,
       idleStopMs: this.options.idleStopMs,
       namePrefix: this.options.namePrefix,
       liveSessions: opts.liveSessions,
       lastUsed,
-      probe: (id) => this.#probe(id),
+      probe: (id) => probeActivity(this.#docker, id, this.options.maxFrameBytes),
       forget: (s) => this.#detach(s),
       exclusive: (slug, fn) => withSessionLock(`${this.options.namePrefix}${slug}`, fn),
+      egress: { dirs: this.#egress, lastUsedBySlug },
       ...(images && {
         stop: (s: string) => teardownSession(this.#docker, this.options.namePrefix, s, images, true),
-        images: {
-          images,
-          lastUsedBySlug: (slug: string) => {
-            const sid = [...this.#entries.keys()].find((k) => sessionSlug(k) === slug);
-            return sid === undefined ? undefined : lastUsed(sid);
-          },
-        },
+        images: { images, lastUsedBySlug },
       }),
     });
   }
@@ -236,6 +250,8 @@ export class SandboxManager {
   }
 
   async #open(sessionId: string): Promise<ExecutorClient> {
+    // A bind mount's source must exist when the container is created and each time it starts.
+    await this.#egress.prepare(sessionId);
     const images = await this.#images();
     if (!images) return connectSession(this.#docker, sessionId, this.options);
     try {
@@ -271,24 +287,6 @@ export class SandboxManager {
     const entry = this.#entries.get(sessionId);
     this.#entries.delete(sessionId);
     entry?.client?.close();
-  }
-
-  async #probe(containerId: string): Promise<number | undefined> {
-    const c = this.#docker.getContainer(containerId);
-    if (!(await inspectOrNull(c))?.State.Running) return undefined;
-    // A probe that fails means "activity unknown": the reaper falls back to Docker's timestamps.
-    const client = await attachExecutor(this.#docker, c, { sessionId: containerId, maxFrameBytes: this.options.maxFrameBytes })
-      .catch((err: unknown) => void sandboxLog().debug({ err, container: containerId }, 'probe: executor not attachable'));
-    if (!client) return undefined;
-    try {
-      const r = await client.request<{ lastActivity?: number }>('ping', {}, PROBE_TIMEOUT_MS);
-      return r.lastActivity;
-    } catch (err) {
-      sandboxLog().debug({ err, container: containerId }, 'probe: executor did not answer');
-      return undefined;
-    } finally {
-      client.close();
-    }
   }
 
   #assertOpen(): void {

@@ -82,6 +82,17 @@ export interface SandboxOptions {
   workspaceInodes?: number;
   /** Workspace images kept ready on a loop device, so a new session's attach is a rename (THINKFLOW_WORKSPACE_SPARES). @default 2 */
   workspaceSpares?: number;
+  /**
+   * Host directory of the sessions' egress directories (THINKFLOW_EGRESS_DIR): `<egressDir>/<prefix><slug>/egress.sock`
+   * is where the session's egress proxy listens, bind-mounted into its container (egress-dirs.ts).
+   * @default '/var/lib/thinkflow/egress'
+   */
+  egressDir?: string;
+  /**
+   * Connections the in-container relay carries to the egress proxy at once; past it a client gets a 503.
+   * Set in the container's environment when it is created. @default 64
+   */
+  egressRelayMaxConnections?: number;
   /** Largest line the host accepts from an executor; past it the container is declared broken. @default 33554432 */
   maxFrameBytes?: number;
   /** Host-side limit for a non-bash request (bash gets its timeout plus this). @default 30000 */
@@ -141,6 +152,8 @@ export function resolveSandboxOptions(o: SandboxOptions = {}): ResolvedSandboxOp
     workspaceDir: o.workspaceDir ?? ENV_DEFAULTS.THINKFLOW_WORKSPACE_DIR,
     workspaceInodes: o.workspaceInodes ?? ENV_DEFAULTS.THINKFLOW_WORKSPACE_INODES,
     workspaceSpares: o.workspaceSpares ?? ENV_DEFAULTS.THINKFLOW_WORKSPACE_SPARES,
+    egressDir: o.egressDir ?? ENV_DEFAULTS.THINKFLOW_EGRESS_DIR,
+    egressRelayMaxConnections: o.egressRelayMaxConnections ?? 64,
     maxFrameBytes: o.maxFrameBytes ?? 32 * MiB,
     requestTimeoutMs: o.requestTimeoutMs ?? 30_000,
     startTimeoutMs: o.startTimeoutMs ?? 30_000,

@@ -2,7 +2,7 @@ import type Docker from 'dockerode';
 import type { Duplex } from 'node:stream';
 import { toContainerSpec } from './container-spec.ts';
 import { ExecutorClient } from './executor-client.ts';
-import { logSandboxError } from './log.ts';
+import { logSandboxError, sandboxLog } from './log.ts';
 import { containerName, LABEL_SESSION, labelsFor, volumeName } from './names.ts';
 import type { ResolvedSandboxOptions } from './sandbox-options.ts';
 import { teardownSession } from './teardown.ts';
@@ -35,6 +35,27 @@ export async function attachExecutor(
     sessionId: o.sessionId,
     onError: (err) => logSandboxError(o.sessionId, 'executor channel failed', err),
   });
+}
+
+const PROBE_TIMEOUT_MS = 2_000;
+
+/** The last activity a running container's executor reports (the reaper's question); undefined when unknown. */
+export async function probeActivity(docker: Docker, containerId: string, maxFrameBytes: number): Promise<number | undefined> {
+  const c = docker.getContainer(containerId);
+  if (!(await inspectOrNull(c))?.State.Running) return undefined;
+  // A probe that fails means "activity unknown": the reaper falls back to Docker's timestamps.
+  const client = await attachExecutor(docker, c, { sessionId: containerId, maxFrameBytes })
+    .catch((err: unknown) => void sandboxLog().debug({ err, container: containerId }, 'probe: executor not attachable'));
+  if (!client) return undefined;
+  try {
+    const r = await client.request<{ lastActivity?: number }>('ping', {}, PROBE_TIMEOUT_MS);
+    return r.lastActivity;
+  } catch (err) {
+    sandboxLog().debug({ err, container: containerId }, 'probe: executor did not answer');
+    return undefined;
+  } finally {
+    client.close();
+  }
 }
 
 /**

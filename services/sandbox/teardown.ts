@@ -1,4 +1,5 @@
 import type Docker from 'dockerode';
+import type { EgressDirs } from './egress-dirs.ts';
 import { logSandboxError } from './log.ts';
 import { containerName, volumeName } from './names.ts';
 import type { WorkspaceImages } from './workspace-fs.ts';
@@ -13,7 +14,8 @@ const notFoundOk = (err: { statusCode?: number }) => {
 
 /**
  * Takes a session's sandbox apart: container, volume, then its image (kept
- * and detached for `stop`, unlinked for `remove`). Every step is tried even
+ * and detached for `stop`, unlinked for `remove`) and, when given (`remove`
+ * only: a proxy may listen there across a stop), its egress directory. Every step is tried even
  * when an earlier one failed, each failure is logged with the session id,
  * and the call then fails, so a caller never reports a cleanup that left
  * something behind. With an image, each step is O(1) whatever the tree.
@@ -24,6 +26,7 @@ export async function teardownSession(
   sessionId: string,
   images: WorkspaceImages | null,
   keepImage: boolean,
+  egress?: Pick<EgressDirs, 'remove'>,
 ): Promise<void> {
   const failed: string[] = [];
   const step = async (what: string, fn: () => Promise<unknown>) => {
@@ -40,5 +43,6 @@ export async function teardownSession(
     await step(keepImage ? 'workspace image detach' : 'workspace image removal', () =>
       keepImage ? images.detach(sessionId) : images.destroy(sessionId));
   }
+  if (egress) await step('egress directory removal', () => egress.remove(sessionId));
   if (failed.length) throw new SandboxCleanupError(`sandbox of session ${sessionId} not fully removed: ${failed.join(', ')} failed`);
 }

@@ -37,13 +37,14 @@ describe('resolveSandboxOptions', () => {
 });
 
 describe('toContainerSpec', () => {
-  it('maps every hardening option and mounts only the workspace volume (twice: once where only root reaches)', () => {
+  it('maps every hardening option and mounts only the workspace volume (twice: once where only root reaches) and the session\'s egress directory', () => {
     const spec = toContainerSpec('ses_abc', 'vol-1', resolveSandboxOptions({ nofile: 99, cpus: 0.5 }));
     expect(spec.name).toBe('thinkflow-ses_abc');
     expect(spec.Labels).toMatchObject({ 'thinkflow.managed': 'true', 'thinkflow.session': 'ses_abc' });
     // The executor is root with three capabilities; commands run as the configured user with none.
     expect(spec.User).toBe('0:0');
-    expect(spec.Env).toEqual(['THINKFLOW_RUN_AS=1000:1000', 'THINKFLOW_WORKSPACE_FS=watchdog']);
+    expect(spec.Env).toEqual(['THINKFLOW_RUN_AS=1000:1000', 'THINKFLOW_WORKSPACE_FS=watchdog', 'THINKFLOW_EGRESS_RELAY_MAX=64']);
+    expect(toContainerSpec('s', 'v', resolveSandboxOptions({ egressRelayMaxConnections: 5 })).Env).toContain('THINKFLOW_EGRESS_RELAY_MAX=5');
     // The executor watches the quota only when the kernel does not.
     expect(toContainerSpec('ses_abc', 'vol-1', resolveSandboxOptions({}), 'loop').Env).toContain('THINKFLOW_WORKSPACE_FS=loop');
     expect(spec.HostConfig?.CapAdd).toEqual(['SETUID', 'SETGID', 'SETPCAP', 'DAC_READ_SEARCH']);
@@ -60,10 +61,18 @@ describe('toContainerSpec', () => {
         { Name: 'nofile', Soft: 99, Hard: 99 },
         { Name: 'fsize', Soft: 2048 * 1024 ** 2, Hard: 2048 * 1024 ** 2 },
       ],
-      Mounts: [{ Type: 'volume', Source: 'vol-1', Target: '/workspace' }, { Type: 'volume', Source: 'vol-1', Target: '/var/lib/thinkflow/ws' }],
+      Mounts: [
+        { Type: 'volume', Source: 'vol-1', Target: '/workspace' },
+        { Type: 'volume', Source: 'vol-1', Target: '/var/lib/thinkflow/ws' },
+        // The one host path: this session's egress directory, below the root-only /var/lib/thinkflow.
+        { Type: 'bind', Source: '/var/lib/thinkflow/egress/thinkflow-ses_abc', Target: '/var/lib/thinkflow/egress', ReadOnly: false },
+      ],
       Privileged: false,
     });
     expect(spec.HostConfig?.Binds).toBeUndefined();
+    expect(spec.HostConfig?.NetworkMode).toBe('none');
+    expect(toContainerSpec('ses_abc', 'v', resolveSandboxOptions({ egressDir: 'rel/dir', namePrefix: 'p-' })).HostConfig?.Mounts?.[2]?.Source)
+      .toBe(`${process.cwd()}/rel/dir/p-ses_abc`);
     // The baseline's directory is hidden from commands under an empty read-only tmpfs.
     expect(spec.HostConfig?.Tmpfs?.['/workspace/.thinkflow-private']).toBe('ro,nosuid,nodev,noexec,size=4k,mode=0555');
     const secOpt = (o: SandboxOptions) => toContainerSpec('s', 'v', resolveSandboxOptions(o)).HostConfig?.SecurityOpt;

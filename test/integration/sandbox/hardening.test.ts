@@ -69,12 +69,15 @@ describe('default hardening, seen from inside', () => {
     expect(await out('echo hi > /tmp/t && cat /tmp/t && stat -f -c %T /tmp')).toBe('hi\ntmpfs');
   });
 
-  it('has no Docker socket and no host path mounted', async () => {
+  it('has no Docker socket and no host path mounted but its own egress directory', async () => {
     expect((await bash(sb, 'test -e /var/run/docker.sock || test -e /run/docker.sock')).exit_code).toBe(1);
     const info = await docker.getContainer(containerName(prefix, sid)).inspect();
-    // The workspace volume, once more under a root-only directory (its private area: baseline-private.test.ts).
-    expect(info.Mounts.map((m) => [m.Type, m.Destination, m.Name]).sort()).toEqual([
-      ['volume', '/var/lib/thinkflow/ws', info.Mounts[0]!.Name], ['volume', '/workspace', info.Mounts[0]!.Name],
+    const volume = info.Mounts.find((m) => m.Type === 'volume')!.Name;
+    // The workspace volume, once more under a root-only directory (its private area: baseline-private.test.ts),
+    // and the session's egress directory below that root-only directory too (egress-relay.test.ts).
+    expect(info.Mounts.map((m) => [m.Type, m.Destination, m.Type === 'bind' ? m.Source : m.Name]).sort()).toEqual([
+      ['bind', '/var/lib/thinkflow/egress', `/var/lib/thinkflow/egress/${containerName(prefix, sid)}`],
+      ['volume', '/var/lib/thinkflow/ws', volume], ['volume', '/workspace', volume],
     ]);
     expect(info.HostConfig.Binds ?? []).toEqual([]);
     expect(info.HostConfig.Privileged).toBe(false);

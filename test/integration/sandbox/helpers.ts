@@ -79,15 +79,27 @@ export function hostLeftovers(prefix: string, dir = WORKSPACE_DIR): { images: st
   return { images, loops };
 }
 
-/** Every container, volume, workspace image and loop device left under a prefix (the afterAll assertion of each file). */
-export async function leftovers(prefix: string): Promise<{ containers: string[]; volumes: string[]; images: string[]; loops: string[] }> {
+/** Where the service keeps the sessions' egress directories unless told otherwise (SandboxOptions.egressDir). */
+export const EGRESS_DIR = '/var/lib/thinkflow/egress';
+
+/** Egress directories under a name prefix. */
+export function egressLeftovers(prefix: string, dir = EGRESS_DIR): string[] {
+  try {
+    return readdirSync(dir).filter((n) => n.startsWith(prefix));
+  } catch {
+    return []; // no session was ever opened on this host
+  }
+}
+
+/** Every container, volume, workspace image, loop device and egress directory left under a prefix (the afterAll assertion of each file). */
+export async function leftovers(prefix: string): Promise<{ containers: string[]; volumes: string[]; images: string[]; loops: string[]; egress: string[] }> {
   const containers = (await docker.listContainers({ all: true, filters: { label: ['thinkflow.managed=true'] } }))
     .flatMap((c) => c.Names.map((n) => n.replace(/^\//, '')))
     .filter((n) => n.startsWith(prefix));
   const volumes = ((await docker.listVolumes({ filters: { label: ['thinkflow.managed=true'] } })).Volumes ?? [])
     .map((v) => v.Name)
     .filter((n) => n.startsWith(prefix));
-  return { containers, volumes, ...hostLeftovers(prefix) };
+  return { containers, volumes, ...hostLeftovers(prefix), egress: egressLeftovers(prefix) };
 }
 
 /** afterAll body: the reaper removes everything of this file's sessions, and nothing is left. */
@@ -95,7 +107,7 @@ export async function reapAll(manager: SandboxManager, prefix: string): Promise<
   await manager.reap({ liveSessions: new Set() });
   await manager.close();
   const left = await leftovers(prefix);
-  if (left.containers.length + left.volumes.length + left.images.length + left.loops.length > 0) {
+  if (left.containers.length + left.volumes.length + left.images.length + left.loops.length + left.egress.length > 0) {
     throw new Error(`reaper left behind ${JSON.stringify(left)}`);
   }
 }

@@ -118,7 +118,7 @@ describe('reap', () => {
     expect((await leftovers(prefix)).containers.length).toBeGreaterThanOrEqual(3);
     const r = await manager.reap({ liveSessions: new Set() });
     expect(r.removedContainers).toBeGreaterThanOrEqual(3);
-    expect(await leftovers(prefix)).toEqual({ containers: [], volumes: [], images: [], loops: [] });
+    expect(await leftovers(prefix)).toEqual({ containers: [], volumes: [], images: [], loops: [], egress: [] });
     // Every other test file asserts the same for its own prefix in afterAll (helpers.reapAll).
   });
 });

@@ -16,6 +16,7 @@ describe('the executor\'s fallback limits', () => {
       readCapBytes: o.readCapBytes,
       readPathCapBytes: o.readPathCapBytes,
       workspaceQuotaBytes: o.workspaceQuotaBytes,
+      egressRelayMaxConnections: o.egressRelayMaxConnections,
     });
   });
 

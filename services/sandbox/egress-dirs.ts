@@ -1,0 +1,101 @@
+import { chmod, mkdir, readdir, rm, stat, utimes } from 'node:fs/promises';
+import path from 'node:path';
+import { containerName } from './names.ts';
+
+/**
+ * Where a session's egress directory is mounted in its container. The
+ * image makes /var/lib/thinkflow root's with mode 0700, so only the executor
+ * (root) reaches the socket; its relay (sandbox-image/executor/egress-relay.mjs)
+ * dials `${EGRESS_MOUNT}/${EGRESS_SOCKET_NAME}`.
+ */
+export const EGRESS_MOUNT = '/var/lib/thinkflow/egress';
+export const EGRESS_SOCKET_NAME = 'egress.sock';
+
+// sockaddr_un.sun_path holds 108 bytes with the terminating NUL.
+const MAX_SOCKET_PATH = 107;
+// The longest id the service makes (services/pipeline/sessions.ts: ses_ + 32 hex).
+const SERVICE_ID_EXAMPLE = `ses_${'0'.repeat(32)}`;
+
+export type EgressDirInfo = { slug: string; dir: string; mtimeMs: number };
+
+/** Host path of a session's egress directory: `<root>/<prefix><slug>`, the container's name. */
+export function egressHostDir(root: string, namePrefix: string, sessionId: string): string {
+  return path.join(path.resolve(root), containerName(namePrefix, sessionId));
+}
+
+/**
+ * The per-session directories, on the worker host, that hold each session's
+ * egress proxy socket (made by the proxy, services/sandbox/egress/). Each is
+ * mode 0700, made before its container is created (a bind mount's source must
+ * exist) and removed with its session; its mtime is the last time a container
+ * of the session was opened, which the reaper reads as for workspace images.
+ */
+export class EgressDirs {
+  readonly #root: string;
+  readonly #prefix: string;
+
+  constructor(o: { dir: string; namePrefix: string }) {
+    this.#root = path.resolve(o.dir);
+    this.#prefix = o.namePrefix;
+    // Said at start-up, not at a session's first command: every session would fail alike.
+    const longest = this.socketPath(SERVICE_ID_EXAMPLE);
+    if (Buffer.byteLength(longest) > MAX_SOCKET_PATH) {
+      throw new Error(`egress directory ${this.#root} is too long for a Unix socket path (${longest} exceeds ${MAX_SOCKET_PATH} bytes): set THINKFLOW_EGRESS_DIR to a shorter path`);
+    }
+  }
+
+  dirOf(sessionId: string): string {
+    return egressHostDir(this.#root, this.#prefix, sessionId);
+  }
+
+  socketPath(sessionId: string): string {
+    return path.join(this.dirOf(sessionId), EGRESS_SOCKET_NAME);
+  }
+
+  /** Makes the session's directory (idempotent) and returns the socket path the proxy listens on. */
+  async prepare(sessionId: string): Promise<string> {
+    const socket = this.socketPath(sessionId);
+    if (Buffer.byteLength(socket) > MAX_SOCKET_PATH) throw new Error(`egress socket path of session ${sessionId} is too long (${socket})`);
+    await mkdir(this.#root, { recursive: true, mode: 0o700 });
+    const dir = this.dirOf(sessionId);
+    await mkdir(dir, { mode: 0o700 }).catch((err: NodeJS.ErrnoException) => {
+      if (err.code !== 'EEXIST') throw err;
+    });
+    // mkdir's mode passes through the umask, and a directory left from before keeps whatever it had.
+    await chmod(dir, 0o700);
+    const now = new Date();
+    await utimes(dir, now, now);
+    return socket;
+  }
+
+  /** Removes the session's directory and the socket in it; nothing there is an error. */
+  async remove(sessionId: string): Promise<void> {
+    await rm(this.dirOf(sessionId), { recursive: true, force: true });
+  }
+
+  /** Directories of this name prefix, by session slug. */
+  async list(): Promise<EgressDirInfo[]> {
+    let names: string[];
+    try {
+      names = await readdir(this.#root);
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code === 'ENOENT') return [];
+      throw err;
+    }
+    const out: EgressDirInfo[] = [];
+    for (const name of names.filter((n) => n.startsWith(this.#prefix))) {
+      const dir = path.join(this.#root, name);
+      const st = await stat(dir).catch((err: NodeJS.ErrnoException) => {
+        if (err.code === 'ENOENT') return null; // removed meanwhile
+        throw err;
+      });
+      if (st?.isDirectory()) out.push({ slug: name.slice(this.#prefix.length), dir, mtimeMs: st.mtimeMs });
+    }
+    return out;
+  }
+
+  /** Removes a listed directory (the reaper's). */
+  async removeDir(dir: string): Promise<void> {
+    await rm(dir, { recursive: true, force: true });
+  }
+}
