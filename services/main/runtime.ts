@@ -2,11 +2,11 @@ import { hostname } from 'node:os';
 import type { Config } from '../config/index.ts';
 import { log } from '../log/index.ts';
 import {
-  Approvals, createKeys, createRedis, EgressGate, FilePolicyGate, Pipeline, PipelineMetrics, Processor, DockerSandboxes, WorkerPool,
+  Approvals, createKeys, createRedis, EgressGate, EgressListeners, FilePolicyGate, Pipeline, PipelineMetrics, Processor, DockerSandboxes, WorkerPool,
   type Sandboxes, type Keys, type PipelineRedis, type PolicyGate, type WorkerPoolOptions,
 } from '../pipeline/index.ts';
 import type { Redis } from 'ioredis';
-import { SandboxManager } from '../sandbox/index.ts';
+import { EgressProxy, SandboxManager } from '../sandbox/index.ts';
 
 // The pipeline side of one process: two Redis connections (commands, and a
 // subscriber shared by events, approvals and wake-ups), the Docker sandboxes
@@ -42,11 +42,13 @@ export async function createRuntime(config: Config, overrides: RuntimeOverrides 
   const gate = overrides.gate ?? (await FilePolicyGate.load(config.policyDir));
   const redis = createRedis(config.redisUrl, `thinkflow-${config.role}@${config.redisPrefix}`);
   const subscriber = createRedis(config.redisUrl, `thinkflow-${config.role}-sub@${config.redisPrefix}`);
-  const sandboxes = overrides.sandboxes ?? new DockerSandboxes(new SandboxManager({
+  const manager = overrides.sandboxes ? null : new SandboxManager({
     namePrefix: config.sandboxPrefix, image: config.sandboxImage, workspaceQuotaBytes: config.workspaceQuotaMb * 1024 * 1024,
     workspaceFs: config.workspace.fs, workspaceDir: config.workspace.dir, workspaceInodes: config.workspace.inodes, workspaceSpares: config.workspace.spares,
-    egressDir: config.egressDir, idleStopMs: config.sandboxIdleStopS * 1000, reapIntervalMs: config.sandboxReapIntervalS * 1000,
-  }));
+    egressDir: config.egressDir, egressRelayMaxConnections: config.egress.maxConnections,
+    idleStopMs: config.sandboxIdleStopS * 1000, reapIntervalMs: config.sandboxReapIntervalS * 1000,
+  });
+  const sandboxes = overrides.sandboxes ?? new DockerSandboxes(manager!);
   const metrics = new PipelineMetrics();
   // Read from Redis at scrape time, so every API process reports the same figure.
   metrics.addCollectedGauge('thinkflow_approvals_pending', 'Approvals waiting for an operator (all processes)', () =>
@@ -63,15 +65,26 @@ export async function createRuntime(config: Config, overrides: RuntimeOverrides 
   const runWorker = overrides.worker ?? config.role !== 'api';
   let pool: WorkerPool | null = null;
   let egress: EgressGate | null = null;
+  let listeners: EgressListeners | null = null;
   if (runWorker) {
     const approvals = new Approvals(redis, keys);
     approvals.attachSubscriber(subscriber);
-    egress = new EgressGate({
+    const gateOfEgress = new EgressGate({
       redis, keys, sessions: pipeline.sessions, ledger: pipeline.ledger, gate, approvals, events: pipeline.events, log: pipeline.network,
       promptWaitS: config.egress.promptWaitS,
     });
+    egress = gateOfEgress;
+    // The proxy outside the sandbox (sandbox/egress): it asks the gate, resolves, checks the address and dials it itself.
+    if (manager) {
+      const proxy = new EgressProxy({
+        decide: (sid, target, ctx) => gateOfEgress.decide(sid, target, ctx.signal),
+        checkAddress: (sid, address, port) => gateOfEgress.checkAddress(sid, address, port),
+        limits: { maxConnectionsPerSession: config.egress.maxConnections },
+      });
+      listeners = new EgressListeners(proxy, (sid) => manager.egressSocketPath(sid));
+    }
     const processor = new Processor(
-      { lifecycle: pipeline.lifecycle, sessions: pipeline.sessions, approvals, gate, sandboxes, caps: pipeline.caps },
+      { lifecycle: pipeline.lifecycle, sessions: pipeline.sessions, approvals, gate, sandboxes, caps: pipeline.caps, ...(listeners ? { egress: listeners } : {}) },
       { approvalTtlS: config.approvalTtlS, workerId: `${hostname()}:${process.pid}` },
     );
     pool = new WorkerPool(
@@ -90,6 +103,7 @@ export async function createRuntime(config: Config, overrides: RuntimeOverrides 
       closing ??= (async () => {
         const steps: [string, () => Promise<unknown>][] = [
           ['workers', async () => pool?.close()],
+          ['egress', async () => listeners?.close()],
           ['pipeline', () => pipeline.close()],
           ['sandboxes', () => sandboxes.close()],
           ['subscriber', () => subscriber.quit()],

@@ -32,6 +32,9 @@ export type EgressGateDeps = {
   promptWaitS: number;
 };
 
+/** The command running when a connection was asked for; `index` places its approval card (the running one, else the last). */
+type Running = { commandId: string | null; commandIndex: number | null; index: number };
+
 /** Sessions whose policy the dial check reads (set by each decision, which always comes first); bounded. */
 const SESSIONS_KEPT = 10_000;
 
@@ -49,7 +52,7 @@ export class EgressGate {
     this.#remember(sid, session);
     const [grants, running] = await Promise.all([this.#grants(sid), this.#running(sid)]);
     const evaluation = this.#d.gate.evaluateNetwork(session, target, grants);
-    const record = await this.#open(session, target, evaluation, running.commandId);
+    const record = await this.#open(session, target, evaluation, running);
     if (evaluation.decision === 'allow') return this.#allowed(record);
     if (evaluation.decision === 'forbid') return this.#refused(record, 'forbidden', `refused by ThinkFlow's egress policy: ${evaluation.reason}`);
     if (session.approval === 'never') {
@@ -117,11 +120,11 @@ export class EgressGate {
     return { allow: false, status: 403, message };
   }
 
-  async #open(session: SessionMeta, target: EgressTarget, evaluation: Evaluation, commandId: string | null): Promise<NetworkRecord> {
+  async #open(session: SessionMeta, target: EgressTarget, evaluation: Evaluation, running: Running): Promise<NetworkRecord> {
     const deciding = evaluation.matched_rules.find((r) => r.decision === evaluation.decision)?.id ?? null;
     return this.#d.log.open(session.session_id, {
       session: session.session_id, tool: 'network', target: showHostPort(target.host, target.port), host: target.host, port: target.port,
-      job_id: session.job_id, command_id: commandId, decision: evaluation.decision, matched_rules: evaluation.matched_rules,
+      job_id: session.job_id, command_id: running.commandId, command_index: running.commandIndex, decision: evaluation.decision, matched_rules: evaluation.matched_rules,
       matched_rule: deciding, policy_reason: evaluation.reason, status: evaluation.decision === 'prompt' ? 'awaiting_approval' : 'running',
       approval: null, address: null, bytes_in: 0, bytes_out: 0, duration_ms: null, error: null,
       enqueued_at: new Date().toISOString(), finished_at: null,
@@ -141,14 +144,14 @@ export class EgressGate {
   }
 
   /** The command running in the session now, if any (commands run one at a time): the one that is connecting. */
-  async #running(sid: string): Promise<{ commandId: string | null; index: number }> {
+  async #running(sid: string): Promise<Running> {
     try {
       const tail = await this.#d.ledger.tail(sid, 8);
       const r = [...tail].reverse().find((x) => x.status === 'running');
-      return { commandId: r?.id ?? null, index: r?.index ?? tail.at(-1)?.index ?? 0 };
+      return { commandId: r?.id ?? null, commandIndex: r?.index ?? null, index: r?.index ?? tail.at(-1)?.index ?? 0 };
     } catch (err) {
       withIds({ session_id: sid }).warn({ err: reasonOf(err) }, 'egress: the running command could not be read');
-      return { commandId: null, index: 0 };
+      return { commandId: null, commandIndex: null, index: 0 };
     }
   }
 

@@ -11,18 +11,19 @@ export type LedgerEntry = LedgerRecord | NetworkRecord;
  */
 export function withNetworkRecords(commands: LedgerRecord[], network: NetworkRecord[]): LedgerEntry[] {
   if (network.length === 0) return commands;
-  const byCommand = new Map<string, NetworkRecord[]>();
+  const byCommand = new Map<number, NetworkRecord[]>();
   const loose: NetworkRecord[] = [];
-  const ids = new Set(commands.map((c) => c.id));
+  const indexes = new Set(commands.map((c) => c.index));
   for (const n of network) {
-    if (n.command_id !== null && ids.has(n.command_id)) byCommand.set(n.command_id, [...(byCommand.get(n.command_id) ?? []), n]);
+    const at = n.command_index;
+    if (at !== null && at !== undefined && indexes.has(at)) byCommand.set(at, [...(byCommand.get(at) ?? []), n]);
     else loose.push(n);
   }
   const out: LedgerEntry[] = [];
   let next = 0;
   for (const c of commands) {
     while (next < loose.length && loose[next]!.enqueued_at < c.enqueued_at) out.push(loose[next++]!);
-    out.push(c, ...(byCommand.get(c.id) ?? []));
+    out.push(c, ...(byCommand.get(c.index) ?? []));
   }
   out.push(...loose.slice(next));
   return out;

@@ -24,6 +24,8 @@ export const NetworkRecord = z.object({
   job_id: z.string().nullable(),
   /** the command that was running in the session when it connected (null between commands) */
   command_id: z.string().nullable(),
+  /** that command's ledger index (ids repeat across turns) */
+  command_index: z.number().int().nullable(),
   decision: Decision,
   matched_rules: z.array(MatchedRule),
   /** the strictest matched rule, null when a default decided */

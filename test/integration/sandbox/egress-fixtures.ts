@@ -31,8 +31,20 @@ function makeRepo(): string {
 
 export type Upstream = { port: number; paths: string[]; close: () => Promise<void> };
 
-export async function startUpstream(): Promise<Upstream> {
+/** An npm tarball of PACKUMENT_NAME (package/package.json, package/index.js) and its sha512 integrity. */
+function makeTarball(root: string): { tgz: Buffer; integrity: string } {
+  const pkg = path.join(root, 'pkg', 'package');
+  execFileSync('mkdir', ['-p', pkg]);
+  execFileSync('bash', ['-c', `printf '%s' '{"name":"${PACKUMENT_NAME}","version":"1.2.3","main":"index.js"}' > package.json && echo 'module.exports = "installed through the egress proxy";' > index.js`], { cwd: pkg });
+  const tgz = execFileSync('tar', ['czf', '-', '-C', path.join(root, 'pkg'), 'package']);
+  return { tgz, integrity: `sha512-${createHash('sha512').update(tgz).digest('base64')}` };
+}
+
+/** On `host` (a loopback address of the host): /hello, /big, a dumb-HTTP git repository and an npm package. */
+export async function startUpstream(host = '127.0.0.1'): Promise<Upstream> {
   const repo = makeRepo();
+  const { tgz, integrity } = makeTarball(repo);
+  const tarballPath = `/${PACKUMENT_NAME}/-/${PACKUMENT_NAME}-1.2.3.tgz`;
   const paths: string[] = [];
   const server = http.createServer((req, res) => {
     paths.push(req.url ?? '');
@@ -41,8 +53,10 @@ export async function startUpstream(): Promise<Upstream> {
     if (url.pathname === '/big') return void res.end(big);
     if (url.pathname === `/${PACKUMENT_NAME}`) {
       res.setHeader('content-type', 'application/json');
-      return void res.end(JSON.stringify({ name: PACKUMENT_NAME, 'dist-tags': { latest: '1.2.3' }, versions: { '1.2.3': { name: PACKUMENT_NAME, version: '1.2.3' } } }));
+      const dist = { tarball: `http://${req.headers.host}${tarballPath}`, integrity };
+      return void res.end(JSON.stringify({ name: PACKUMENT_NAME, 'dist-tags': { latest: '1.2.3' }, versions: { '1.2.3': { name: PACKUMENT_NAME, version: '1.2.3', dist } } }));
     }
+    if (url.pathname === tarballPath) return void res.end(tgz);
     const file = path.join(repo, path.normalize(url.pathname));
     if (url.pathname.startsWith('/repo.git/') && file.startsWith(repo) && statSync(file, { throwIfNoEntry: false })?.isFile()) {
       return void res.end(readFileSync(file));
@@ -50,7 +64,7 @@ export async function startUpstream(): Promise<Upstream> {
     res.statusCode = 404;
     res.end('not here');
   });
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  await new Promise<void>((r) => server.listen(0, host, r));
   const port = (server.address() as net.AddressInfo).port;
   return {
     port,

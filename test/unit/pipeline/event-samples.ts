@@ -52,7 +52,7 @@ export const SAMPLES: { [T in SessionEventType]: EventBody & { type: T } } = {
     type: 'network_connection',
     record: {
       session: 'ses_1', id: 'net-1', tool: 'network', target: 'registry.example:443', host: 'registry.example', port: 443, job_id: 'job_1',
-      command_id: '3', decision: 'allow', matched_rules: [{ id: 'registry', layer: 'project', decision: 'allow', justification: 'the mirror' }],
+      command_id: '3', command_index: 3, decision: 'allow', matched_rules: [{ id: 'registry', layer: 'project', decision: 'allow', justification: 'the mirror' }],
       matched_rule: 'registry', policy_reason: 'allow by rule registry (project) for `registry.example:443`: the mirror', status: 'succeeded',
       approval: null, address: '203.0.113.7', bytes_in: 5120, bytes_out: 310, duration_ms: 42, error: null,
       enqueued_at: '2026-01-01T00:00:00.000Z', finished_at: '2026-01-01T00:00:00.042Z',
