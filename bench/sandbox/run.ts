@@ -15,12 +15,15 @@ import { containerName, SandboxManager } from '../../services/sandbox/index.ts';
 import { updateResults, WORKSPACE_FS_HEADING } from './results.ts';
 import { formatTable, measure, row, type Row } from './stats.ts';
 import { ADDED_P50_TARGET_MS, benchWorkspaceFs } from './workspace-fs.ts';
+import { benchEgress, EGRESS_HEADING } from './egress.ts';
 
 const N = Number(process.env.BENCH_N ?? 300);
 const COLD_N = Number(process.env.BENCH_COLD_N ?? 15);
 const CLI_N = Number(process.env.BENCH_CLI_N ?? 40);
 const FS_N = Number(process.env.BENCH_FS_N ?? 60);
 const FS_ONLY = process.argv.includes('--workspace-fs-only');
+const EGRESS_ONLY = process.argv.includes('--egress-only');
+const EGRESS_N = Number(process.env.BENCH_EGRESS_N ?? 300);
 const docker = new Docker();
 const prefix = `tfbench-${randomBytes(3).toString('hex')}-`;
 // The image as the service would pick it (THINKFLOW_SANDBOX_IMAGE through the env schema).
@@ -58,7 +61,38 @@ function machine(engine: string): string {
     `Docker ${engine}; load average at the end ${os.loadavg().map((l) => l.toFixed(2)).join(' ')} (the machine is shared)`;
 }
 
+/** A session's bash, for the egress rows: the command's stdout, or an error with its output. */
+function bashIn(m: SandboxManager) {
+  return async (sid: string) => {
+    const sb = await m.sandboxFor(sid);
+    return async (cmd: string, timeoutS: number) => {
+      const r = await sb.execute({ id: 'egress', tool: 'bash', cmd, timeout: timeoutS, need_result: true });
+      if (!r.ok) throw new Error(`egress bench command failed: ${r.error ?? ''} ${r.stdout ?? ''} ${r.stderr ?? ''}`);
+      return r.stdout ?? '';
+    };
+  };
+}
+
+async function egressRows(): Promise<string> {
+  const text = `${machine(await engineVersion())}\n\n${await benchEgress(manager, bashIn(manager), EGRESS_N)}`;
+  console.log(text);
+  if (process.argv.includes('--update-results')) {
+    await updateResults(`npm run bench:sandbox -- ${EGRESS_ONLY ? '--egress-only ' : ''}--update-results`, text, EGRESS_HEADING);
+  }
+  if (/NOT met/.test(text)) process.exitCode = 1;
+  return text;
+}
+
 async function main(): Promise<void> {
+  if (EGRESS_ONLY) {
+    try {
+      await egressRows();
+    } finally {
+      await manager.reap({ liveSessions: new Set() });
+      await manager.close();
+    }
+    return;
+  }
   if (FS_ONLY) {
     const fs = await benchWorkspaceFs(docker, { prefix, image, n: FS_N, warmup: 3, splitN: Math.min(FS_N, 20) });
     const text = `${machine(await engineVersion())}\n\n\`\`\`\n${fs.text}\n\`\`\``;
@@ -106,6 +140,7 @@ async function main(): Promise<void> {
     rows.push(row('bash true', 'docker exec (CLI)', await measure(CLI_N, 3, () => run('docker', ['exec', '-u', '1000:1000', name, 'bash', '--noprofile', '--norc', '-c', 'true']))));
 
     const fs = await benchWorkspaceFs(docker, { prefix, image, n: FS_N, warmup: 3, splitN: Math.min(FS_N, 20) });
+    await egressRows();
 
     const header = `${machine(await engineVersion())}; n=${N} per row (CLI ${CLI_N}, cold start ${COLD_N}), sequential, after warm-up`;
     const output = `${header}\n\n${formatTable(rows)}`;
