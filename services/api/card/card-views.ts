@@ -15,6 +15,8 @@ import type { ViewPool } from './view-pool.ts';
 // another API process reads it instead of computing it again.
 
 export type CardCommand = {
+  /** the record's command id: for a network approval, the command that was connecting */
+  id: string | null;
   path: string | null; dest: string | null; cmd: string | null; content: string | null; content_size: number | null;
   /** an edit's texts, each cut at THINKFLOW_DIFF_MAX_BYTES characters; `text_truncated` says one was */
   old_text: string | null; new_text: string | null; text_truncated: boolean;
@@ -134,7 +136,7 @@ export class CardViews {
       // A network approval's record (a.index) is the command that was connecting: its own reason is not why the connection stopped.
       policy_reason: a.tool === 'network' ? null : s?.policy_reason ?? null,
       command: {
-        path: s?.path ?? null, dest: s?.dest ?? null, cmd: s?.cmd ?? null, content: s?.content ?? null, content_size: s?.content_size ?? null,
+        id: s?.id ?? null, path: s?.path ?? null, dest: s?.dest ?? null, cmd: s?.cmd ?? null, content: s?.content ?? null, content_size: s?.content_size ?? null,
         old_text: s?.old_text ?? null, new_text: s?.new_text ?? null, text_truncated: s?.text_truncated ?? false,
       },
       diff: edit?.diff ?? null,
@@ -167,8 +169,10 @@ const decidedBy = (a: LedgerApproval | null) => a?.decided_by ?? null;
 
 // The exact grants are what approve_for_session gives (POLICY.md §7), in words.
 function grantWords(a: ApprovalState, grants: Grant[], command: Command): string {
-  if (grants.length > 0) return grants.map((g) => describeGrant(g, command)).join('; ');
   const exact = a.grant_options?.find((o) => o.scope === 'exact')?.covers;
+  // A network grant is a host:port, not a command's grant: its request says in words what it covers.
+  if (a.tool === 'network' && exact) return exact;
+  if (grants.length > 0) return grants.map((g) => describeGrant(g, command)).join('; ');
   return exact ?? 'no session grant is possible for this command: approve it once or reject it';
 }
 

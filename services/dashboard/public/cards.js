@@ -80,7 +80,7 @@ function connection(c) {
     h('p', {}, 'Open a network connection to ', h('code', {}, host), ' port ', h('code', {}, c.target.slice(at + 1)),
       ` for session ${c.session_id}`, c.job_id ? ` (job ${c.job_id})` : '', '.'),
     c.command.cmd !== null
-      ? h('p', {}, 'Asked while this command ran: ', h('code', {}, c.command.cmd))
+      ? h('p', {}, `Asked while ${c.command.id ? `command ${c.command.id}` : 'this command'} ran: `, h('code', {}, c.command.cmd))
       : h('p', { class: 'muted' }, 'No command of the session was running when it connected.'),
   ];
 }
@@ -102,7 +102,8 @@ export function renderCard(c, { actions, onSelect }) {
     h('header', { class: 'card-head' },
       onSelect ? h('label', { class: 'select' }, h('input', { type: 'checkbox', class: 'sel', onchange: (e) => onSelect(e.target.checked) }), h('span', { class: 'sr-only' }, `Select command ${c.command_id}`)) : null,
       h('h3', { id: `${id}-h` }, h('span', { class: `tool t-${c.tool}` }, c.tool), ' ', h('code', { class: 'target' }, c.target)),
-      h('p', { class: 'meta' }, `command ${c.command_id} · turn ${c.turn} · asked ${when(c.created_at)} · `,
+      // A network approval's id names its connection record (net-N); it has no turn of its own.
+      h('p', { class: 'meta' }, c.tool === 'network' ? `connection ${c.command_id}` : `command ${c.command_id} · turn ${c.turn}`, ` · asked ${when(c.created_at)} · `,
         h('span', { class: 'timer', dataset: { expires: c.expires_at } }, ''))),
     h('section', { class: 'why' }, h('h4', {}, 'Why it stopped here'), h('p', { class: 'reason' }, c.policy_reason ?? c.justification ?? ''),
       h('p', { class: 'muted small' }, 'Matched rules:'), rulesList(c.matched_rules)),
