@@ -32,7 +32,7 @@ export type EgressGateDeps = {
   promptWaitS: number;
 };
 
-/** The command running when a connection was asked for; `index` places its approval card (the running one, else the last). */
+/** The command running when a connection was asked for; `index` is what its approval card shows as the connecting command. */
 type Running = { commandId: string | null; commandIndex: number | null; index: number };
 
 /** Sessions whose policy the dial check reads (set by each decision, which always comes first); bounded. */
@@ -148,7 +148,8 @@ export class EgressGate {
     try {
       const tail = await this.#d.ledger.tail(sid, 8);
       const r = [...tail].reverse().find((x) => x.status === 'running');
-      return { commandId: r?.id ?? null, commandIndex: r?.index ?? null, index: r?.index ?? tail.at(-1)?.index ?? 0 };
+      // No command running (something a command left behind): index 0, so the card names no command as the one connecting.
+      return { commandId: r?.id ?? null, commandIndex: r?.index ?? null, index: r?.index ?? 0 };
     } catch (err) {
       withIds({ session_id: sid }).warn({ err: reasonOf(err) }, 'egress: the running command could not be read');
       return { commandId: null, commandIndex: null, index: 0 };
