@@ -11,12 +11,15 @@ import type net from 'node:net';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { EgressProxy, type SandboxManager } from '../../services/sandbox/index.ts';
+import { execFile } from 'node:child_process';
+import { promisify } from 'node:util';
+import { EgressProxy, LABEL_SESSION, type SandboxManager } from '../../services/sandbox/index.ts';
 import { percentile } from './stats.ts';
 
 export const EGRESS_HEADING = 'Sandbox: network egress through the relay and the proxy';
 const ADDED_P50_TARGET_MS = 2;
 const UPSTREAM = '127.0.0.2';
+const exec = promisify(execFile);
 
 /** Run in the container: a loopback server of its own, then interleaved timings, one JSON line out. */
 const SCRIPT = (n: number, port: number) => `
@@ -52,7 +55,8 @@ export async function benchEgress(manager: SandboxManager, bash: (sid: string) =
     const out = JSON.parse(await run(`python3 -c "${SCRIPT(n, port).replace(/"/g, '\\"')}"`, 600)) as { direct: number[]; proxied: number[] };
     const direct = out.direct.sort((x, y) => x - y);
     const proxied = out.proxied.sort((x, y) => x - y);
-    const rss = (await run("grep VmRSS /proc/1/status /proc/$(pgrep -o -f executor/main.mjs)/status 2>/dev/null | awk '{print $2}' | tail -1", 30)).trim();
+    const box = (await exec('docker', ['ps', '-q', '--filter', `label=${LABEL_SESSION}=${sid}`])).stdout.trim();
+    const mem = (await exec('docker', ['stats', '--no-stream', '--format', '{{.MemUsage}}', box])).stdout.trim().split(' / ')[0];
     const idle = await proxyIdleCost();
     const added = percentile(proxied, 50) - percentile(direct, 50);
     const line = (name: string, via: string, t: number[]) =>
@@ -66,7 +70,7 @@ export async function benchEgress(manager: SandboxManager, bash: (sid: string) =
       line('GET to the host\'s loopback (127.0.0.2)', 'relay → session socket → EgressProxy (allow)', proxied),
       '',
       `added at p50: ${added.toFixed(2)} ms (target ≤ ${ADDED_P50_TARGET_MS} ms: ${added <= ADDED_P50_TARGET_MS ? 'met' : 'NOT met'})`,
-      `idle session: the executor (relay included) ${rss ? `${(Number(rss) / 1024).toFixed(1)} MiB RSS` : 'RSS not read'} in its container; the proxy ${idle}`,
+      `idle session: its container (executor with the relay listening, no command) ${mem} (docker stats); the proxy ${idle}`,
     ].join('\n');
   } finally {
     await proxy.closeAll();

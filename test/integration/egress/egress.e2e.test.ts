@@ -82,8 +82,9 @@ describe('network egress through the session proxy', () => {
     const sid = await session();
     const r = await bash(sid, py('http://evil.test/x'));
     expect(r.stdout).toMatch(/ERR .*403[\s\S]*no-evil/);
-    const npm = await bash(sid, `npm view --registry http://127.0.0.9:${up.port}/ ${PACKUMENT_NAME} 2>&1; true`);
-    expect(npm.stdout).toMatch(/403/);
+    const npm = await bash(sid, `npm install --no-audit --no-fund --registry http://127.0.0.9:${up.port}/ ${PACKUMENT_NAME} 2>&1; ls node_modules 2>&1; true`);
+    expect(npm.stdout).toMatch(/403 Forbidden/);
+    expect(npm.stdout).toMatch(/No such file or directory/); // nothing was installed
     const rows = (await ledger(sid)).filter((e) => e.tool === 'network');
     expect(rows[0]).toMatchObject({ target: 'evil.test:80', status: 'forbidden', matched_rule: 'no-evil', bytes_in: 0 });
     expect(rows.at(-1)).toMatchObject({ host: '127.0.0.9', status: 'forbidden', matched_rule: null });
