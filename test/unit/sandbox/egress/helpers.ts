@@ -3,6 +3,7 @@
 // loopback) only ever come from an injected resolver, and the injected dialer
 // records what it is asked and connects only to 127.0.0.1 test servers.
 import { mkdtempSync, rmSync } from 'node:fs';
+import { afterEach, beforeEach } from 'vitest';
 import http from 'node:http';
 import net from 'node:net';
 import { tmpdir } from 'node:os';
@@ -205,4 +206,21 @@ export async function until(cond: () => boolean, ms = 5000, what = 'condition'):
     if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
     await sleep(10);
   }
+}
+
+/**
+ * Each test's parts: an upstream started before it (`t.up`), and the harness
+ * the test makes (`t.h`); after it the harness is cleaned up, then the upstream closed.
+ */
+export function perTest<U extends { close(): Promise<void> }>(start: () => Promise<U>): { up: U; h: Harness | undefined } {
+  const t = { h: undefined } as { up: U; h: Harness | undefined };
+  beforeEach(async () => {
+    t.up = await start();
+  });
+  afterEach(async () => {
+    await t.h?.cleanup();
+    t.h = undefined;
+    await t.up.close();
+  });
+  return t;
 }

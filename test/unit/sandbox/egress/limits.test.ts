@@ -3,21 +3,11 @@
 // (slow-loris), the tunnel idle timeout, the connect timeout; and what must
 // not be bounded: a slow decision (an operator prompt).
 import net from 'node:net';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { DEFAULT_EGRESS_LIMITS, resolveEgressLimits } from '../../../../services/sandbox/egress/types.ts';
-import { connectText, echoServer, exchange, fakePolicy, harness, httpServer, readBytes, sleep, until, type Harness } from './helpers.ts';
+import { connectText, echoServer, exchange, fakePolicy, harness, httpServer, readBytes, sleep, until, perTest, type Harness } from './helpers.ts';
 
-let echo: Awaited<ReturnType<typeof echoServer>>;
-let h: Harness | undefined;
-
-beforeEach(async () => {
-  echo = await echoServer();
-});
-afterEach(async () => {
-  await h?.cleanup();
-  h = undefined;
-  await echo.close();
-});
+const parts = perTest(echoServer);
 
 describe('defaults', () => {
   it('are 64 connections, 10 s for a head, 60 s idle, 10 s to connect; a limit must be a positive integer', () => {
@@ -44,10 +34,10 @@ describe('connections per session', () => {
   it('10,000 attempts from one session: at most the cap at once, the rest 429; another session still works', async () => {
     const cap = 8;
     const policy = fakePolicy();
-    h = harness({ decide: policy.decide, limits: { maxConnectionsPerSession: cap } });
-    await h.proxy.listen('flood', h.path('flood'));
-    await h.proxy.listen('calm', h.path('calm'));
-    const held = await Promise.all(Array.from({ length: cap }, () => exchange(h!.path('flood'), connectText(`127.0.0.1:${echo.port}`))));
+    parts.h = harness({ decide: policy.decide, limits: { maxConnectionsPerSession: cap } });
+    await parts.h.proxy.listen('flood', parts.h.path('flood'));
+    await parts.h.proxy.listen('calm', parts.h.path('calm'));
+    const held = await Promise.all(Array.from({ length: cap }, () => exchange(parts.h!.path('flood'), connectText(`127.0.0.1:${parts.up.port}`))));
     expect(held.map((r) => r.status)).toEqual(Array(cap).fill(200));
 
     const statuses = new Map<number, number>();
@@ -56,12 +46,12 @@ describe('connections per session', () => {
     let sent = 0;
     let calmChecked = false;
     while (sent < 10_000 && Date.now() < deadline) {
-      const batch = Array.from({ length: Math.min(250, 10_000 - sent) }, () => attempt(h!.path('flood'), `127.0.0.1:${echo.port}`));
+      const batch = Array.from({ length: Math.min(250, 10_000 - sent) }, () => attempt(parts.h!.path('flood'), `127.0.0.1:${parts.up.port}`));
       sent += batch.length;
       for (const st of await Promise.all(batch)) statuses.set(st, (statuses.get(st) ?? 0) + 1);
-      peak = Math.max(peak, h.proxy.activeConnections('flood'));
+      peak = Math.max(peak, parts.h.proxy.activeConnections('flood'));
       if (!calmChecked && sent >= 5_000) {
-        const other = await exchange(h.path('calm'), connectText(`127.0.0.1:${echo.port}`));
+        const other = await exchange(parts.h.path('calm'), connectText(`127.0.0.1:${parts.up.port}`));
         expect(other.status).toBe(200);
         other.socket.write('still here');
         expect((await readBytes(other.socket, 10)).toString()).toBe('still here');
@@ -75,12 +65,12 @@ describe('connections per session', () => {
     expect(statuses.get(429)).toBe(10_000);
     expect(peak).toBeLessThanOrEqual(cap);
     expect(policy.decided).toHaveLength(cap + 1);
-    expect(h.dialer.calls).toHaveLength(cap + 1);
-    const refusal = await exchange(h.path('flood'), connectText(`127.0.0.1:${echo.port}`), true);
+    expect(parts.h.dialer.calls).toHaveLength(cap + 1);
+    const refusal = await exchange(parts.h.path('flood'), connectText(`127.0.0.1:${parts.up.port}`), true);
     expect(refusal.body).toContain(`at most ${cap} connections at once`);
     for (const r of held) r.socket.destroy();
-    await until(() => h!.proxy.activeConnections('flood') === 0, 5000, 'slots released');
-    expect((await exchange(h.path('flood'), connectText(`127.0.0.1:${echo.port}`))).status).toBe(200);
+    await until(() => parts.h!.proxy.activeConnections('flood') === 0, 5000, 'slots released');
+    expect((await exchange(parts.h.path('flood'), connectText(`127.0.0.1:${parts.up.port}`))).status).toBe(200);
   }, 120_000);
 
   for (const [path, text] of [
@@ -91,7 +81,7 @@ describe('connections per session', () => {
       let release: (allow: boolean) => void = () => undefined;
       let signal: AbortSignal | undefined;
       const finished: unknown[] = [];
-      h = harness({
+      parts.h = harness({
         limits: { maxConnectionsPerSession: 1 },
         decide: async (_s, _t, ctx) => {
           signal = ctx.signal;
@@ -99,18 +89,18 @@ describe('connections per session', () => {
           return { allow: true, finish: (u) => finished.push(u) };
         },
       });
-      await h.proxy.listen('s1', h.path('s1'));
-      const s = net.connect(h.path('s1'));
-      s.write(text(echo.port));
+      await parts.h.proxy.listen('s1', parts.h.path('s1'));
+      const s = net.connect(parts.h.path('s1'));
+      s.write(text(parts.up.port));
       await until(() => signal !== undefined, 2000, 'decision asked');
-      expect(h.proxy.activeConnections('s1')).toBe(1);
+      expect(parts.h.proxy.activeConnections('s1')).toBe(1);
       s.destroy();
-      await until(() => h!.proxy.activeConnections('s1') === 0, 2000, 'slot released');
+      await until(() => parts.h!.proxy.activeConnections('s1') === 0, 2000, 'slot released');
       expect(signal!.aborted).toBe(true);
       release(true);
       await until(() => finished.length === 1, 2000, 'usage');
       expect(finished[0]).toMatchObject({ error: 'client_closed', bytes_in: 0, bytes_out: 0 });
-      expect(h.dialer.calls).toEqual([]);
+      expect(parts.h.dialer.calls).toEqual([]);
     });
   }
 });
@@ -118,14 +108,14 @@ describe('connections per session', () => {
 describe('timeouts', () => {
   it('slow-loris: a head dribbled byte by byte, or never sent, is cut at the headers timeout (408) and frees its slot', async () => {
     const policy = fakePolicy();
-    h = harness({ decide: policy.decide, limits: { headersTimeoutMs: 300 } });
-    await h.proxy.listen('s1', h.path('s1'));
+    parts.h = harness({ decide: policy.decide, limits: { headersTimeoutMs: 300 } });
+    await parts.h.proxy.listen('s1', parts.h.path('s1'));
     const t0 = Date.now();
-    const silent = net.connect(h.path('s1'));
-    const dribbler = net.connect(h.path('s1'));
+    const silent = net.connect(parts.h.path('s1'));
+    const dribbler = net.connect(parts.h.path('s1'));
     let answer = '';
     dribbler.on('data', (d) => (answer += d));
-    const text = connectText(`127.0.0.1:${echo.port}`);
+    const text = connectText(`127.0.0.1:${parts.up.port}`);
     let i = 0;
     const drip = setInterval(() => { if (!dribbler.destroyed && i < text.length - 2) dribbler.write(text[i++]!); }, 50);
     const closedAt = (s: net.Socket) => new Promise<number>((r) => { s.on('error', () => undefined); s.on('close', () => r(Date.now() - t0)); s.resume(); });
@@ -136,18 +126,18 @@ describe('timeouts', () => {
     expect(answer).toMatch(/^HTTP\/1\.1 408 /);
     expect(answer).toContain('not received within 300 ms');
     expect(policy.decided).toEqual([]);
-    await until(() => h!.proxy.activeConnections('s1') === 0, 2000, 'slots released');
+    await until(() => parts.h!.proxy.activeConnections('s1') === 0, 2000, 'slots released');
   });
 
   it('a slow decision (1.5 s, an operator) does not trip the headers timeout (300 ms), on either path', async () => {
     const policy = fakePolicy(async () => { await sleep(1500); return true; });
-    h = harness({ decide: policy.decide, limits: { headersTimeoutMs: 300 } });
-    await h.proxy.listen('s1', h.path('s1'));
+    parts.h = harness({ decide: policy.decide, limits: { headersTimeoutMs: 300 } });
+    await parts.h.proxy.listen('s1', parts.h.path('s1'));
     const web = await httpServer();
     const t0 = Date.now();
     const [tunnel, plain] = await Promise.all([
-      exchange(h.path('s1'), connectText(`127.0.0.1:${echo.port}`)),
-      exchange(h.path('s1'), `GET http://127.0.0.1:${web.port}/slow HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n`, true),
+      exchange(parts.h.path('s1'), connectText(`127.0.0.1:${parts.up.port}`)),
+      exchange(parts.h.path('s1'), `GET http://127.0.0.1:${web.port}/slow HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n`, true),
     ]);
     await web.close();
     expect(Date.now() - t0).toBeGreaterThanOrEqual(1400);
@@ -161,9 +151,9 @@ describe('timeouts', () => {
 
   it('a tunnel with no byte either way for the idle timeout is closed and reported idle_timeout', async () => {
     const policy = fakePolicy();
-    h = harness({ decide: policy.decide, limits: { idleTimeoutMs: 300 } });
-    await h.proxy.listen('s1', h.path('s1'));
-    const r = await exchange(h.path('s1'), connectText(`127.0.0.1:${echo.port}`));
+    parts.h = harness({ decide: policy.decide, limits: { idleTimeoutMs: 300 } });
+    await parts.h.proxy.listen('s1', parts.h.path('s1'));
+    const r = await exchange(parts.h.path('s1'), connectText(`127.0.0.1:${parts.up.port}`));
     r.socket.write('abc');
     await readBytes(r.socket, 3);
     const t0 = Date.now();
@@ -179,10 +169,10 @@ describe('timeouts', () => {
     const dialled: net.Socket[] = [];
     // A socket that is never connected anywhere: the dial "hangs".
     const hang = () => { const s = new net.Socket(); dialled.push(s); return s; };
-    h = harness({ decide: policy.decide, limits: { connectTimeoutMs: 300 }, dial: hang });
-    await h.proxy.listen('s1', h.path('s1'));
+    parts.h = harness({ decide: policy.decide, limits: { connectTimeoutMs: 300 }, dial: hang });
+    await parts.h.proxy.listen('s1', parts.h.path('s1'));
     const t0 = Date.now();
-    const r = await exchange(h.path('s1'), connectText(`127.0.0.1:${echo.port}`), true);
+    const r = await exchange(parts.h.path('s1'), connectText(`127.0.0.1:${parts.up.port}`), true);
     expect(r.status).toBe(504);
     expect(r.body).toContain('within 300 ms');
     expect(Date.now() - t0).toBeLessThan(3000);

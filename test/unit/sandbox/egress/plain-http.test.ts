@@ -2,20 +2,10 @@
 // judged, dialled and sent on its absolute-form target, whatever its Host
 // header says; it reaches the upstream in origin-form with Host replaced.
 import http from 'node:http';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { exchange, fakePolicy, harness, httpServer, until, type Harness } from './helpers.ts';
+import { describe, expect, it } from 'vitest';
+import { exchange, fakePolicy, harness, httpServer, until, perTest, type Harness } from './helpers.ts';
 
-let up: Awaited<ReturnType<typeof httpServer>>;
-let h: Harness | undefined;
-
-beforeEach(async () => {
-  up = await httpServer();
-});
-afterEach(async () => {
-  await h?.cleanup();
-  h = undefined;
-  await up.close();
-});
+const parts = perTest(httpServer);
 
 /** A plain request through the proxy with Node's client: the proxy socket, the absolute URL as the path. */
 function viaProxy(socketPath: string, url: string, init: { method?: string; headers?: Record<string, string>; body?: string } = {}) {
@@ -34,13 +24,13 @@ function viaProxy(socketPath: string, url: string, init: { method?: string; head
 describe('plain HTTP allowed', () => {
   it('forwards an absolute-form GET in origin-form with Host set to the target, and reports its usage', async () => {
     const policy = fakePolicy();
-    h = harness({ decide: policy.decide, names: { 'upstream.test': ['127.0.0.1'] } });
-    await h.proxy.listen('s1', h.path('s1'));
-    const r = await viaProxy(h.path('s1'), `http://upstream.test:${up.port}/a/b?c=1`, { headers: { 'x-keep': 'yes', 'proxy-authorization': 'Basic eDp5' } });
+    parts.h = harness({ decide: policy.decide, names: { 'upstream.test': ['127.0.0.1'] } });
+    await parts.h.proxy.listen('s1', parts.h.path('s1'));
+    const r = await viaProxy(parts.h.path('s1'), `http://upstream.test:${parts.up.port}/a/b?c=1`, { headers: { 'x-keep': 'yes', 'proxy-authorization': 'Basic eDp5' } });
     expect(r).toMatchObject({ status: 200, body: 'hello /a/b?c=1' });
-    expect(up.seen[0]).toMatchObject({ url: '/a/b?c=1', headers: { host: `upstream.test:${up.port}`, 'x-keep': 'yes' } });
-    expect(up.seen[0]!.headers['proxy-authorization']).toBeUndefined();
-    expect(h.dialer.calls).toEqual([['127.0.0.1', up.port]]);
+    expect(parts.up.seen[0]).toMatchObject({ url: '/a/b?c=1', headers: { host: `upstream.test:${parts.up.port}`, 'x-keep': 'yes' } });
+    expect(parts.up.seen[0]!.headers['proxy-authorization']).toBeUndefined();
+    expect(parts.h.dialer.calls).toEqual([['127.0.0.1', parts.up.port]]);
     await until(() => policy.finished.length === 1);
     const { usage } = policy.finished[0]!;
     expect(usage.address).toBe('127.0.0.1');
@@ -51,69 +41,69 @@ describe('plain HTTP allowed', () => {
 
   it('a Host header naming another host is ignored: judged, dialled and sent on the absolute-form target', async () => {
     const policy = fakePolicy((t) => t.host === '127.0.0.1');
-    h = harness({ decide: policy.decide });
-    await h.proxy.listen('s1', h.path('s1'));
-    const r = await viaProxy(h.path('s1'), `http://127.0.0.1:${up.port}/x`, { headers: { host: 'evil.example' } });
+    parts.h = harness({ decide: policy.decide });
+    await parts.h.proxy.listen('s1', parts.h.path('s1'));
+    const r = await viaProxy(parts.h.path('s1'), `http://127.0.0.1:${parts.up.port}/x`, { headers: { host: 'evil.example' } });
     expect(r.status).toBe(200);
-    expect(policy.decided).toEqual([{ host: '127.0.0.1', port: up.port }]);
-    expect(up.seen[0]!.headers.host).toBe(`127.0.0.1:${up.port}`);
+    expect(policy.decided).toEqual([{ host: '127.0.0.1', port: parts.up.port }]);
+    expect(parts.up.seen[0]!.headers.host).toBe(`127.0.0.1:${parts.up.port}`);
   });
 
   it('and the other way: an allowed Host header does not carry a forbidden absolute-form target', async () => {
     const policy = fakePolicy((t) => t.host === 'good.example');
-    h = harness({ decide: policy.decide, names: { 'good.example': ['127.0.0.1'] } });
-    await h.proxy.listen('s1', h.path('s1'));
-    const r = await viaProxy(h.path('s1'), `http://127.0.0.1:${up.port}/x`, { headers: { host: 'good.example' } });
+    parts.h = harness({ decide: policy.decide, names: { 'good.example': ['127.0.0.1'] } });
+    await parts.h.proxy.listen('s1', parts.h.path('s1'));
+    const r = await viaProxy(parts.h.path('s1'), `http://127.0.0.1:${parts.up.port}/x`, { headers: { host: 'good.example' } });
     expect(r.status).toBe(403);
-    expect(policy.decided).toEqual([{ host: '127.0.0.1', port: up.port }]);
-    expect(h.dialer.calls).toEqual([]);
-    expect(up.seen).toEqual([]);
+    expect(policy.decided).toEqual([{ host: '127.0.0.1', port: parts.up.port }]);
+    expect(parts.h.dialer.calls).toEqual([]);
+    expect(parts.up.seen).toEqual([]);
   });
 
   it('forwards a request body and the upstream status', async () => {
     const policy = fakePolicy();
-    h = harness({ decide: policy.decide });
-    await h.proxy.listen('s1', h.path('s1'));
+    parts.h = harness({ decide: policy.decide });
+    await parts.h.proxy.listen('s1', parts.h.path('s1'));
     const body = 'x'.repeat(50_000);
-    const r = await viaProxy(h.path('s1'), `http://127.0.0.1:${up.port}/post`, { method: 'POST', body, headers: { 'content-type': 'text/plain' } });
+    const r = await viaProxy(parts.h.path('s1'), `http://127.0.0.1:${parts.up.port}/post`, { method: 'POST', body, headers: { 'content-type': 'text/plain' } });
     expect(r.status).toBe(200);
-    expect(up.seen[0]).toMatchObject({ method: 'POST', body });
+    expect(parts.up.seen[0]).toMatchObject({ method: 'POST', body });
     await until(() => policy.finished.length === 1);
     expect(policy.finished[0]!.usage.bytes_out).toBeGreaterThan(50_000);
   });
 
   it('decides each request of a kept-alive client connection on its own target', async () => {
-    const policy = fakePolicy((t) => t.port === up.port);
-    h = harness({ decide: policy.decide });
-    await h.proxy.listen('s1', h.path('s1'));
-    const first = `GET http://127.0.0.1:${up.port}/one HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n`;
-    const second = `GET http://127.0.0.1:1/two HTTP/1.1\r\nHost: 127.0.0.1:${up.port}\r\nConnection: close\r\n\r\n`;
-    const r = await exchange(h.path('s1'), first + second, true);
+    const policy = fakePolicy((t) => t.port === parts.up.port);
+    parts.h = harness({ decide: policy.decide });
+    await parts.h.proxy.listen('s1', parts.h.path('s1'));
+    const first = `GET http://127.0.0.1:${parts.up.port}/one HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n`;
+    const second = `GET http://127.0.0.1:1/two HTTP/1.1\r\nHost: 127.0.0.1:${parts.up.port}\r\nConnection: close\r\n\r\n`;
+    const r = await exchange(parts.h.path('s1'), first + second, true);
     expect(r.status).toBe(200);
     expect(r.body).toContain('hello /one');
     expect(r.body).toMatch(/HTTP\/1\.1 403 Forbidden/);
-    expect(policy.decided).toEqual([{ host: '127.0.0.1', port: up.port }, { host: '127.0.0.1', port: 1 }]);
-    expect(h.dialer.calls).toEqual([['127.0.0.1', up.port]]);
+    expect(policy.decided).toEqual([{ host: '127.0.0.1', port: parts.up.port }, { host: '127.0.0.1', port: 1 }]);
+    expect(parts.h.dialer.calls).toEqual([['127.0.0.1', parts.up.port]]);
   });
 });
 
 describe('plain HTTP refused', () => {
   it('by policy: 403 with Connection: close and the rule in the body', async () => {
     const policy = fakePolicy(() => false);
-    h = harness({ decide: policy.decide });
-    await h.proxy.listen('s1', h.path('s1'));
-    const r = await viaProxy(h.path('s1'), `http://127.0.0.1:${up.port}/x`);
+    parts.h = harness({ decide: policy.decide });
+    await parts.h.proxy.listen('s1', parts.h.path('s1'));
+    const r = await viaProxy(parts.h.path('s1'), `http://127.0.0.1:${parts.up.port}/x`);
     expect(r.status).toBe(403);
     expect(r.headers.connection).toBe('close');
     expect(r.body).toContain('rule "no-evil"');
-    expect(up.seen).toEqual([]);
+    expect(parts.up.seen).toEqual([]);
   });
 
   it('an origin-form request is 400 (no absolute target to judge), without a decision', async () => {
     const policy = fakePolicy();
-    h = harness({ decide: policy.decide });
-    await h.proxy.listen('s1', h.path('s1'));
-    const r = await viaProxy(h.path('s1'), '/x', { headers: { host: `127.0.0.1:${up.port}` } });
+    parts.h = harness({ decide: policy.decide });
+    await parts.h.proxy.listen('s1', parts.h.path('s1'));
+    const r = await viaProxy(parts.h.path('s1'), '/x', { headers: { host: `127.0.0.1:${parts.up.port}` } });
     expect(r.status).toBe(400);
     expect(r.body).toContain('absolute URL');
     expect(policy.decided).toEqual([]);
@@ -121,9 +111,9 @@ describe('plain HTTP refused', () => {
 
   it('an https:// absolute-form target is 400 (TLS goes through CONNECT)', async () => {
     const policy = fakePolicy();
-    h = harness({ decide: policy.decide });
-    await h.proxy.listen('s1', h.path('s1'));
-    const r = await viaProxy(h.path('s1'), `https://127.0.0.1:${up.port}/x`);
+    parts.h = harness({ decide: policy.decide });
+    await parts.h.proxy.listen('s1', parts.h.path('s1'));
+    const r = await viaProxy(parts.h.path('s1'), `https://127.0.0.1:${parts.up.port}/x`);
     expect(r.status).toBe(400);
     expect(r.body).toContain('CONNECT');
     expect(policy.decided).toEqual([]);
@@ -131,19 +121,19 @@ describe('plain HTTP refused', () => {
 
   it('a rebinding name on the plain path is refused the same way', async () => {
     const policy = fakePolicy();
-    h = harness({ decide: policy.decide, named: [], names: { 'meta.example': ['169.254.169.254'] } });
-    await h.proxy.listen('s1', h.path('s1'));
-    const r = await viaProxy(h.path('s1'), 'http://meta.example/latest/meta-data/');
+    parts.h = harness({ decide: policy.decide, named: [], names: { 'meta.example': ['169.254.169.254'] } });
+    await parts.h.proxy.listen('s1', parts.h.path('s1'));
+    const r = await viaProxy(parts.h.path('s1'), 'http://meta.example/latest/meta-data/');
     expect(r.status).toBe(403);
     expect(r.body).toContain('169.254.169.254');
-    expect(h.dialer.calls).toEqual([]);
+    expect(parts.h.dialer.calls).toEqual([]);
   });
 
   it('a protocol upgrade on the plain path is 501 (use CONNECT), without a decision', async () => {
     const policy = fakePolicy();
-    h = harness({ decide: policy.decide });
-    await h.proxy.listen('s1', h.path('s1'));
-    const r = await exchange(h.path('s1'), `GET http://127.0.0.1:${up.port}/ws HTTP/1.1\r\nHost: x\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n\r\n`, true);
+    parts.h = harness({ decide: policy.decide });
+    await parts.h.proxy.listen('s1', parts.h.path('s1'));
+    const r = await exchange(parts.h.path('s1'), `GET http://127.0.0.1:${parts.up.port}/ws HTTP/1.1\r\nHost: x\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n\r\n`, true);
     expect(r.status).toBe(501);
     expect(r.body).toContain('use CONNECT');
     expect(policy.decided).toEqual([]);
@@ -151,10 +141,10 @@ describe('plain HTTP refused', () => {
 
   it('an upstream that never answers is 504 after the idle timeout, reported as idle_timeout', async () => {
     const policy = fakePolicy();
-    h = harness({ decide: policy.decide, limits: { idleTimeoutMs: 300 } });
-    await h.proxy.listen('s1', h.path('s1'));
+    parts.h = harness({ decide: policy.decide, limits: { idleTimeoutMs: 300 } });
+    await parts.h.proxy.listen('s1', parts.h.path('s1'));
     const t0 = Date.now();
-    const r = await viaProxy(h.path('s1'), `http://127.0.0.1:${up.port}/hang`);
+    const r = await viaProxy(parts.h.path('s1'), `http://127.0.0.1:${parts.up.port}/hang`);
     expect(r.status).toBe(504);
     expect(Date.now() - t0).toBeLessThan(3000);
     await until(() => policy.finished.length === 1);
