@@ -70,7 +70,7 @@ export async function createRuntime(config: Config, overrides: RuntimeOverrides 
     const approvals = new Approvals(redis, keys);
     approvals.attachSubscriber(subscriber);
     const gateOfEgress = new EgressGate({
-      redis, keys, sessions: pipeline.sessions, ledger: pipeline.ledger, gate, approvals, events: pipeline.events, log: pipeline.network,
+      sessions: pipeline.sessions, ledger: pipeline.ledger, gate, approvals, events: pipeline.events, log: pipeline.network,
       promptWaitS: config.egress.promptWaitS,
     });
     egress = gateOfEgress;

@@ -1,4 +1,4 @@
-import type { Grant } from '../policy/index.ts';
+import type { Grant, NetworkGrant } from '../policy/index.ts';
 import type { Command, CommandFlow } from '../protocol/index.ts';
 import { ledgerEventArgs } from './event-writer.ts';
 import type { LedgerEventType, PublicApproval } from './events.ts';
@@ -156,6 +156,12 @@ export class Ledger {
     return parseGrants(await this.#redis.lrange(this.#keys.grants(sid), 0, -1));
   }
 
+  /** The session's network grants: the host:port pairs its connections may open without asking again. */
+  async networkGrants(sid: string): Promise<NetworkGrant[]> {
+    return (await this.#redis.lrange(this.#keys.grants(sid), 0, -1)).map((g) => JSON.parse(g) as StoredGrant)
+      .flatMap((g) => (g.tool === 'network' ? [{ host: g.host, port: g.port }] : []));
+  }
+
   /** The full command, for execution (absent once final and dropped). */
   async command(sid: string, index: number): Promise<Command | null> {
     const raw = await this.#redis.hget(this.#keys.record(sid, index), 'cmd');
@@ -273,7 +279,9 @@ export class Ledger {
   }
 }
 
-/** The command grants; the session's network grants share the list (egress/egress-grants.ts reads those). */
+type StoredGrant = Grant | { tool: 'network'; host: string; port: number };
+
+/** The command grants; the session's network grants (`approve_for_session` of a connection) share the list. */
 function parseGrants(raw: string[]): Grant[] {
-  return raw.map((g) => JSON.parse(g) as Grant | { tool: 'network' }).filter((g): g is Grant => g.tool !== 'network');
+  return raw.map((g) => JSON.parse(g) as StoredGrant).filter((g): g is Grant => g.tool !== 'network');
 }

@@ -1,12 +1,10 @@
-import type { Evaluation, NetworkGrant } from '../../policy/index.ts';
+import type { Evaluation } from '../../policy/index.ts';
 import { showHostPort } from '../../policy/index.ts';
 import { reasonOf, withIds } from '../../log/index.ts';
 import { ApprovalWaitAborted, ledgerApproval, publicOf, type Approvals, type ApprovalState } from '../approvals.ts';
 import type { EventWriter } from '../event-writer.ts';
-import type { Keys } from '../keys.ts';
 import type { Ledger } from '../ledger.ts';
 import type { PolicyGate } from '../policy-gate.ts';
-import type { PipelineRedis } from '../redis.ts';
 import type { SessionMeta, Sessions } from '../sessions.ts';
 import type { NetworkLog } from './network-log.ts';
 import type { NetworkRecord } from './network-record.ts';
@@ -26,7 +24,7 @@ export type GateDecision =
   | { allow: false; status: 403; message: string };
 
 export type EgressGateDeps = {
-  redis: PipelineRedis; keys: Keys; sessions: Sessions; ledger: Ledger; gate: PolicyGate;
+  sessions: Sessions; ledger: Ledger; gate: PolicyGate;
   approvals: Approvals; events: EventWriter; log: NetworkLog;
   /** THINKFLOW_EGRESS_PROMPT_WAIT_S: how long a prompted connection waits for an operator */
   promptWaitS: number;
@@ -50,7 +48,7 @@ export class EgressGate {
     const session = await this.#d.sessions.get(sid, true);
     if (!session || session.deleted_at) return { allow: false, status: 403, message: 'refused: the session is gone' };
     this.#remember(sid, session);
-    const [grants, running] = await Promise.all([this.#grants(sid), this.#running(sid)]);
+    const [grants, running] = await Promise.all([this.#d.ledger.networkGrants(sid), this.#running(sid)]);
     const evaluation = this.#d.gate.evaluateNetwork(session, target, grants);
     const record = await this.#open(session, target, evaluation, running);
     if (evaluation.decision === 'allow') return this.#allowed(record);
@@ -134,13 +132,6 @@ export class EgressGate {
   async #saveAndAnnounce(record: NetworkRecord): Promise<void> {
     await this.#d.log.save(record.session, record);
     await this.#d.events.append(record.session, record.job_id, { type: 'network_connection', record });
-  }
-
-  async #grants(sid: string): Promise<NetworkGrant[]> {
-    const raw = await this.#d.redis.lrange(this.#d.keys.grants(sid), 0, -1);
-    return raw.map((g) => JSON.parse(g) as { tool: string; host?: string; port?: number })
-      .filter((g): g is { tool: 'network'; host: string; port: number } => g.tool === 'network' && typeof g.host === 'string' && typeof g.port === 'number')
-      .map((g) => ({ host: g.host, port: g.port }));
   }
 
   /** The command running in the session now, if any (commands run one at a time): the one that is connecting. */

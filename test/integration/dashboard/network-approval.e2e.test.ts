@@ -5,11 +5,9 @@
 // the operator sees the network card in Debian's Chromium, approves it with
 // the keyboard, then grants the host:port for the session, after which the
 // next connection asks nobody.
-import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import type { Browser, Locator, Page } from 'playwright-core';
+import { networkPolicyDir } from '../egress/policy-dir.ts';
 import { client } from '../pipeline/helpers.ts';
 import { startUpstream, type Upstream } from '../sandbox/egress-fixtures.ts';
 import { suiteService } from '../suite-service.ts';
@@ -20,17 +18,10 @@ const OP = 'op-net-key-0001';
 const SUB = 'sub-net-key-0002';
 
 function policies(): string {
-  const dir = mkdtempSync(join(tmpdir(), 'tf-net-dash-'));
-  mkdirSync(join(dir, 'global'));
-  writeFileSync(join(dir, 'global', 'net.yaml'), [
-    'version: 1',
-    'defaults: { bash: allow, network: forbid }',
-    'rules:',
-    `  - { id: loopback-upstream, tool: network, cidr: ["${ASK}/32"], decision: allow, justification: the test server on the host's loopback }`,
-    `  - { id: ask-upstream, tool: network, host: ["${ASK}"], decision: prompt, justification: an operator decides each new host }`,
-    '',
-  ].join('\n'));
-  return dir;
+  return networkPolicyDir([
+    `{ id: loopback-upstream, tool: network, cidr: ["${ASK}/32"], decision: allow, justification: the test server on the host's loopback }`,
+    `{ id: ask-upstream, tool: network, host: ["${ASK}"], decision: prompt, justification: an operator decides each new host }`,
+  ]);
 }
 
 // The prompt waits long enough for a browser on a busy machine; urllib waits longer still.

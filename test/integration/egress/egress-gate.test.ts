@@ -4,28 +4,19 @@
 // no answer as a refusal after THINKFLOW_EGRESS_PROMPT_WAIT_S, the special
 // address check, and every decision as a network record in the ledger.
 // Nothing is dialled here: the gate only decides.
-import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import type { EgressGate } from '../../../services/pipeline/index.ts';
 import { client } from '../pipeline/helpers.ts';
+import { networkPolicyDir } from './policy-dir.ts';
 import { suiteService } from '../suite-service.ts';
 
 function policies(): string {
-  const dir = mkdtempSync(join(tmpdir(), 'tf-egress-policy-'));
-  mkdirSync(join(dir, 'global'));
-  writeFileSync(join(dir, 'global', 'net.yaml'), [
-    'version: 1',
-    'defaults: { bash: allow, network: forbid }',
-    'rules:',
-    '  - { id: registry, tool: network, host: [registry.test], port: [443], decision: allow, justification: the mirror }',
-    '  - { id: ask-api, tool: network, host: ["*.api.test"], decision: prompt, justification: internal APIs need a person }',
-    '  - { id: no-evil, tool: network, host: [evil.test], decision: forbid, justification: known bad }',
-    '  - { id: local-upstream, tool: network, host: [127.0.0.1], cidr: [127.0.0.0/30], decision: allow, justification: test servers }',
-    '',
-  ].join('\n'));
-  return dir;
+  return networkPolicyDir([
+    '{ id: registry, tool: network, host: [registry.test], port: [443], decision: allow, justification: the mirror }',
+    '{ id: ask-api, tool: network, host: ["*.api.test"], decision: prompt, justification: internal APIs need a person }',
+    '{ id: no-evil, tool: network, host: [evil.test], decision: forbid, justification: known bad }',
+    '{ id: local-upstream, tool: network, host: [127.0.0.1], cidr: [127.0.0.0/30], decision: allow, justification: test servers }',
+  ]);
 }
 
 const svc = suiteService('egress-gate', {

@@ -4,11 +4,9 @@
 // packet leaves the machine) through the session's egress proxy, as the
 // policy says. A refused connection's 403 names the rule in the command's
 // own output; every decision is a network record in the ledger.
-import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { client } from '../pipeline/helpers.ts';
+import { networkPolicyDir } from './policy-dir.ts';
 import { PACKUMENT_NAME, startUpstream, type Upstream } from '../sandbox/egress-fixtures.ts';
 import { suiteService } from '../suite-service.ts';
 
@@ -16,20 +14,12 @@ const UP = '127.0.0.2';
 const ASK = '127.0.0.3';
 
 function policies(): string {
-  const dir = mkdtempSync(join(tmpdir(), 'tf-egress-e2e-'));
-  mkdirSync(join(dir, 'global'));
-  // Commands are not what is tested here: bash is allowed, so git and npm run; the network is what decides.
-  writeFileSync(join(dir, 'global', 'net.yaml'), [
-    'version: 1',
-    'defaults: { bash: allow, network: forbid }',
-    'rules:',
-    `  - { id: loopback-upstreams, tool: network, cidr: ["${UP}/32", "${ASK}/32"], decision: allow, justification: the test servers on the host's loopback }`,
-    `  - { id: test-upstream, tool: network, host: ["${UP}"], decision: allow, justification: the test upstream on loopback }`,
-    `  - { id: ask-upstream, tool: network, host: ["${ASK}"], decision: prompt, justification: a person decides }`,
-    '  - { id: no-evil, tool: network, host: [evil.test], decision: forbid, justification: known bad host }',
-    '',
-  ].join('\n'));
-  return dir;
+  return networkPolicyDir([
+    `{ id: loopback-upstreams, tool: network, cidr: ["${UP}/32", "${ASK}/32"], decision: allow, justification: the test servers on the host's loopback }`,
+    `{ id: test-upstream, tool: network, host: ["${UP}"], decision: allow, justification: the test upstream on loopback }`,
+    `{ id: ask-upstream, tool: network, host: ["${ASK}"], decision: prompt, justification: a person decides }`,
+    '{ id: no-evil, tool: network, host: [evil.test], decision: forbid, justification: known bad host }',
+  ]);
 }
 
 const svc = suiteService('egress-e2e', {
