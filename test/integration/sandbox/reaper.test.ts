@@ -57,7 +57,8 @@ describe('reap', () => {
     const crashed = newManager(prefix);
     const [stale, recent] = [sessionId(), sessionId()];
     await crashed.sandboxFor(stale);
-    await new Promise((r) => setTimeout(r, 1_500));
+    // Margins of more than a second on each side of the 3 s TTL: a loaded machine (CI) made the start-up reap take most of a second.
+    await new Promise((r) => setTimeout(r, 2_500));
     await (await crashed.sandboxFor(recent)).execute(cmd({ tool: 'touch', path: 'y' }));
     // An orphan volume with no container, as a crash between the two creates leaves it.
     const orphan = sessionId();
@@ -66,14 +67,14 @@ describe('reap', () => {
       Labels: { 'thinkflow.managed': 'true', 'thinkflow.session': orphan, 'thinkflow.kind': 'workspace' },
     });
     await new Promise((r) => setTimeout(r, 1_100));
-    // No close(): the process "died". A new one starts with an idle TTL of 2 s.
-    const next = newManager(prefix, { idleTtlMs: 2_000 });
+    // No close(): the process "died". A new one starts with an idle TTL of 3 s.
+    const next = newManager(prefix, { idleTtlMs: 3_000 });
     await next.start();
     expect(await exists(stale)).toBe(false);
     expect(await volumeExists(stale)).toBe(false);
     expect(await exists(recent)).toBe(true);
     expect(await volumeExists(orphan)).toBe(true); // created 1 s ago: could be a setup in progress
-    await new Promise((r) => setTimeout(r, 1_200));
+    await new Promise((r) => setTimeout(r, 2_500));
     expect(await next.reap()).toEqual({ removedContainers: 1, removedVolumes: 2, stoppedContainers: 0, removedImages: 1, failed: 0 });
     expect(await volumeExists(orphan)).toBe(false);
     await next.close();
