@@ -1,3 +1,4 @@
+import { statSync } from 'node:fs';
 import { chmod, mkdir, readdir, rm, stat, utimes } from 'node:fs/promises';
 import path from 'node:path';
 import { containerName } from './names.ts';
@@ -6,7 +7,8 @@ import { containerName } from './names.ts';
  * Where a session's egress directory is mounted in its container. The
  * image makes /var/lib/thinkflow root's with mode 0700, so only the executor
  * (root) reaches the socket; its relay (sandbox-image/executor/egress-relay.mjs)
- * dials `${EGRESS_MOUNT}/${EGRESS_SOCKET_NAME}`.
+ * opens the directory once as root and dials `${EGRESS_SOCKET_NAME}` through
+ * that descriptor with the command user's ids.
  */
 export const EGRESS_MOUNT = '/var/lib/thinkflow/egress';
 export const EGRESS_SOCKET_NAME = 'egress.sock';
@@ -23,10 +25,24 @@ export function egressHostDir(root: string, namePrefix: string, sessionId: strin
   return path.join(path.resolve(root), containerName(namePrefix, sessionId));
 }
 
+/** Mode of a session's directory: searchable by the relay's unprivileged ids, listable by nobody but root. */
+export const SESSION_DIR_MODE = 0o711;
+
+/**
+ * Refuses a root directory other users can enter: the sessions' directories
+ * in it are 0711 and their sockets 0666 (what the in-container relay needs),
+ * so the root's own 0700 is what keeps the host's other users out.
+ */
+function checkRootMode(root: string, mode: number): void {
+  if ((mode & 0o077) !== 0) {
+    throw new Error(`egress directory ${root} is mode 0${(mode & 0o777).toString(8)}: THINKFLOW_EGRESS_DIR must be root's alone (0700), since the sessions' proxy sockets in it are open to any user who can reach them`);
+  }
+}
+
 /**
  * The per-session directories, on the worker host, that hold each session's
  * egress proxy socket (made by the proxy, services/sandbox/egress/). Each is
- * mode 0700, made before its container is created (a bind mount's source must
+ * mode 0711 inside a root directory of mode 0700, made before its container is created (a bind mount's source must
  * exist) and removed with its session; its mtime is the last time a container
  * of the session was opened, which the reaper reads as for workspace images.
  */
@@ -42,6 +58,8 @@ export class EgressDirs {
     if (Buffer.byteLength(longest) > MAX_SOCKET_PATH) {
       throw new Error(`egress directory ${this.#root} is too long for a Unix socket path (${longest} exceeds ${MAX_SOCKET_PATH} bytes): set THINKFLOW_EGRESS_DIR to a shorter path`);
     }
+    const st = statSync(this.#root, { throwIfNoEntry: false });
+    if (st) checkRootMode(this.#root, st.mode);
   }
 
   dirOf(sessionId: string): string {
@@ -57,12 +75,13 @@ export class EgressDirs {
     const socket = this.socketPath(sessionId);
     if (Buffer.byteLength(socket) > MAX_SOCKET_PATH) throw new Error(`egress socket path of session ${sessionId} is too long (${socket})`);
     await mkdir(this.#root, { recursive: true, mode: 0o700 });
+    checkRootMode(this.#root, (await stat(this.#root)).mode);
     const dir = this.dirOf(sessionId);
-    await mkdir(dir, { mode: 0o700 }).catch((err: NodeJS.ErrnoException) => {
+    await mkdir(dir, { mode: SESSION_DIR_MODE }).catch((err: NodeJS.ErrnoException) => {
       if (err.code !== 'EEXIST') throw err;
     });
     // mkdir's mode passes through the umask, and a directory left from before keeps whatever it had.
-    await chmod(dir, 0o700);
+    await chmod(dir, SESSION_DIR_MODE);
     const now = new Date();
     await utimes(dir, now, now);
     return socket;

@@ -22,7 +22,7 @@ export class EgressProxy {
       resolve: deps.resolve ?? defaultResolver,
       dial: deps.dial ?? defaultDialer,
       limits: resolveEgressLimits(deps.limits),
-      socketMode: deps.socketMode ?? 0o600,
+      socketMode: deps.socketMode ?? 0o666,
       log: deps.log ?? serviceLog().child({ component: 'egress' }),
     };
   }

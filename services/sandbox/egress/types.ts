@@ -64,7 +64,12 @@ export interface EgressProxyDeps {
   /** @default net.connect({ host: address, port }) */
   dial?: Dialer;
   limits?: Partial<EgressLimits>;
-  /** Mode of each session's socket file. @default 0o600 */
+  /**
+   * Mode of each session's socket file. The in-container relay connects with
+   * the command user's ids (sandbox-image/executor/egress-relay.mjs); what keeps
+   * others out is the 0700 root above the session directories (egress-dirs.ts)
+   * and, in the container, the root-only /var/lib/thinkflow. @default 0o666
+   */
   socketMode?: number;
   /** @default the service logger, component `egress` */
   log?: Logger;

@@ -3,7 +3,7 @@
 // that maps every host to that upstream and records what it was asked.
 import { execFileSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { chmodSync, mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
 import http from 'node:http';
 import net from 'node:net';
 import { tmpdir } from 'node:os';
@@ -131,6 +131,8 @@ export async function startFakeProxy(socketPath: string, upstreamPort: number): 
     server.once('error', reject);
     server.listen(socketPath, resolve);
   });
+  // As the service's proxy does (EgressProxy socketMode): the relay dials with the command user's ids.
+  chmodSync(socketPath, 0o666);
   return Object.assign(result, {
     open: () => open,
     close: async () => {

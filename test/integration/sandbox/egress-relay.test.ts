@@ -38,10 +38,11 @@ afterAll(async () => {
 });
 
 describe('the egress directory on the host', () => {
-  it('is the session\'s own, mode 0700, made before the container and mounted at /var/lib/thinkflow/egress', async () => {
+  it('is the session\'s own, mode 0711 in a root-only 0700 root, made before the container and mounted at /var/lib/thinkflow/egress', async () => {
     const dir = path.dirname(manager.egressSocketPath(sid));
     expect(path.basename(dir)).toBe(containerName(prefix, sid));
-    expect(statSync(dir).mode & 0o777).toBe(0o700);
+    expect(statSync(dir).mode & 0o777).toBe(0o711);
+    expect(statSync(path.dirname(dir)).mode & 0o777).toBe(0o700);
     expect(await manager.prepareEgress(sid)).toBe(manager.egressSocketPath(sid));
     const info = await docker.getContainer(containerName(prefix, sid)).inspect();
     const binds = info.Mounts.filter((m) => m.Type === 'bind');
@@ -155,6 +156,41 @@ except OSError as e:
       await otherProxy.close();
       await manager.remove(other);
     }
+  });
+});
+
+describe('the relay\'s own way to the socket', () => {
+  it('is closed to commands: not through /proc/1/root, the executor\'s root, nor any descriptor of the executor', async () => {
+    proxy.asked.length = 0;
+    const r = await bash(sb, py(`
+import os, socket
+tail = "var/lib/thinkflow/egress/egress.sock"
+paths, listing = ["/proc/1/root/" + tail], "none"
+for pid in filter(str.isdigit, os.listdir("/proc")):
+    try:
+        cmd = open("/proc/%s/cmdline" % pid, "rb").read()
+    except OSError:
+        continue
+    if b"executor/main.mjs" not in cmd: continue
+    paths.append("/proc/%s/root/%s" % (pid, tail))
+    try:
+        fds = os.listdir("/proc/%s/fd" % pid)
+        listing = "listed"
+    except OSError as e:
+        fds, listing = [str(i) for i in range(64)], e.strerror
+    paths += ["/proc/%s/fd/%s/egress.sock" % (pid, fd) for fd in fds]
+reached = []
+for p in paths:
+    s = socket.socket(socket.AF_UNIX)
+    try:
+        s.connect(p)
+        reached.append(p)
+    except OSError:
+        pass
+print(len(paths) > 60, listing, reached)`));
+    expect(r.stderr).toBe('');
+    expect(r.stdout).toBe('True Permission denied []\n');
+    expect(proxy.asked).toEqual([]);
   });
 });
 

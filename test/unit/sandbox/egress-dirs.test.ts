@@ -1,6 +1,6 @@
 // The host side of the egress path: per-session socket directories and the
 // reaper's rule for them (decided on the facts it is handed, no Docker).
-import { mkdir, mkdtemp, rm, stat, utimes } from 'node:fs/promises';
+import { chmod, mkdir, mkdtemp, rm, stat, utimes } from 'node:fs/promises';
 import { existsSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -29,7 +29,7 @@ describe('EgressDirs', () => {
     expect(loadConfig({ THINKFLOW_EGRESS_DIR: '/srv/egress' }).egressDir).toBe('/srv/egress');
   });
 
-  it('names a socket per session under <dir>/<prefix><slug>/ and makes the directory 0700, whatever the umask', async () => {
+  it('names a socket per session under <dir>/<prefix><slug>/ and makes the directory 0711 in a 0700 root, whatever the umask', async () => {
     const dirs = new EgressDirs({ dir: path.join(root, 'a'), namePrefix: 'tf-' });
     expect(dirs.socketPath('ses_abc')).toBe(path.join(root, 'a', 'tf-ses_abc', 'egress.sock'));
     const old = process.umask(0o022);
@@ -38,7 +38,7 @@ describe('EgressDirs', () => {
     } finally {
       process.umask(old);
     }
-    expect((await stat(dirs.dirOf('ses_abc'))).mode & 0o777).toBe(0o700);
+    expect((await stat(dirs.dirOf('ses_abc'))).mode & 0o777).toBe(0o711);
     expect((await stat(path.join(root, 'a'))).mode & 0o777).toBe(0o700);
   });
 
@@ -49,8 +49,20 @@ describe('EgressDirs', () => {
     await dirs.prepare('ses_old');
     await dirs.prepare('ses_old');
     const st = await stat(dirs.dirOf('ses_old'));
-    expect(st.mode & 0o777).toBe(0o700);
+    expect(st.mode & 0o777).toBe(0o711);
     expect(Date.now() - st.mtimeMs).toBeLessThan(60_000);
+  });
+
+  it('refuses a root directory other users can enter (its sockets are 0666), at construction and before a session', async () => {
+    const open = path.join(root, 'shared');
+    await mkdir(open, { mode: 0o700 });
+    const dirs = new EgressDirs({ dir: open, namePrefix: 'tf-' });
+    await chmod(open, 0o755);
+    await expect(dirs.prepare('ses_x')).rejects.toThrow(/egress directory .*shared is mode 0755: THINKFLOW_EGRESS_DIR must be root's alone \(0700\)/);
+    expect(existsSync(dirs.dirOf('ses_x'))).toBe(false);
+    expect(() => new EgressDirs({ dir: open, namePrefix: 'tf-' })).toThrow(/mode 0755/);
+    await chmod(open, 0o701);
+    expect(() => new EgressDirs({ dir: open, namePrefix: 'tf-' })).toThrow(/mode 0701/);
   });
 
   it('remove is idempotent; list sees only its own prefix', async () => {
