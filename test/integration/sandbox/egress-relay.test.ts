@@ -160,25 +160,24 @@ except OSError as e:
 });
 
 describe('the relay\'s own way to the socket', () => {
-  it('is closed to commands: not through /proc/1/root, the executor\'s root, nor any descriptor of the executor', async () => {
-    proxy.asked.length = 0;
-    const r = await bash(sb, py(`
+  // Every way a command could name the socket outside /var/lib/thinkflow: /proc/1/root, the executor's root, its descriptors.
+  const probe = py(`
 import os, socket
 tail = "var/lib/thinkflow/egress/egress.sock"
-paths, listing = ["/proc/1/root/" + tail], "none"
-for pid in filter(str.isdigit, os.listdir("/proc")):
+def argv(pid):
     try:
-        cmd = open("/proc/%s/cmdline" % pid, "rb").read()
+        return open("/proc/%s/cmdline" % pid, "rb").read().split(b"\\0")[:2]
     except OSError:
-        continue
-    if b"executor/main.mjs" not in cmd: continue
-    paths.append("/proc/%s/root/%s" % (pid, tail))
-    try:
-        fds = os.listdir("/proc/%s/fd" % pid)
-        listing = "listed"
-    except OSError as e:
-        fds, listing = [str(i) for i in range(64)], e.strerror
-    paths += ["/proc/%s/fd/%s/egress.sock" % (pid, fd) for fd in fds]
+        return []
+executor = [p for p in filter(str.isdigit, os.listdir("/proc")) if argv(p) == [b"node", b"/opt/thinkflow/executor/main.mjs"]]
+assert len(executor) == 1, executor
+pid = executor[0]
+paths = ["/proc/1/root/" + tail, "/proc/%s/root/%s" % (pid, tail)]
+try:
+    fds, listing = os.listdir("/proc/%s/fd" % pid), "listed"
+except OSError as e:
+    fds, listing = [str(i) for i in range(64)], e.strerror
+paths += ["/proc/%s/fd/%s/egress.sock" % (pid, fd) for fd in fds]
 reached = []
 for p in paths:
     s = socket.socket(socket.AF_UNIX)
@@ -187,10 +186,19 @@ for p in paths:
         reached.append(p)
     except OSError:
         pass
-print(len(paths) > 60, listing, reached)`));
+print(len(paths) > 60, listing, reached)`);
+
+  it('is closed to commands: not through /proc/1/root, the executor\'s root, nor any descriptor of the executor', async () => {
+    proxy.asked.length = 0;
+    const r = await bash(sb, probe);
     expect(r.stderr).toBe('');
     expect(r.stdout).toBe('True Permission denied []\n');
     expect(proxy.asked).toEqual([]);
+  });
+
+  it('while the same probe as root in the container does reach it (so the refusal above is the permissions, not a wrong path)', async () => {
+    const out = await dockerExecRoot(containerName(prefix, sid), probe);
+    expect(out).toMatch(/^(True|False) .*\[.*'\/proc\/1\/root\/var\/lib\/thinkflow\/egress\/egress\.sock'/);
   });
 });
 
