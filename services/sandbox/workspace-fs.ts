@@ -99,7 +99,12 @@ export class WorkspaceImages {
   async assertOwns(sessionId: string, dev: string): Promise<void> {
     const file = this.imageOf(sessionId);
     const back = await backingFileOf(dev);
-    if (back !== file) throw new LoopDeviceMismatchError(`${dev} is attached to ${back ?? 'nothing'}, not to ${file}`);
+    if (back === file) return;
+    // Attached from another mount namespace (a worker container since
+    // restarted): sysfs spells the file as that namespace's mount saw it
+    // (`/workspaces/NAME.img`), so the device and inode settle it (losetup -j).
+    if (back !== null && (await loopsOf(file).catch(notFoundEmpty)).includes(dev)) return;
+    throw new LoopDeviceMismatchError(`${dev} is attached to ${back ?? 'nothing'}, not to ${file}`);
   }
 
   /** Detaches the session's image (kept for a later attach); its mtime becomes the session's last use for the reaper. */
@@ -154,10 +159,17 @@ export class WorkspaceImages {
     return out;
   }
 
-  /** Loop devices left on images of this prefix that were unlinked (a crash between detach and unlink's order, or an outside rm). */
+  /**
+   * Loop devices left on images of this prefix that were unlinked (a crash
+   * between detach and unlink's order, or an outside rm). One attached from
+   * another mount namespace shows as `/<dir's last part>/<name>` (see assertOwns).
+   */
   async orphanLoops(): Promise<string[]> {
     const prefix = path.join(this.#o.dir, this.#o.namePrefix);
-    return (await listLoops()).filter((l) => l.deleted && l.file.startsWith(prefix)).map((l) => l.dev);
+    const dirName = path.basename(this.#o.dir);
+    const ours = (file: string) => file.startsWith(prefix)
+      || (path.basename(path.dirname(file)) === dirName && path.basename(file).startsWith(this.#o.namePrefix));
+    return (await listLoops()).filter((l) => l.deleted && ours(l.file)).map((l) => l.dev);
   }
 
   #fileOf(slug: string): string {
