@@ -85,8 +85,7 @@ up() {
   build
   keys
   # The workers' host paths: dockerd binds them into sandboxes by the same path.
-  install -d -m 0700 /var/lib/thinkflow /var/lib/thinkflow/egress
-  install -d -m 0755 /var/lib/thinkflow/workspaces
+  install -d -m 0700 /var/lib/thinkflow /var/lib/thinkflow/egress /var/lib/thinkflow/workspaces
   compose up -d
   wait_ready
   log "API: http://127.0.0.1:${THINKFLOW_COMPOSE_PORT} (key: THINKFLOW_API_KEYS in ${ENV_FILE}, or yours)"

@@ -19,6 +19,8 @@ command -v promtool >/dev/null || need_pkgs+=(prometheus)
 # Each workspace is an ext4 image on a loop device (services/sandbox/workspace-fs.ts).
 command -v mkfs.ext4 >/dev/null && command -v debugfs >/dev/null || need_pkgs+=(e2fsprogs)
 command -v losetup >/dev/null || need_pkgs+=(mount)
+# The offline compose stack (npm run compose:up, docker-compose.yml): Debian's docker-compose.
+command -v docker-compose >/dev/null || need_pkgs+=(docker-compose)
 if [ ${#need_pkgs[@]} -gt 0 ]; then
   log "installing ${need_pkgs[*]}"
   as_root apt-get update -qq
