@@ -69,6 +69,24 @@ describe('one container per session', () => {
     expect(r).toMatchObject({ ok: true, stdout: 'persist' });
   });
 
+  it('a container killed from outside mid-command: that command fails clearly, the next gets a fresh container on the same volume', async () => {
+    const sid = sessionId();
+    const sb = await manager.sandboxFor(sid);
+    await sb.execute(cmd({ tool: 'write', path: 'keep.txt', content: 'kept' }));
+    const firstStart = (await inspect(sid)).State.StartedAt;
+    const started = Date.now();
+    const running = bash(sb, 'sleep 30', { timeout: 60 });
+    await new Promise((r) => setTimeout(r, 500));
+    await docker.getContainer(containerName(prefix, sid)).kill();
+    const r = await running;
+    expect(Date.now() - started).toBeLessThan(10_000);
+    expect(r).toMatchObject({ ok: false });
+    expect({ code: r.error_code, error: r.error }).toEqual({ code: 'sandbox_unavailable', error: 'sandbox executor went away' });
+    expect(await sb.execute(cmd({ tool: 'read', path: 'keep.txt' }))).toMatchObject({ ok: true, stdout: 'kept' });
+    // Started anew (the same container restarted, or a new one): nothing of the killed one's processes or tmpfs is left.
+    expect((await inspect(sid)).State.StartedAt).not.toBe(firstStart);
+  });
+
   it('recovers from an executor that stops answering', async () => {
     const m = newManager(prefix, { requestTimeoutMs: 1_000 });
     const sb = await m.sandboxFor(sessionId());
