@@ -65,7 +65,9 @@ export function renderLedger(records: readonly FeedbackRecord[]): string {
 export type Interruption =
   | { kind: 'failure'; record: FeedbackRecord; skipped: string[] }
   | { kind: 'parse_error'; stream: string; error: ParseError; skipped: string[] }
-  | { kind: 'result'; record: FeedbackRecord };
+  | { kind: 'result'; record: FeedbackRecord }
+  /** The model's stream broke off mid-turn (turn-runner.ts): the model is asked to go on once. */
+  | { kind: 'stream_broken'; error: string };
 
 function output(label: string, text: string | null, truncated?: boolean): string[] {
   if (!text) return [];
@@ -84,6 +86,15 @@ export function renderInterruption(i: Interruption): string {
       ...(r.error ? [`error: ${r.error}`] : []),
       'Continue with new ids.',
       '[/THINKFLOW RESULT]',
+    ].join('\n');
+  }
+  if (i.kind === 'stream_broken') {
+    return [
+      '[THINKFLOW ERROR]',
+      `Your previous response was cut off: the model stream broke (${i.error}).`,
+      'The commands you had completed before the cut ran; their results are in the ledger above. A command whose closing tag had not arrived did not run.',
+      'Continue from where you stopped with new ids; do not repeat commands that succeeded.',
+      '[/THINKFLOW ERROR]',
     ].join('\n');
   }
   const skipped = i.skipped.length > 0 ? `Skipped, not executed: ${i.skipped.join(', ')}.` : 'No later command of this turn was skipped.';

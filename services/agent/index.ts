@@ -8,6 +8,7 @@ export { dispatch, startDispatch } from './dispatcher.ts';
 export type { DispatchInput, DispatchState } from './dispatcher.ts';
 export type { AgentMessage, ModelEvent, StreamFn, ToolSpec } from './messages.ts';
 export { modelEndpoint } from './model-client.ts';
+export { withIdleTimeout, ModelStalledError } from './model-idle.ts';
 export type { ModelEndpoint } from './model-client.ts';
 export { FLOWS, FlowName } from './flows.ts';
 export type { Flow } from './flows.ts';

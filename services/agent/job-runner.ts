@@ -114,6 +114,7 @@ async function runTurns<V extends JobState>(deps: JobRunnerDeps<V>, view: V, tas
   const watchdog = new Watchdog(view.limits.max_failed_turns_in_a_row);
   const validation = task.validate ? new JobValidation(task.validate, view) : null;
   let issued = 0;
+  let brokenInARow = 0;
   for (let call = 1; call <= view.limits.max_turns; call++) {
     if (signal.aborted) throw stoppedBy(signal, view);
     await beforeModelCall(deps.control, history, signal).catch((err: unknown) => {
@@ -121,6 +122,9 @@ async function runTurns<V extends JobState>(deps: JobRunnerDeps<V>, view: V, tas
     });
     const { report, outcome } = await oneTurn(deps, view, { call, history: [...history], issued, signal });
     issued += report.commandsIssued;
+    // A stream broken off mid-turn gets one more call, told what ran; twice in a row is the model's failure.
+    brokenInARow = report.stop.kind === 'stream_broken' ? brokenInARow + 1 : 0;
+    if (report.stop.kind === 'stream_broken' && brokenInARow > 1) throw new JobStopped('failed', `model error: the stream broke off twice in a row (${report.stop.error})`);
     const stuck = watchdog.observe(turnFailure(outcome, report.nativeResults));
     if (stuck) throw new JobStopped('failed', stuck);
     let validationFailed: string | null = null;

@@ -8,7 +8,7 @@ export interface TurnFacts {
   /** Every record of the turn, final, in ledger (= stream) order. */
   records: readonly FeedbackRecord[];
   /** Why the stream stopped; `completed` when it ended by itself. */
-  stop: StopReason | { kind: 'completed' };
+  stop: StopReason | { kind: 'completed' } | { kind: 'stream_broken'; error: string };
   /** Native tool calls the model made this turn. */
   nativeCalls: number;
 }
@@ -40,6 +40,7 @@ export function decideTurnOutcome(facts: TurnFacts): TurnOutcome {
     const record = records.find((r) => r.id === stop.commandId);
     if (record) return { kind: 'interrupt', failed: false, interruption: { kind: 'result', record } };
   }
+  if (stop.kind === 'stream_broken') return { kind: 'interrupt', failed: false, interruption: { kind: 'stream_broken', error: stop.error } };
   if (stop.kind === 'steered') return { kind: 'steered' };
   if (facts.nativeCalls > 0) return { kind: 'tools' };
   return { kind: 'done' };

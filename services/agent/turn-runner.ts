@@ -58,8 +58,12 @@ export interface NativeResult {
   error: string | null;
 }
 
-/** How the stream ended: by itself, or stopped by the dispatcher. */
-export type TurnStop = StopReason | { kind: 'completed' };
+/**
+ * How the stream ended: by itself, stopped by the dispatcher, or broken off
+ * by the model's side after it had sent something (a dropped connection, a
+ * stalled stream): the commands parsed before the cut still run.
+ */
+export type TurnStop = StopReason | { kind: 'completed' } | { kind: 'stream_broken'; error: string };
 
 export interface TurnReport {
   visibleText: string;
@@ -91,6 +95,9 @@ class TurnRun {
   readonly #tools: ToolSpec[];
   readonly #calls = new Map<number, NativeToolCall>();
   #providerUsage: Usage | null = null;
+  /** Set when the model's stream broke off mid-turn (the reason). */
+  #broken: string | null = null;
+  #received = false;
   readonly #report: TurnReport = {
     visibleText: '', outputText: '', reasoningText: '', toolCalls: [], usage: { prompt_tokens: 0, completion_tokens: 0, total_tokens: 0, estimated: false },
     records: [], nativeResults: [], stop: { kind: 'completed' }, commandsIssued: 0,
@@ -185,7 +192,13 @@ class TurnRun {
           next = await it.next();
         } catch (err) {
           open = false;
-          if (!this.#stop.signal.aborted) throw new ModelError(err);
+          if (!this.#stop.signal.aborted) {
+            // Nothing arrived yet: the call itself failed (after the SDK's own retries).
+            if (!this.#received) throw new ModelError(err);
+            this.#broken = reasonOf(err);
+            this.#log().warn({ err }, 'model stream broke off mid-turn; the commands parsed before the cut still run');
+            return false;
+          }
           // Our own stop (failure, need_result, cancel) ends the stream with the SDK's abort error: expected.
           this.#log().debug({ reason: reasonOf(err), stop: this.#state.stopped?.kind }, 'model stream stopped');
           return false;
@@ -194,6 +207,7 @@ class TurnRun {
           open = false;
           return !this.#stop.signal.aborted;
         }
+        this.#received = true;
         await this.#onModelEvent(next.value);
         if (this.#stop.signal.aborted) return false;
       }
@@ -245,7 +259,7 @@ class TurnRun {
     // Only a stream that ended by itself can leave tags open (unclosed_tag).
     if (completed && flow.parsesTags) await this.#feed(this.#parser.end());
     // How the stream ended; a failure reported after this point is read from the records.
-    report.stop = this.#state.stopped ?? { kind: 'completed' };
+    report.stop = this.#state.stopped ?? (this.#broken !== null ? { kind: 'stream_broken', error: this.#broken } : { kind: 'completed' });
     await this.#out.flush();
     report.visibleText = flow.parsesTags ? this.#parser.visibleText() : report.outputText;
     // A command the pipeline refused to take (session deleted, Redis down) must not pass for done.

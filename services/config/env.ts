@@ -54,6 +54,8 @@ export const EnvSchema = z.object({
   OPENAI_API_KEY: z.string().optional(),
   /** required with OPENAI_BASE_URL (no silent default: a wrong model name would bill or fail far from here) */
   THINKFLOW_MODEL: z.string().min(1).optional(),
+  /** a model call that sends nothing for this long mid-stream is given up: the turn goes on as a broken stream (agent/model-idle.ts) */
+  THINKFLOW_MODEL_IDLE_S: z.coerce.number().int().min(1).default(300),
   /** image of the session containers */
   THINKFLOW_SANDBOX_IMAGE: z.string().min(1).default(D.THINKFLOW_SANDBOX_IMAGE),
   /** PROTOCOL.md §1: bare legacy tag names (`<write …>`) are commands too (off by default) */
@@ -141,7 +143,7 @@ export type Config = {
   retentionS: number;
   sandboxPrefix: string;
   /** name is null only with the built-in replay model (baseUrl null) */
-  model: { baseUrl: string | null; apiKey: string | null; name: string | null };
+  model: { baseUrl: string | null; apiKey: string | null; name: string | null; /** THINKFLOW_MODEL_IDLE_S in ms */ idleMs: number };
   sandboxImage: string;
   /** the tf-* parser of the service (jobs and /commands) */
   parser: { legacyTags: boolean; maxBodyBytes: number };
@@ -245,7 +247,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     recordBodyBytes: e.THINKFLOW_RECORD_BODY_BYTES,
     retentionS: e.THINKFLOW_RETENTION_S,
     sandboxPrefix: e.THINKFLOW_SANDBOX_PREFIX,
-    model: { baseUrl: e.OPENAI_BASE_URL ?? null, apiKey: e.OPENAI_API_KEY ?? null, name: e.THINKFLOW_MODEL ?? null },
+    model: { baseUrl: e.OPENAI_BASE_URL ?? null, apiKey: e.OPENAI_API_KEY ?? null, name: e.THINKFLOW_MODEL ?? null, idleMs: e.THINKFLOW_MODEL_IDLE_S * 1000 },
     sandboxImage: e.THINKFLOW_SANDBOX_IMAGE,
     parser: { legacyTags: e.THINKFLOW_LEGACY_TAGS, maxBodyBytes: e.THINKFLOW_MAX_TAG_BODY_BYTES },
     eventsKeep: e.THINKFLOW_EVENTS_KEEP,

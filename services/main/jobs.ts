@@ -4,7 +4,7 @@
 import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { z } from 'zod';
-import { modelEndpoint, type ModelEndpoint } from '../agent/index.ts';
+import { modelEndpoint, withIdleTimeout, type ModelEndpoint } from '../agent/index.ts';
 import { JobsService, JobStore, WebhookSender } from '../jobs/index.ts';
 import { BUILTIN_TRANSCRIPTS, REPLAY_MODEL_NAME, startReplayModel, Transcript, type ReplayModel, type TranscriptInput } from '../replay-model/index.ts';
 import type { Logger } from '../log/index.ts';
@@ -37,6 +37,7 @@ export async function startJobs(rt: Runtime, logger: Logger): Promise<JobsRuntim
     endpoint = modelEndpoint(replay.baseUrl, undefined, REPLAY_MODEL_NAME, 'replay');
     logger.warn(`thinkflow model: OPENAI_BASE_URL is unset: using the BUILT-IN REPLAY MODEL (scripted demo transcripts) at ${replay.baseUrl}; jobs show model_source "replay"`);
   }
+  endpoint = { ...endpoint, stream: withIdleTimeout(endpoint.stream, model.idleMs) };
   let secret = webhookSecret;
   if (!secret) {
     secret = randomBytes(32).toString('hex');

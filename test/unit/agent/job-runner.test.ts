@@ -45,6 +45,33 @@ describe('runJob', () => {
     ]);
   });
 
+  it('a stream broken off mid-turn gets one more call, told what ran and where it was cut; the job then ends normally', async () => {
+    const drop = () => { throw new Error('socket hang up'); };
+    const { view, model, events } = await run([
+      [{ type: 'reasoning', text: `${write('1', 'a.txt')} <tf-write id="2" path="b.txt">\nhal` }, drop],
+      [{ type: 'reasoning', text: write('3', 'b.txt') }, { type: 'text', text: 'all written' }],
+    ]);
+    expect(view).toMatchObject({ status: 'succeeded', turns: 2, api_calls: 2, final_text: 'all written', error: null });
+    expect(view.commands).toEqual({ ...emptyCounts(), total: 2, succeeded: 2 });
+    const told = lastUser(model.requests[1]!.messages)!.text;
+    expect(told).toMatch(/^\[THINKFLOW COMMAND LEDGER\][\s\S]*tool=write target="a\.txt" status=succeeded[\s\S]*\[THINKFLOW ERROR\]\nYour previous response was cut off: the model stream broke \(socket hang up\)\./);
+    expect(told).toContain('A command whose closing tag had not arrived did not run.');
+    expect(events.filter((e) => e.type === 'turn_ended')).toEqual([
+      { type: 'turn_ended', turn: 1, api_call: 1, outcome: 'stream_broken' }, { type: 'turn_ended', turn: 2, api_call: 2, outcome: 'done' },
+    ]);
+  });
+
+  it('a stream broken off twice in a row fails the job with the reason (never a hang, never a third call)', async () => {
+    const drop = () => { throw new Error('ECONNRESET'); };
+    const { view, model } = await run([
+      [{ type: 'text', text: 'start' }, drop],
+      [{ type: 'text', text: 'again' }, drop],
+      [{ type: 'text', text: 'never asked' }],
+    ]);
+    expect(view).toMatchObject({ status: 'failed', error: 'model error: the stream broke off twice in a row (ECONNRESET)' });
+    expect(model.requests).toHaveLength(2);
+  });
+
   it('ids of failed commands are burnt: reusing one is a duplicate_id parse error', async () => {
     const { view, events } = await run([
       [{ type: 'reasoning', text: write('1', 'a.txt') }],

@@ -167,11 +167,20 @@ describe('runTurn: cancel and errors', () => {
     expect(t.pipeline.records).toEqual([]);
   });
 
-  it('a broken model stream is a ModelError with the reason', async () => {
-    const t = setup([[{ type: 'text', text: 'partial' }, () => { throw new Error('socket hang up'); }]]);
+  it('a model call that fails before sending anything is a ModelError with the reason', async () => {
+    const t = setup([[() => { throw new Error('401 invalid api key'); }]]);
     const err = await t.run().catch((e: unknown) => e);
     expect(err).toBeInstanceOf(ModelError);
-    expect((err as Error).message).toBe('socket hang up');
+    expect((err as Error).message).toBe('401 invalid api key');
+  });
+
+  it('a stream broken off mid-turn: the commands parsed before the cut run, the half-written one does not, and the turn says why', async () => {
+    const t = setup([[{ type: 'reasoning', text: `${write('1', 'a.txt')} then <tf-write id="2" path="b.txt">\nhalf` }, () => { throw new Error('socket hang up'); }]]);
+    const r = await t.run();
+    expect(r.stop).toEqual({ kind: 'stream_broken', error: 'socket hang up' });
+    expect(t.pipeline.records.map((x) => [x.id, x.status])).toEqual([['1', 'succeeded']]);
+    expect(r.records.map((x) => x.id)).toEqual(['1']);
+    expect(outcomeOf(r)).toEqual({ kind: 'interrupt', failed: false, interruption: { kind: 'stream_broken', error: 'socket hang up' } });
   });
 
   it('a pipeline that refuses a command fails the turn as infrastructure, not as the model', async () => {
