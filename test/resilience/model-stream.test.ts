@@ -6,8 +6,7 @@
 import http from 'node:http';
 import type net from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { modelEndpoint, ModelStalledError, withIdleTimeout } from '../../services/agent/index.ts';
-import type { ModelEvent } from '../../services/agent/messages.ts';
+import { modelEndpoint, ModelStalledError, withIdleTimeout, type ModelEvent } from '../../services/agent/index.ts';
 
 const chunk = (content: string) => `data: ${JSON.stringify({ id: 'c1', object: 'chat.completion.chunk', created: 0, model: 'm', choices: [{ index: 0, delta: { content }, finish_reason: null }] })}\n\n`;
 let server: http.Server;
