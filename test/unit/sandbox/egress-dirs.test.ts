@@ -1,6 +1,6 @@
 // The host side of the egress path: per-session socket directories and the
 // reaper's rule for them (decided on the facts it is handed, no Docker).
-import { chmod, mkdir, mkdtemp, rm, stat, utimes } from 'node:fs/promises';
+import { chmod, chown, mkdir, mkdtemp, rm, stat, utimes } from 'node:fs/promises';
 import { existsSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -63,6 +63,21 @@ describe('EgressDirs', () => {
     expect(() => new EgressDirs({ dir: open, namePrefix: 'tf-' })).toThrow(/mode 0755/);
     await chmod(open, 0o701);
     expect(() => new EgressDirs({ dir: open, namePrefix: 'tf-' })).toThrow(/mode 0701/);
+  });
+
+  // Mode alone is not enough: a 0700 root of another user is that user's to enter, list and
+  // rename in, and the sessions' directories (0711) and sockets (0666) in it admit anyone who gets there.
+  it.skipIf(process.geteuid?.() !== 0)('refuses a 0700 root directory owned by another user, at construction and before a session', async () => {
+    const foreign = path.join(root, 'foreign');
+    await mkdir(foreign, { mode: 0o700 });
+    await chown(foreign, 1000, 1000);
+    expect(() => new EgressDirs({ dir: foreign, namePrefix: 'tf-' })).toThrow(/egress directory .*foreign is owned by uid 1000, not this service's \(uid 0\): THINKFLOW_EGRESS_DIR/);
+    const later = path.join(root, 'later');
+    await mkdir(later, { mode: 0o700 });
+    const dirs = new EgressDirs({ dir: later, namePrefix: 'tf-' });
+    await chown(later, 1000, 1000);
+    await expect(dirs.prepare('ses_x')).rejects.toThrow(/owned by uid 1000/);
+    expect(existsSync(dirs.dirOf('ses_x'))).toBe(false);
   });
 
   it('remove is idempotent; list sees only its own prefix', async () => {
