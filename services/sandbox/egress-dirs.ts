@@ -31,11 +31,17 @@ export const SESSION_DIR_MODE = 0o711;
 /**
  * Refuses a root directory other users can enter: the sessions' directories
  * in it are 0711 and their sockets 0666 (what the in-container relay needs),
- * so the root's own 0700 is what keeps the host's other users out.
+ * so the root's own 0700, and its being this service's, is what keeps the
+ * host's other users out (the owner of a 0700 directory enters, lists and
+ * renames in it whatever its mode says).
  */
-function checkRootMode(root: string, mode: number): void {
-  if ((mode & 0o077) !== 0) {
-    throw new Error(`egress directory ${root} is mode 0${(mode & 0o777).toString(8)}: THINKFLOW_EGRESS_DIR must be root's alone (0700), since the sessions' proxy sockets in it are open to any user who can reach them`);
+function checkRoot(root: string, st: { mode: number; uid: number }): void {
+  if ((st.mode & 0o077) !== 0) {
+    throw new Error(`egress directory ${root} is mode 0${(st.mode & 0o777).toString(8)}: THINKFLOW_EGRESS_DIR must be root's alone (0700), since the sessions' proxy sockets in it are open to any user who can reach them`);
+  }
+  const self = process.geteuid?.();
+  if (self !== undefined && st.uid !== self) {
+    throw new Error(`egress directory ${root} is owned by uid ${st.uid}, not this service's (uid ${self}): THINKFLOW_EGRESS_DIR must be the service's alone (0700), since the sessions' proxy sockets in it are open to any user who can reach them`);
   }
 }
 
@@ -59,7 +65,7 @@ export class EgressDirs {
       throw new Error(`egress directory ${this.#root} is too long for a Unix socket path (${longest} exceeds ${MAX_SOCKET_PATH} bytes): set THINKFLOW_EGRESS_DIR to a shorter path`);
     }
     const st = statSync(this.#root, { throwIfNoEntry: false });
-    if (st) checkRootMode(this.#root, st.mode);
+    if (st) checkRoot(this.#root, st);
   }
 
   dirOf(sessionId: string): string {
@@ -75,7 +81,7 @@ export class EgressDirs {
     const socket = this.socketPath(sessionId);
     if (Buffer.byteLength(socket) > MAX_SOCKET_PATH) throw new Error(`egress socket path of session ${sessionId} is too long (${socket})`);
     await mkdir(this.#root, { recursive: true, mode: 0o700 });
-    checkRootMode(this.#root, (await stat(this.#root)).mode);
+    checkRoot(this.#root, await stat(this.#root));
     const dir = this.dirOf(sessionId);
     await mkdir(dir, { mode: SESSION_DIR_MODE }).catch((err: NodeJS.ErrnoException) => {
       if (err.code !== 'EEXIST') throw err;
