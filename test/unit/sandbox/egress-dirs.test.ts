@@ -1,6 +1,7 @@
 // The host side of the egress path: per-session socket directories and the
 // reaper's rule for them (decided on the facts it is handed, no Docker).
 import { chmod, chown, mkdir, mkdtemp, rm, stat, utimes } from 'node:fs/promises';
+import { execFileSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -78,6 +79,15 @@ describe('EgressDirs', () => {
     await chown(later, 1000, 1000);
     await expect(dirs.prepare('ses_x')).rejects.toThrow(/owned by uid 1000/);
     expect(existsSync(dirs.dirOf('ses_x'))).toBe(false);
+  });
+
+  // The API role makes a SandboxManager too, and needs neither root nor this directory:
+  // beside a worker on one host (/var/lib/thinkflow is 0700 root) it must still start.
+  it.skipIf(process.geteuid?.() !== 0)('is made by a process that cannot reach the directory at all (the API as another user); only prepare needs it', () => {
+    const module = path.resolve('services/sandbox/egress-dirs.ts');
+    const code = `import { EgressDirs } from ${JSON.stringify(module)}; new EgressDirs({ dir: ${JSON.stringify(path.join(root, 'closed', 'egress'))}, namePrefix: 'tf-' }); console.log('made');`;
+    const out = execFileSync('setpriv', ['--reuid=65534', '--regid=65534', '--clear-groups', process.execPath, '--import', 'tsx', '--input-type=module', '-e', code], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
+    expect(out).toBe('made\n');
   });
 
   it('remove is idempotent; list sees only its own prefix', async () => {
