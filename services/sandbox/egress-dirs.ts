@@ -1,4 +1,4 @@
-import { statSync } from 'node:fs';
+import { statSync, type Stats } from 'node:fs';
 import { chmod, mkdir, readdir, rm, stat, utimes } from 'node:fs/promises';
 import path from 'node:path';
 import { containerName } from './names.ts';
@@ -46,6 +46,21 @@ function checkRoot(root: string, st: { mode: number; uid: number }): void {
 }
 
 /**
+ * The root's stat, or nothing when it does not exist or this process cannot
+ * reach it: the API role makes a manager too and needs neither root nor the
+ * directory, and a process that cannot reach it exposes nothing in it (a
+ * worker that cannot is told by prepare()).
+ */
+function statIfReachable(root: string): Stats | undefined {
+  try {
+    return statSync(root, { throwIfNoEntry: false });
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'EACCES') return undefined;
+    throw err;
+  }
+}
+
+/**
  * The per-session directories, on the worker host, that hold each session's
  * egress proxy socket (made by the proxy, services/sandbox/egress/). Each is
  * mode 0711 inside a root directory of mode 0700, made before its container is created (a bind mount's source must
@@ -64,7 +79,7 @@ export class EgressDirs {
     if (Buffer.byteLength(longest) > MAX_SOCKET_PATH) {
       throw new Error(`egress directory ${this.#root} is too long for a Unix socket path (${longest} exceeds ${MAX_SOCKET_PATH} bytes): set THINKFLOW_EGRESS_DIR to a shorter path`);
     }
-    const st = statSync(this.#root, { throwIfNoEntry: false });
+    const st = statIfReachable(this.#root);
     if (st) checkRoot(this.#root, st);
   }
 
