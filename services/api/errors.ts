@@ -16,7 +16,9 @@ export type AppErrorCode =
   | 'invalid_idempotency_key' | 'idempotency_conflict' | 'idempotency_in_progress' | 'idempotency_answer_not_kept'
   | 'invalid_validator'
   | 'session_busy' | 'invalid_archive' | 'workspace_full' | 'workspace_conflict' | 'upload_failed'
-  | 'baseline_unavailable' | 'workspace_changed';
+  | 'baseline_unavailable' | 'workspace_changed'
+  // 503: Redis unreachable (middleware/redis-guard.ts); the process is draining on SIGTERM (services/main/http-drain.ts)
+  | 'redis_unavailable' | 'shutting_down';
 
 export class AppError extends Error {
   readonly code: AppErrorCode;

@@ -89,7 +89,10 @@ export async function createRuntime(config: Config, overrides: RuntimeOverrides 
     );
     pool = new WorkerPool(
       { redis, keys, subscriber, queues: pipeline.queues, processor, openWorkers: metrics.openWorkers },
-      { lockMs: config.lockMs, stalledIntervalMs: config.stalledIntervalMs, idleMs: config.workerIdleMs, ...overrides.poolOptions },
+      {
+        lockMs: config.lockMs, stalledIntervalMs: config.stalledIntervalMs, idleMs: config.workerIdleMs,
+        shutdownGraceMs: config.shutdownGraceS * 1000, ...overrides.poolOptions,
+      },
     );
     await pool.start();
   }
@@ -99,20 +102,23 @@ export async function createRuntime(config: Config, overrides: RuntimeOverrides 
     // Reverse creation order; each step in its own try and with a time limit, so
     // one failure (or a Redis that is down, where quit() would wait for a
     // reconnect) does not skip or hang the rest. Connections are cut at the end.
+    // The workers' step has the shutdown grace on top (running commands finish
+    // or are interrupted within it: worker-pool.ts).
     close() {
       closing ??= (async () => {
-        const steps: [string, () => Promise<unknown>][] = [
-          ['workers', async () => pool?.close()],
-          ['egress', async () => listeners?.close()],
-          ['pipeline', () => pipeline.close()],
-          ['sandboxes', () => sandboxes.close()],
-          ['subscriber', () => subscriber.quit()],
-          ['redis', () => redis.quit()],
+        const poolLimitMs = (pool ? config.shutdownGraceS * 1000 : 0) + 20_000;
+        const steps: [string, () => Promise<unknown>, number][] = [
+          ['workers', async () => pool?.close(), poolLimitMs],
+          ['egress', async () => listeners?.close(), 10_000],
+          ['pipeline', () => pipeline.close(), 10_000],
+          ['sandboxes', () => sandboxes.close(), 10_000],
+          ['subscriber', () => subscriber.quit(), 10_000],
+          ['redis', () => redis.quit(), 10_000],
         ];
-        for (const [name, step] of steps) {
+        for (const [name, step, ms] of steps) {
           let timer: NodeJS.Timeout | undefined;
           const limit = new Promise<never>((_, reject) => {
-            timer = setTimeout(() => reject(new Error('timed out after 10 s')), 10_000);
+            timer = setTimeout(() => reject(new Error(`timed out after ${ms / 1000} s`)), ms);
           });
           try {
             await Promise.race([step(), limit]);

@@ -26,6 +26,8 @@ export type WorkerPoolOptions = {
   reconcileMs?: number;
   /** a `queued` record this old with no job in its queue is closed as lost. @default 30000 */
   lostAfterMs?: number;
+  /** close(): running commands get this long to finish, then end `interrupted` (THINKFLOW_SHUTDOWN_GRACE_S). @default 30000 */
+  shutdownGraceMs?: number;
 };
 
 export type WorkerPoolDeps = {
@@ -38,7 +40,8 @@ export type WorkerPoolDeps = {
   openWorkers: PipelineMetrics['openWorkers'];
 };
 
-type Entry = { worker: Worker<CommandJobData>; busy: boolean; lastActive: number; closing?: Promise<void> };
+/** `job`: the command this Worker is processing, for close() to interrupt past the grace */
+type Entry = { worker: Worker<CommandJobData>; busy: boolean; lastActive: number; job?: CommandJobData; closing?: Promise<void> };
 export type PoolStatus = 'idle' | 'running' | 'closing' | 'closed';
 
 export class WorkerPool {
@@ -54,7 +57,7 @@ export class WorkerPool {
 
   constructor(deps: WorkerPoolDeps, opts: WorkerPoolOptions) {
     this.#d = deps;
-    this.#opts = { reconcileMs: 2000, lostAfterMs: 30_000, ...opts };
+    this.#opts = { reconcileMs: 2000, lostAfterMs: 30_000, shutdownGraceMs: 30_000, ...opts };
     deps.openWorkers.set(0);
   }
 
@@ -144,10 +147,11 @@ export class WorkerPool {
       },
     );
     const entry: Entry = { worker, busy: false, lastActive: Date.now() };
-    worker.on('active', () => { entry.busy = true; entry.lastActive = Date.now(); });
-    worker.on('completed', () => { entry.busy = false; entry.lastActive = Date.now(); });
+    worker.on('active', (job) => { entry.busy = true; entry.job = job.data; entry.lastActive = Date.now(); });
+    worker.on('completed', () => { entry.busy = false; entry.job = undefined; entry.lastActive = Date.now(); });
     worker.on('failed', (job, err) => {
       entry.busy = false;
+      entry.job = undefined;
       entry.lastActive = Date.now();
       if (job) void this.#recoverFailedJob(job, err);
       else withIds({ session_id: sid }).error({ err }, 'a command job failed in the queue');
@@ -177,6 +181,23 @@ export class WorkerPool {
     }
   }
 
+  /** Past the shutdown grace: the commands this process still runs end `interrupted`. */
+  async #interruptRunning(): Promise<void> {
+    const lifecycle = this.#d.processor.lifecycle;
+    await Promise.all([...this.#entries].map(async ([sid, e]) => {
+      if (!e.job) return;
+      const ids = withIds({ session_id: sid });
+      try {
+        const rec = await lifecycle.ledger.get(sid, e.job.index);
+        if (rec?.status !== 'running') return;
+        ids.warn({ index: rec.index, command_id: rec.id }, 'shutdown grace over: the running command ends interrupted');
+        await lifecycle.interrupt(rec);
+      } catch (err) {
+        ids.error({ err, index: e.job.index }, 'shutdown: could not interrupt a running command');
+      }
+    }));
+  }
+
   #sweep(): void {
     const now = Date.now();
     for (const [sid, e] of this.#entries) {
@@ -195,18 +216,39 @@ export class WorkerPool {
     this.#d.openWorkers.set(this.#entries.size);
   }
 
-  /** Stops taking jobs, lets running commands finish, closes every Worker. Memoized. */
+  /**
+   * Stops taking jobs at once, lets running commands finish within the grace,
+   * then marks those still running `interrupted` (as recovery does for a dead
+   * worker: stopped in the sandbox, never re-run) and closes every Worker.
+   * Queued jobs stay in their queues for another worker process. Memoized.
+   */
   close(): Promise<void> {
     this.#closing ??= (async () => {
       this.#status = 'closing';
       for (const t of this.#timers) clearInterval(t);
       this.#shutdown.abort();
       await Promise.allSettled([...this.#opening.values()]);
-      await Promise.allSettled([...this.#entries].map(([sid, e]) => (e.closing ??= this.#closeEntry(sid, e))));
+      const closed = Promise.allSettled([...this.#entries].map(([sid, e]) => (e.closing ??= this.#closeEntry(sid, e))));
+      if (!(await settlesWithin(closed, this.#opts.shutdownGraceMs))) {
+        await this.#interruptRunning();
+        // Interrupting stops the command in the sandbox, so its job ends and its Worker closes; if not, the job is recovered as stalled.
+        if (!(await settlesWithin(closed, 10_000))) log().warn('closing: a session worker is still busy after its command was interrupted; going on');
+      }
       await this.#d.subscriber.unsubscribe(this.#d.keys.wakeChannel())
         .catch((err: unknown) => log().warn({ err }, 'unsubscribing from wake messages failed while closing'));
       this.#status = 'closed';
     })();
     return this.#closing;
+  }
+}
+
+/** True when `p` settled within `ms`. */
+async function settlesWithin(p: Promise<unknown>, ms: number): Promise<boolean> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<false>((r) => { timer = setTimeout(() => r(false), ms); });
+  try {
+    return await Promise.race([p.then(() => true), late]);
+  } finally {
+    clearTimeout(timer);
   }
 }
