@@ -2,7 +2,7 @@ import { hostname } from 'node:os';
 import type { Config } from '../config/index.ts';
 import { log } from '../log/index.ts';
 import {
-  Approvals, createKeys, createRedis, EgressGate, EgressListeners, FilePolicyGate, Pipeline, PipelineMetrics, Processor, DockerSandboxes, WorkerPool,
+  Approvals, createKeys, createRedis, EgressGate, EgressListeners, FilePolicyGate, Pipeline, PipelineMetrics, Processor, DockerSandboxes, RedisProbe, WorkerPool,
   type Sandboxes, type Keys, type PipelineRedis, type PolicyGate, type WorkerPoolOptions,
 } from '../pipeline/index.ts';
 import type { Redis } from 'ioredis';
@@ -20,6 +20,8 @@ export type Runtime = {
   keys: Keys;
   redis: PipelineRedis;
   subscriber: Redis;
+  /** Redis reachability within about a second, on a connection of its own (the API's 503s, /readyz) */
+  probe: RedisProbe;
   sandboxes: Sandboxes;
   gate: PolicyGate;
   metrics: PipelineMetrics;
@@ -42,6 +44,7 @@ export async function createRuntime(config: Config, overrides: RuntimeOverrides 
   const gate = overrides.gate ?? (await FilePolicyGate.load(config.policyDir));
   const redis = createRedis(config.redisUrl, `thinkflow-${config.role}@${config.redisPrefix}`);
   const subscriber = createRedis(config.redisUrl, `thinkflow-${config.role}-sub@${config.redisPrefix}`);
+  const probe = new RedisProbe(config.redisUrl, `thinkflow-${config.role}-probe@${config.redisPrefix}`, [redis, subscriber]);
   const manager = overrides.sandboxes ? null : new SandboxManager({
     namePrefix: config.sandboxPrefix, image: config.sandboxImage, workspaceQuotaBytes: config.workspaceQuotaMb * 1024 * 1024,
     workspaceFs: config.workspace.fs, workspaceDir: config.workspace.dir, workspaceInodes: config.workspace.inodes, workspaceSpares: config.workspace.spares,
@@ -96,9 +99,10 @@ export async function createRuntime(config: Config, overrides: RuntimeOverrides 
     );
     await pool.start();
   }
+  await probe.settle(2000);
   let closing: Promise<void> | null = null;
   return {
-    config, keys, redis, subscriber, sandboxes, gate, metrics, pipeline, pool, egress,
+    config, keys, redis, subscriber, probe, sandboxes, gate, metrics, pipeline, pool, egress,
     // Reverse creation order; each step in its own try and with a time limit, so
     // one failure (or a Redis that is down, where quit() would wait for a
     // reconnect) does not skip or hang the rest. Connections are cut at the end.
@@ -128,6 +132,7 @@ export async function createRuntime(config: Config, overrides: RuntimeOverrides 
             clearTimeout(timer);
           }
         }
+        probe.close();
         subscriber.disconnect();
         redis.disconnect();
       })();

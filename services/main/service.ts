@@ -42,6 +42,7 @@ export async function startService(config: Config, overrides: RuntimeOverrides =
       pipeline: runtime.pipeline, gate: runtime.gate, redis: runtime.redis, keys: runtime.keys, metrics: runtime.metrics,
       firehose: new Firehose(runtime.subscriber, runtime.keys), jobs: jobsRuntime.jobs, viewPool,
       idempotency: new IdempotencyStore(runtime.redis, runtime.keys),
+      redisWatch: runtime.probe, needsDocker: config.role !== 'api',
     });
     server = await new Promise<ServerType>((resolve) => {
       const s = serve({ fetch: drain.wrap(app.fetch), port: config.port, hostname: config.host, serverOptions: httpServerOptions(config.http) }, () => resolve(s));

@@ -40,6 +40,8 @@ export type WorkerPoolDeps = {
   openWorkers: PipelineMetrics['openWorkers'];
 };
 
+const IDLE_CLOSE_MS = 5000;
+
 /** `job`: the command this Worker is processing, for close() to interrupt past the grace */
 type Entry = { worker: Worker<CommandJobData>; busy: boolean; lastActive: number; job?: CommandJobData; closing?: Promise<void> };
 export type PoolStatus = 'idle' | 'running' | 'closing' | 'closed';
@@ -207,10 +209,16 @@ export class WorkerPool {
   }
 
   async #closeEntry(sid: string, e: Entry): Promise<void> {
-    try {
-      await e.worker.close();
-    } catch (err) {
+    const closed = e.worker.close().catch((err: unknown) => {
       withIds({ session_id: sid }).warn({ err }, 'closing a session worker failed; dropped anyway');
+    });
+    // A Worker that was waiting for a job when Redis restarted can wait in
+    // close() forever (BullMQ 5.81): once it runs no job, it is dropped after
+    // a bound (it takes no new job), so the session can get a Worker again.
+    while (!(await settlesWithin(closed, IDLE_CLOSE_MS))) {
+      if (e.job) continue; // a running command: close() bounds it with the shutdown grace
+      withIds({ session_id: sid }).warn(`a session worker with no job did not close within ${IDLE_CLOSE_MS / 1000} s; dropped`);
+      break;
     }
     if (this.#entries.get(sid) === e) this.#entries.delete(sid);
     this.#d.openWorkers.set(this.#entries.size);
