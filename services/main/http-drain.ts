@@ -2,10 +2,10 @@ import type { Server } from 'node:http';
 import { AppError } from '../api/index.ts';
 import { log } from '../log/index.ts';
 
-// The HTTP side of a graceful shutdown. On drain the server stops listening,
-// requests that arrive afterwards on a kept-alive connection are answered
-// 503 `shutting_down` (with `connection: close`), and the requests already
-// in flight get the grace to be answered. A handler counts as in flight until
+// The HTTP side of a graceful shutdown. On drain the server stops listening
+// and closes its idle connections; the requests already in flight get the
+// grace to be answered, with `connection: close`; a request that still
+// reaches the app meanwhile is answered 503 `shutting_down`. A handler counts as in flight until
 // it returned its Response: an SSE stream or a download that is still
 // streaming its body then gets a short flush and is cut (a stream's client
 // resumes elsewhere with Last-Event-ID).
@@ -29,7 +29,10 @@ export class HttpDrain {
       if (this.#draining) return shuttingDown();
       this.#inflight += 1;
       try {
-        return await fetch(req, env);
+        const res = await fetch(req, env);
+        // Answered during the drain: the client must not send its next request on this connection.
+        if (this.#draining) closeAfter(res);
+        return res;
       } finally {
         this.#inflight -= 1;
         if (this.#inflight === 0) this.#idle?.();
@@ -52,6 +55,14 @@ export class HttpDrain {
     await waitAtMost(closed, Math.max(0, Math.min(FLUSH_MS, deadline - Date.now())));
     server.closeAllConnections();
     await closed;
+  }
+}
+
+function closeAfter(res: Response): void {
+  try {
+    res.headers.set('connection', 'close');
+  } catch {
+    // Immutable headers (a Response passed through from fetch): the server's close still ends the connection after it.
   }
 }
 
