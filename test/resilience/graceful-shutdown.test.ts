@@ -117,4 +117,27 @@ describe('graceful shutdown (SIGTERM)', () => {
     next.child.kill('SIGTERM');
     expect(await next.exited).toMatchObject({ code: 0 });
   }, 180_000);
+
+  it('a second SIGTERM during the drain exits at once (143); the running command is then recovered as after a crash', async () => {
+    const { boxes, env, c, ledger } = await setup('again');
+    const fast = { THINKFLOW_LOCK_MS: '2000', THINKFLOW_STALLED_INTERVAL_MS: '1000' };
+    const w = await serveChild('worker', { ...env, ...fast }, children);
+    const sid = await newSession(c);
+    const turn = c.text(`/v1/sessions/${sid}/commands`, '<tf-bash id="1" cmd="echo started > started.txt; sleep 30" />')
+      .then((r) => r.json() as Promise<Results>);
+    await until('bash started in the sandbox', async () => (fileInSandbox(boxes, sid, 'started.txt') ? true : undefined), 60_000);
+    w.child.kill('SIGTERM');
+    await until('draining', async () => (w.log().includes('draining') ? true : undefined), 5000);
+    const again = Date.now();
+    w.child.kill('SIGTERM');
+    const exit = await w.exited;
+    expect(exit.code).toBe(143);
+    expect(exit.at - again).toBeLessThan(2000);
+    expect((await ledger(sid))[0]!.status).toBe('running');
+
+    const next = await serveChild('worker', { ...env, ...fast }, children);
+    expect((await turn).results[0]).toMatchObject({ id: '1', status: 'interrupted' });
+    next.child.kill('SIGTERM');
+    expect(await next.exited).toMatchObject({ code: 0 });
+  }, 180_000);
 });
