@@ -235,7 +235,7 @@ export class WorkerPool {
       this.#status = 'closing';
       for (const t of this.#timers) clearInterval(t);
       this.#shutdown.abort();
-      await settlesWithin(Promise.allSettled([...this.#opening.values()]), this.#opts.shutdownGraceMs);
+      await settlesWithin(Promise.allSettled([...this.#opening.values()]), 2 * IDLE_CLOSE_MS); // each waits for an idle Worker closing: bounded there
       const closed = Promise.allSettled([...this.#entries].map(([sid, e]) => (e.closing ??= this.#closeEntry(sid, e))));
       if (!(await settlesWithin(closed, this.#opts.shutdownGraceMs))) {
         await this.#interruptRunning();
