@@ -9,7 +9,9 @@ import type { Redis } from 'ioredis';
 import { EgressProxy, SandboxManager } from '../sandbox/index.ts';
 
 // The pipeline side of one process: two Redis connections (commands, and a
-// subscriber shared by events, approvals and wake-ups), the Docker sandboxes
+// subscriber shared by events, approvals and wake-ups) that wait through a
+// Redis outage, a third that only PINGs and fails fast (the probe: is Redis
+// reachable, for the API's 503s and /readyz), the Docker sandboxes
 // behind the pipeline's Sandboxes port, the pipeline, and the worker pool when
 // this process runs the worker role. Plus one blocking connection per open
 // session Worker, which BullMQ requires.
