@@ -5,10 +5,10 @@ import { log } from '../log/index.ts';
 // The HTTP side of a graceful shutdown. On drain the server stops listening
 // and closes its idle connections; the requests already in flight get the
 // grace to be answered, with `connection: close`; a request that still
-// reaches the app meanwhile is answered 503 `shutting_down`. A handler counts as in flight until
-// it returned its Response: an SSE stream or a download that is still
-// streaming its body then gets a short flush and is cut (a stream's client
-// resumes elsewhere with Last-Event-ID).
+// reaches the app meanwhile is answered 503 `shutting_down`. A handler
+// counts as in flight until it returned its Response: an SSE stream or a
+// download still streaming its body then gets a short flush and is cut (a
+// stream's client resumes elsewhere with Last-Event-ID).
 
 type Fetch = (req: Request, env: unknown) => Response | Promise<Response>;
 
