@@ -1,5 +1,5 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -46,7 +46,7 @@ describe('Redis outage (real Redis of its own, AOF on)', () => {
     const prefix = testPrefix('outage');
     const boxes = sandboxPrefix('outage');
     const svc = await startService(testConfig(prefix, { PORT: '0', REDIS_URL: `redis://127.0.0.1:${port}`, THINKFLOW_SANDBOX_PREFIX: boxes }), {});
-    cleanups.push(async () => { await svc.close(); await removeSandboxes(boxes); redis.kill('SIGKILL'); });
+    cleanups.push(async () => { await svc.close(); await removeSandboxes(boxes); redis.kill('SIGKILL'); rmSync(dir, { recursive: true, force: true }); });
     const c = client(svc.url!);
     const sid = await newSession(c);
     const body = Array.from({ length: 10 }, (_, i) => `<tf-append id="${i + 1}" path="log.txt">${i + 1}\n</tf-append>`).join('\n');
