@@ -12,6 +12,7 @@ import type { AppEnv } from './env.ts';
 import { AppError, toAppError } from './errors.ts';
 import { auth, requireRole } from './middleware/auth.ts';
 import { originGuard } from './middleware/origin.ts';
+import { redisGuard, type RedisWatch } from './middleware/redis-guard.ts';
 import { httpMetrics, type RequestCounter } from './middleware/http-metrics.ts';
 import { documentOf, json, route } from './openapi.ts';
 import { adminRoutes } from './routes/admin.ts';
@@ -53,6 +54,10 @@ export type AppDeps = {
   idempotency: IdempotencyStore;
   /** the jobs routes exist only with a jobs service */
   jobs?: JobsService;
+  /** Redis reachability known within about a second (the pipeline's RedisProbe): 503 `redis_unavailable` instead of waiting; omitted = a PING per /readyz and no guard */
+  redisWatch?: RedisWatch & { check(): Promise<RedisWatch['state']> };
+  /** /readyz counts Docker only where commands run (a worker); an API-only process reports it but does not need it. @default true */
+  needsDocker?: boolean;
 };
 
 const openApiRoute = route({
@@ -70,16 +75,21 @@ export function createApp(d: AppDeps): OpenAPIHono<AppEnv> {
   const { maxJsonBytes, maxCommandsBytes } = d.limits;
   const streams = new StreamCaps(d.limits.maxStreamsPerKey);
   const turns = new TurnCaps(d.limits.maxTurnsPerKey ?? Infinity);
-  const ping = { redis: async () => (await redis.ping()) === 'PONG', docker: () => pipeline.sandboxes.ping() };
+  const watch = d.redisWatch;
+  const ping = {
+    redis: async () => (watch ? watch.check() : { up: (await redis.ping()) === 'PONG', reason: null }),
+    docker: () => pipeline.sandboxes.ping(),
+  };
   const app = new OpenAPIHono<AppEnv>({ defaultHook: validationHook });
 
   app.use('*', httpMetrics({ counter: d.metrics.httpRequests }));
   app.use('*', originGuard({ devMode: d.apiKeys === null, allowedHosts: d.web?.allowedHosts ?? [], corsOrigins: d.web?.corsOrigins ?? [] }));
   app.use('*', auth({ keys: d.apiKeys, names: d.apiKeyNames, publicPrefixes: ['/dashboard'] }));
+  if (watch) app.use('*', redisGuard({ redis: watch }));
   app.use('*', guardRawFilePaths());
 
   app.route('/dashboard', dashboardRoutes(toolCatalog()));
-  app.route('/', systemRoutes({ ping, metrics: d.metrics }));
+  app.route('/', systemRoutes({ ping, needsDocker: d.needsDocker ?? true, metrics: d.metrics }));
   app.route('/admin', adminRoutes({ pipeline }));
   if (jobs) app.route('/v1/jobs', jobEventRoutes({ firehose, streams, jobs }));
   if (jobs) app.route('/v1/jobs', jobRoutes({ jobs, pipeline, redis, keys, streams, maxJsonBytes, idempotency }));

@@ -1,5 +1,5 @@
 import type { ContentfulStatusCode } from 'hono/utils/http-status';
-import { isStorageFull, PipelineError } from '../pipeline/index.ts';
+import { isRedisUnreachable, isStorageFull, PipelineError } from '../pipeline/index.ts';
 
 // One error type that knows its HTTP answer. `app.onError` renders every
 // AppError as {"error":{"code","message","details"}}; anything else is logged
@@ -16,7 +16,9 @@ export type AppErrorCode =
   | 'invalid_idempotency_key' | 'idempotency_conflict' | 'idempotency_in_progress' | 'idempotency_answer_not_kept'
   | 'invalid_validator'
   | 'session_busy' | 'invalid_archive' | 'workspace_full' | 'workspace_conflict' | 'upload_failed'
-  | 'baseline_unavailable' | 'workspace_changed';
+  | 'baseline_unavailable' | 'workspace_changed'
+  // 503: Redis unreachable (middleware/redis-guard.ts); the process is draining on SIGTERM (services/main/http-drain.ts)
+  | 'redis_unavailable' | 'shutting_down';
 
 export class AppError extends Error {
   readonly code: AppErrorCode;
@@ -52,5 +54,7 @@ export function toAppError(err: unknown): AppError | null {
   if (err instanceof PipelineError) return new AppError(PIPELINE_STATUS[err.code], err.code, err.message, { details: err.details ?? null });
   // Redis at maxmemory refuses writes whole (noeviction): the request changed nothing and may be retried.
   if (isStorageFull(err)) return new AppError(503, 'storage_full', 'storage is full: nothing was written; retry later', { cause: err });
+  // A command that lost its connection: whether it ran is unknown (middleware/redis-guard.ts answers most of these first).
+  if (isRedisUnreachable(err)) return new AppError(503, 'redis_unavailable', `Redis is unreachable: ${(err as Error).message}`, { cause: err });
   return null;
 }

@@ -96,7 +96,7 @@ function errorAnswers(s: { auth: Auth; capped?: true; writes?: true; errors?: Re
     ...(s.request?.body ? { 413: 'the body is over its size limit (`payload_too_large`)' } : {}),
     ...(s.path.includes('{') ? { 404: 'no such resource (or not visible to the key)' } : {}),
     ...(s.capped ? { 429: 'the per-key cap is reached (`too_many`)' } : {}),
-    ...(s.writes ? { 503: 'Redis is full (maxmemory): nothing was written; retry later (`storage_full`)' } : {}),
+    ...(s.auth !== 'none' || s.writes ? { 503: unavailable(s.writes) } : {}),
     ...(s.errors?.[403] ? { 403: SHARED_403 } : {}),
     // Even routes without a key, a body or an id answer client errors in the one shape (another method: 404).
     ...(s.auth === 'none' ? { '4XX': 'a client error' } : {}),
@@ -105,6 +105,12 @@ function errorAnswers(s: { auth: Auth; capped?: true; writes?: true; errors?: Re
     generic[status] = generic[status] ? `${generic[status]}; or ${description}` : description;
   }
   return Object.fromEntries(Object.entries(generic).map(([k, d]) => [k, error(d)]));
+}
+
+/** 503s: Redis unreachable (middleware/redis-guard.ts) or a draining process, on every route with a key; a full Redis on writes. */
+function unavailable(writes?: true): string {
+  const down = 'Redis is unreachable (`redis_unavailable`), or this process is shutting down (`shutting_down`); retry';
+  return writes ? `Redis is full (maxmemory): nothing was written; retry later (\`storage_full\`); or ${down}` : down;
 }
 
 type Operation = { responses?: Record<string, unknown> };

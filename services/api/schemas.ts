@@ -50,7 +50,17 @@ export const SessionView = SessionMeta.omit({ owner: true, policy: true });
 export const SessionCreated = z.object({ session_id: z.string() });
 export const Whoami = z.object({ name: z.string(), role: z.enum(ROLES) });
 export const Health = z.object({ status: z.literal('ok') });
-export const Readiness = z.object({ status: z.enum(['ready', 'not_ready']), redis: z.boolean(), docker: z.boolean() });
+export const Dependency = z.enum(['redis', 'docker']);
+export const Readiness = z.object({
+  status: z.enum(['ready', 'not_ready']),
+  /** each dependency answered (Docker is reported by an API-only process too, but only a worker needs it) */
+  redis: z.boolean(),
+  docker: z.boolean(),
+  /** the dependencies this process needs that do not answer: why it is not ready */
+  unavailable: z.array(Dependency).meta({ example: ['redis'] }),
+  /** the failure in words, null when ready */
+  reason: z.string().nullable().meta({ example: 'redis: Command timed out' }),
+});
 export const Queues = z.object({
   queues: z.array(z.looseObject({ session_id: z.string(), job_id: z.string().nullable(), approval: ApprovalMode.nullable(), open_commands: z.number().int() })),
 });

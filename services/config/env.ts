@@ -43,6 +43,8 @@ export const EnvSchema = z.object({
   THINKFLOW_STALLED_INTERVAL_MS: int(30_000),
   /** a session's BullMQ Worker is closed after this long without a job */
   THINKFLOW_WORKER_IDLE_MS: int(10_000),
+  /** SIGTERM: in-flight HTTP requests and running commands get this long to finish; commands still running then end `interrupted` */
+  THINKFLOW_SHUTDOWN_GRACE_S: int(30),
   /** bytes of a command's bodies a ledger record or event keeps (cut at a UTF-8 boundary; full size and SHA-256 kept) */
   THINKFLOW_RECORD_BODY_BYTES: int(64 * 1024),
   /** a deleted session's keys (ledger, events, queue) and a finished job's expire after this many seconds */
@@ -139,6 +141,8 @@ export type Config = {
   lockMs: number;
   stalledIntervalMs: number;
   workerIdleMs: number;
+  /** THINKFLOW_SHUTDOWN_GRACE_S */
+  shutdownGraceS: number;
   recordBodyBytes: number;
   retentionS: number;
   sandboxPrefix: string;
@@ -244,6 +248,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     lockMs: e.THINKFLOW_LOCK_MS,
     stalledIntervalMs: e.THINKFLOW_STALLED_INTERVAL_MS,
     workerIdleMs: e.THINKFLOW_WORKER_IDLE_MS,
+    shutdownGraceS: e.THINKFLOW_SHUTDOWN_GRACE_S,
     recordBodyBytes: e.THINKFLOW_RECORD_BODY_BYTES,
     retentionS: e.THINKFLOW_RETENTION_S,
     sandboxPrefix: e.THINKFLOW_SANDBOX_PREFIX,

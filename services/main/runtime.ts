@@ -2,14 +2,16 @@ import { hostname } from 'node:os';
 import type { Config } from '../config/index.ts';
 import { log } from '../log/index.ts';
 import {
-  Approvals, createKeys, createRedis, EgressGate, EgressListeners, FilePolicyGate, Pipeline, PipelineMetrics, Processor, DockerSandboxes, WorkerPool,
+  Approvals, createKeys, createRedis, EgressGate, EgressListeners, FilePolicyGate, Pipeline, PipelineMetrics, Processor, DockerSandboxes, RedisProbe, WorkerPool,
   type Sandboxes, type Keys, type PipelineRedis, type PolicyGate, type WorkerPoolOptions,
 } from '../pipeline/index.ts';
 import type { Redis } from 'ioredis';
 import { EgressProxy, SandboxManager } from '../sandbox/index.ts';
 
 // The pipeline side of one process: two Redis connections (commands, and a
-// subscriber shared by events, approvals and wake-ups), the Docker sandboxes
+// subscriber shared by events, approvals and wake-ups) that wait through a
+// Redis outage, a third that only PINGs and fails fast (the probe: is Redis
+// reachable, for the API's 503s and /readyz), the Docker sandboxes
 // behind the pipeline's Sandboxes port, the pipeline, and the worker pool when
 // this process runs the worker role. Plus one blocking connection per open
 // session Worker, which BullMQ requires.
@@ -20,6 +22,8 @@ export type Runtime = {
   keys: Keys;
   redis: PipelineRedis;
   subscriber: Redis;
+  /** Redis reachability within about a second, on a connection of its own (the API's 503s, /readyz) */
+  probe: RedisProbe;
   sandboxes: Sandboxes;
   gate: PolicyGate;
   metrics: PipelineMetrics;
@@ -42,6 +46,7 @@ export async function createRuntime(config: Config, overrides: RuntimeOverrides 
   const gate = overrides.gate ?? (await FilePolicyGate.load(config.policyDir));
   const redis = createRedis(config.redisUrl, `thinkflow-${config.role}@${config.redisPrefix}`);
   const subscriber = createRedis(config.redisUrl, `thinkflow-${config.role}-sub@${config.redisPrefix}`);
+  const probe = new RedisProbe(config.redisUrl, `thinkflow-${config.role}-probe@${config.redisPrefix}`, [redis, subscriber]);
   const manager = overrides.sandboxes ? null : new SandboxManager({
     namePrefix: config.sandboxPrefix, image: config.sandboxImage, workspaceQuotaBytes: config.workspaceQuotaMb * 1024 * 1024,
     workspaceFs: config.workspace.fs, workspaceDir: config.workspace.dir, workspaceInodes: config.workspace.inodes, workspaceSpares: config.workspace.spares,
@@ -89,30 +94,37 @@ export async function createRuntime(config: Config, overrides: RuntimeOverrides 
     );
     pool = new WorkerPool(
       { redis, keys, subscriber, queues: pipeline.queues, processor, openWorkers: metrics.openWorkers },
-      { lockMs: config.lockMs, stalledIntervalMs: config.stalledIntervalMs, idleMs: config.workerIdleMs, ...overrides.poolOptions },
+      {
+        lockMs: config.lockMs, stalledIntervalMs: config.stalledIntervalMs, idleMs: config.workerIdleMs,
+        shutdownGraceMs: config.shutdownGraceS * 1000, ...overrides.poolOptions,
+      },
     );
     await pool.start();
   }
+  await probe.settle(2000);
   let closing: Promise<void> | null = null;
   return {
-    config, keys, redis, subscriber, sandboxes, gate, metrics, pipeline, pool, egress,
+    config, keys, redis, subscriber, probe, sandboxes, gate, metrics, pipeline, pool, egress,
     // Reverse creation order; each step in its own try and with a time limit, so
     // one failure (or a Redis that is down, where quit() would wait for a
     // reconnect) does not skip or hang the rest. Connections are cut at the end.
+    // The workers' step has the shutdown grace on top (running commands finish
+    // or are interrupted within it: worker-pool.ts).
     close() {
       closing ??= (async () => {
-        const steps: [string, () => Promise<unknown>][] = [
-          ['workers', async () => pool?.close()],
-          ['egress', async () => listeners?.close()],
-          ['pipeline', () => pipeline.close()],
-          ['sandboxes', () => sandboxes.close()],
-          ['subscriber', () => subscriber.quit()],
-          ['redis', () => redis.quit()],
+        const poolLimitMs = (pool ? config.shutdownGraceS * 1000 : 0) + 20_000;
+        const steps: [string, () => Promise<unknown>, number][] = [
+          ['workers', async () => pool?.close(), poolLimitMs],
+          ['egress', async () => listeners?.close(), 10_000],
+          ['pipeline', () => pipeline.close(), 10_000],
+          ['sandboxes', () => sandboxes.close(), 10_000],
+          ['subscriber', () => subscriber.quit(), 10_000],
+          ['redis', () => redis.quit(), 10_000],
         ];
-        for (const [name, step] of steps) {
+        for (const [name, step, ms] of steps) {
           let timer: NodeJS.Timeout | undefined;
           const limit = new Promise<never>((_, reject) => {
-            timer = setTimeout(() => reject(new Error('timed out after 10 s')), 10_000);
+            timer = setTimeout(() => reject(new Error(`timed out after ${ms / 1000} s`)), ms);
           });
           try {
             await Promise.race([step(), limit]);
@@ -122,6 +134,7 @@ export async function createRuntime(config: Config, overrides: RuntimeOverrides 
             clearTimeout(timer);
           }
         }
+        probe.close();
         subscriber.disconnect();
         redis.disconnect();
       })();

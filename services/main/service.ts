@@ -5,6 +5,7 @@ import { createApp, ViewPool } from '../api/index.ts';
 import { Firehose, IdempotencyStore } from '../pipeline/index.ts';
 import type { Config } from '../config/index.ts';
 import { log, type Logger } from '../log/index.ts';
+import { HttpDrain } from './http-drain.ts';
 import { guardConnections, httpServerOptions } from './http-guard.ts';
 import { startJobs, type JobsRuntime } from './jobs.ts';
 import { createRuntime, type Runtime, type RuntimeOverrides } from './runtime.ts';
@@ -28,6 +29,7 @@ export async function startService(config: Config, overrides: RuntimeOverrides =
   let jobsRuntime: JobsRuntime | null = null;
   let url: string | null = null;
   const viewPool = new ViewPool(config.approvalDiff);
+  const drain = new HttpDrain();
   if (config.role !== 'worker') {
     if (!config.apiKeys) {
       logger.warn('!!! WARNING: THINKFLOW_API_KEYS is unset: DEV MODE. Every loopback caller is admin; other clients are refused. !!!');
@@ -40,9 +42,10 @@ export async function startService(config: Config, overrides: RuntimeOverrides =
       pipeline: runtime.pipeline, gate: runtime.gate, redis: runtime.redis, keys: runtime.keys, metrics: runtime.metrics,
       firehose: new Firehose(runtime.subscriber, runtime.keys), jobs: jobsRuntime.jobs, viewPool,
       idempotency: new IdempotencyStore(runtime.redis, runtime.keys),
+      redisWatch: runtime.probe, needsDocker: config.role !== 'api',
     });
     server = await new Promise<ServerType>((resolve) => {
-      const s = serve({ fetch: app.fetch, port: config.port, hostname: config.host, serverOptions: httpServerOptions(config.http) }, () => resolve(s));
+      const s = serve({ fetch: drain.wrap(app.fetch), port: config.port, hostname: config.host, serverOptions: httpServerOptions(config.http) }, () => resolve(s));
       guardConnections(s as Server, config.http);
     });
     const addr = server.address() as AddressInfo;
@@ -55,15 +58,14 @@ export async function startService(config: Config, overrides: RuntimeOverrides =
     runtime,
     url,
     close() {
-      // HTTP first (no new work), then workers, queues, sandboxes, Redis (runtime.close).
+      // No new work at once: the HTTP server stops accepting and the worker
+      // pool stops taking jobs. Both drain in parallel within the grace
+      // (THINKFLOW_SHUTDOWN_GRACE_S); then jobs, queues, sandboxes, Redis (runtime.close).
       closing ??= (async () => {
-        if (server) {
-          const s = server;
-          await new Promise<void>((resolve) => {
-            s.close(() => resolve());
-            (s as unknown as { closeAllConnections?: () => void }).closeAllConnections?.();
-          });
-        }
+        const graceMs = config.shutdownGraceS * 1000;
+        const workers = runtime.pool?.close();
+        if (server) await drain.drain(server as Server, graceMs);
+        await Promise.allSettled([workers]); // a failure is logged by runtime.close, which awaits the same close
         await viewPool.close();
         await jobsRuntime?.close();
         await runtime.close();

@@ -3,6 +3,8 @@ export { Pipeline } from './pipeline.ts';
 export type { CommandHandle } from './pipeline.ts';
 export { createRedis, deleteByPattern, isStorageFull } from './redis.ts';
 export type { PipelineRedis } from './redis.ts';
+export { RedisProbe, isRedisUnreachable } from './redis-probe.ts';
+export type { RedisState, RedisProbeOptions } from './redis-probe.ts';
 export { parseTurnBody, runCommandsTurn, runParsedTurn, turnItems, CommandResult } from './api-turn.ts';
 export { LedgerRecord, LedgerStatus, LedgerApproval, LEDGER_STATUSES, FAILURE_STATUSES } from './ledger-record.ts';
 export { NetworkRecord } from './egress/network-record.ts';

@@ -26,6 +26,8 @@ export type WorkerPoolOptions = {
   reconcileMs?: number;
   /** a `queued` record this old with no job in its queue is closed as lost. @default 30000 */
   lostAfterMs?: number;
+  /** close(): running commands get this long to finish, then end `interrupted` (THINKFLOW_SHUTDOWN_GRACE_S). @default 30000 */
+  shutdownGraceMs?: number;
 };
 
 export type WorkerPoolDeps = {
@@ -38,7 +40,10 @@ export type WorkerPoolDeps = {
   openWorkers: PipelineMetrics['openWorkers'];
 };
 
-type Entry = { worker: Worker<CommandJobData>; busy: boolean; lastActive: number; closing?: Promise<void> };
+const IDLE_CLOSE_MS = 5000;
+
+/** `job`: the command this Worker is processing, for close() to interrupt past the grace */
+type Entry = { worker: Worker<CommandJobData>; busy: boolean; lastActive: number; job?: CommandJobData; closing?: Promise<void> };
 export type PoolStatus = 'idle' | 'running' | 'closing' | 'closed';
 
 export class WorkerPool {
@@ -54,7 +59,7 @@ export class WorkerPool {
 
   constructor(deps: WorkerPoolDeps, opts: WorkerPoolOptions) {
     this.#d = deps;
-    this.#opts = { reconcileMs: 2000, lostAfterMs: 30_000, ...opts };
+    this.#opts = { reconcileMs: 2000, lostAfterMs: 30_000, shutdownGraceMs: 30_000, ...opts };
     deps.openWorkers.set(0);
   }
 
@@ -144,10 +149,11 @@ export class WorkerPool {
       },
     );
     const entry: Entry = { worker, busy: false, lastActive: Date.now() };
-    worker.on('active', () => { entry.busy = true; entry.lastActive = Date.now(); });
-    worker.on('completed', () => { entry.busy = false; entry.lastActive = Date.now(); });
+    worker.on('active', (job) => { entry.busy = true; entry.job = job.data; entry.lastActive = Date.now(); });
+    worker.on('completed', () => { entry.busy = false; entry.job = undefined; entry.lastActive = Date.now(); });
     worker.on('failed', (job, err) => {
       entry.busy = false;
+      entry.job = undefined;
       entry.lastActive = Date.now();
       if (job) void this.#recoverFailedJob(job, err);
       else withIds({ session_id: sid }).error({ err }, 'a command job failed in the queue');
@@ -177,6 +183,23 @@ export class WorkerPool {
     }
   }
 
+  /** Past the shutdown grace: the commands this process still runs end `interrupted`. */
+  async #interruptRunning(): Promise<void> {
+    const lifecycle = this.#d.processor.lifecycle;
+    await Promise.all([...this.#entries].map(async ([sid, e]) => {
+      if (!e.job) return;
+      const ids = withIds({ session_id: sid });
+      try {
+        const rec = await lifecycle.ledger.get(sid, e.job.index);
+        if (rec?.status !== 'running') return;
+        ids.warn({ index: rec.index, command_id: rec.id }, 'shutdown grace over: the running command ends interrupted');
+        await lifecycle.interrupt(rec);
+      } catch (err) {
+        ids.error({ err, index: e.job.index }, 'shutdown: could not interrupt a running command');
+      }
+    }));
+  }
+
   #sweep(): void {
     const now = Date.now();
     for (const [sid, e] of this.#entries) {
@@ -186,27 +209,54 @@ export class WorkerPool {
   }
 
   async #closeEntry(sid: string, e: Entry): Promise<void> {
-    try {
-      await e.worker.close();
-    } catch (err) {
+    const closed = e.worker.close().catch((err: unknown) => {
       withIds({ session_id: sid }).warn({ err }, 'closing a session worker failed; dropped anyway');
+    });
+    // A Worker that was waiting for a job when Redis restarted can wait in
+    // close() forever (BullMQ 5.81): once it runs no job, it is dropped after
+    // a bound (it takes no new job), so the session can get a Worker again.
+    while (!(await settlesWithin(closed, IDLE_CLOSE_MS))) {
+      if (e.job) continue; // a running command: close() bounds it with the shutdown grace
+      withIds({ session_id: sid }).warn(`a session worker with no job did not close within ${IDLE_CLOSE_MS / 1000} s; dropped`);
+      break;
     }
     if (this.#entries.get(sid) === e) this.#entries.delete(sid);
     this.#d.openWorkers.set(this.#entries.size);
   }
 
-  /** Stops taking jobs, lets running commands finish, closes every Worker. Memoized. */
+  /**
+   * Stops taking jobs at once, lets running commands finish within the grace,
+   * then marks those still running `interrupted` (as recovery does for a dead
+   * worker: stopped in the sandbox, never re-run) and closes every Worker.
+   * Queued jobs stay in their queues for another worker process. Memoized.
+   */
   close(): Promise<void> {
     this.#closing ??= (async () => {
       this.#status = 'closing';
       for (const t of this.#timers) clearInterval(t);
       this.#shutdown.abort();
-      await Promise.allSettled([...this.#opening.values()]);
-      await Promise.allSettled([...this.#entries].map(([sid, e]) => (e.closing ??= this.#closeEntry(sid, e))));
+      await settlesWithin(Promise.allSettled([...this.#opening.values()]), 2 * IDLE_CLOSE_MS); // each waits for an idle Worker closing: bounded there
+      const closed = Promise.allSettled([...this.#entries].map(([sid, e]) => (e.closing ??= this.#closeEntry(sid, e))));
+      if (!(await settlesWithin(closed, this.#opts.shutdownGraceMs))) {
+        await this.#interruptRunning();
+        // Interrupting stops the command in the sandbox, so its job ends and its Worker closes; if not, the job is recovered as stalled.
+        if (!(await settlesWithin(closed, 10_000))) log().warn('closing: a session worker is still busy after its command was interrupted; going on');
+      }
       await this.#d.subscriber.unsubscribe(this.#d.keys.wakeChannel())
         .catch((err: unknown) => log().warn({ err }, 'unsubscribing from wake messages failed while closing'));
       this.#status = 'closed';
     })();
     return this.#closing;
+  }
+}
+
+/** True when `p` settled within `ms`. */
+async function settlesWithin(p: Promise<unknown>, ms: number): Promise<boolean> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<false>((r) => { timer = setTimeout(() => r(false), ms); });
+  try {
+    return await Promise.race([p.then(() => true), late]);
+  } finally {
+    clearTimeout(timer);
   }
 }

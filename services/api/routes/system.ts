@@ -4,29 +4,33 @@ import type { AppEnv } from '../env.ts';
 import { json, media, route } from '../openapi.ts';
 import { Health, Readiness, Whoami } from '../schemas.ts';
 
-// Liveness, readiness (Redis and Docker reachable), who the key is, and the
-// Prometheus metrics.
+// Liveness, readiness (Redis reachable, and Docker where commands run: it
+// names what is missing), who the key is, and the Prometheus metrics.
+
+type Check = { up: boolean; reason: string | null };
 
 export type SystemRoutesDeps = {
-  /** true when reachable; each is given a time limit here */
-  ping: { redis: () => Promise<boolean>; docker: () => Promise<boolean> };
+  /** each is given a time limit here */
+  ping: { redis: () => Promise<Check>; docker: () => Promise<boolean> };
+  /** a worker needs Docker to be ready; an API-only process does not */
+  needsDocker: boolean;
   metrics: { render(): Promise<string>; readonly contentType: string };
 };
 
-/** A failed or slow check reads as not reachable (logged: the answer says only false). */
-const check = (what: string, p: Promise<boolean>, ms: number) => Promise.race([
+/** A failed or slow check reads as not reachable, with why (also logged). */
+const check = (what: string, p: Promise<Check>, ms: number) => Promise.race([
   p.catch((err: unknown) => {
     log().warn({ err, check: what }, 'readiness: check failed');
-    return false;
+    return { up: false, reason: (err as Error).message };
   }),
-  new Promise<boolean>((r) => setTimeout(() => r(false), ms).unref()),
+  new Promise<Check>((r) => setTimeout(() => r({ up: false, reason: `no answer within ${ms / 1000} s` }), ms).unref()),
 ]);
 
 const routes = {
   health: route({ method: 'get', path: '/healthz', id: 'getHealth', summary: 'Liveness', auth: 'none', ok: { 200: json(Health, 'alive') } }),
   ready: route({
     method: 'get', path: '/readyz', id: 'getReadiness', summary: 'Readiness: Redis and Docker reachable (503 when not)', auth: 'none',
-    ok: { 200: json(Readiness, 'ready'), 503: json(Readiness, 'Redis or Docker is not reachable') },
+    ok: { 200: json(Readiness, 'ready'), 503: json(Readiness, 'a dependency this process needs does not answer: Redis, or Docker for a worker (`unavailable`, `reason`)') },
   }),
   whoami: route({
     method: 'get', path: '/v1/whoami', id: 'whoAmI', summary: "The key's display name and role (never the key)", auth: 'any',
@@ -44,9 +48,17 @@ export function systemRoutes(d: SystemRoutesDeps): OpenAPIHono<AppEnv> {
   app.openapi(routes.health, (c) => c.json({ status: 'ok' as const }, 200));
 
   app.openapi(routes.ready, async (c) => {
-    const [redis, docker] = await Promise.all([check('redis', d.ping.redis(), 2000), check('docker', d.ping.docker(), 3000)]);
-    const ready = redis && docker;
-    return c.json({ status: ready ? 'ready' : 'not_ready', redis, docker }, ready ? 200 : 503);
+    const docker = async () => ({ up: await d.ping.docker(), reason: 'the Docker engine does not answer' });
+    const [redis, engine] = await Promise.all([check('redis', d.ping.redis(), 2000), check('docker', docker(), 3000)]);
+    const missing = [
+      ...(redis.up ? [] : [['redis', redis.reason ?? 'unreachable'] as const]),
+      ...(engine.up || !d.needsDocker ? [] : [['docker', engine.reason ?? 'unreachable'] as const]),
+    ];
+    const ready = missing.length === 0;
+    return c.json({
+      status: ready ? 'ready' : 'not_ready', redis: redis.up, docker: engine.up,
+      unavailable: missing.map(([dep]) => dep), reason: ready ? null : missing.map(([dep, why]) => `${dep}: ${why}`).join('; '),
+    }, ready ? 200 : 503);
   });
 
   // The dashboard signs in with it.

@@ -41,7 +41,7 @@ describe('REST API (real Redis and Docker)', () => {
     expect((await anon.get('/healthz')).status).toBe(200);
     const ready = await anon.get('/readyz');
     expect(ready.status).toBe(200);
-    expect(await ready.json()).toEqual({ status: 'ready', redis: true, docker: true });
+    expect(await ready.json()).toEqual({ status: 'ready', redis: true, docker: true, unavailable: [], reason: null });
   });
 
   it('separates roles: 401 without key, 403 for the wrong role, 404 for another submitter\'s session', async () => {

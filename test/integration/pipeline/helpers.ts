@@ -46,6 +46,8 @@ export function testConfig(prefix: string, extra: Record<string, string> = {}): 
   return loadConfig({
     REDIS_URL, THINKFLOW_REDIS_PREFIX: prefix, THINKFLOW_POLICY_DIR: policyDir(),
     THINKFLOW_WORKER_IDLE_MS: '3000',
+    // A test's close() must not wait 30 s for a turn it left waiting (an approval nobody answers).
+    THINKFLOW_SHUTDOWN_GRACE_S: '5',
     // A helper's own image build (PREAMBLE: THINKFLOW_SANDBOX_IMAGE=thinkflow/sandbox:NAME) reaches the service under test.
     ...(process.env.THINKFLOW_SANDBOX_IMAGE ? { THINKFLOW_SANDBOX_IMAGE: process.env.THINKFLOW_SANDBOX_IMAGE } : {}),
     ...extra,

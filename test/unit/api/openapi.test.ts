@@ -60,6 +60,9 @@ describe('OpenAPI document', () => {
     for (const [path, method] of [['/v1/sessions', 'post'], ['/v1/sessions/{id}/commands', 'post'], ['/v1/jobs', 'post'], ['/v1/sessions/{id}', 'delete']] as const) {
       expect([path, method, text(answers(path, method)[503])]).toEqual([path, method, expect.stringContaining('storage_full')]);
     }
+    for (const [path, method] of [['/v1/sessions/{id}/ledger', 'get'], ['/v1/sessions/{id}/commands', 'post'], ['/v1/jobs', 'get']] as const) {
+      expect([path, method, text(answers(path, method)[503])]).toEqual([path, method, expect.stringMatching(/redis_unavailable.*shutting_down/)]);
+    }
     for (const path of ['/v1/sessions/{id}/files', '/v1/sessions/{id}/files/{path}']) {
       expect(text(answers(path, 'get')[409])).toContain('path_changed');
       expect(text(answers(path, 'get')[503])).toContain('sandbox_unavailable');

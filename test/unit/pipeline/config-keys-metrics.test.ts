@@ -17,6 +17,12 @@ describe('config', () => {
     expect(resolveSandboxOptions({})).toMatchObject({ workspaceQuotaBytes: 2048 * 1024 ** 2, maxFrameBytes: 32 * 1024 ** 2 });
   });
 
+  it('gives a draining process 30 s by default (THINKFLOW_SHUTDOWN_GRACE_S, 0 allowed: interrupt at once)', () => {
+    expect(loadConfig({}).shutdownGraceS).toBe(30);
+    expect(loadConfig({ THINKFLOW_SHUTDOWN_GRACE_S: '0' }).shutdownGraceS).toBe(0);
+    expect(() => loadConfig({ THINKFLOW_SHUTDOWN_GRACE_S: '-1' })).toThrow(/THINKFLOW_SHUTDOWN_GRACE_S/);
+  });
+
   it('gives each workspace its own filesystem when the host can, in /var/lib/thinkflow/workspaces with 100,000 inodes', () => {
     expect(loadConfig({}).workspace).toEqual({ fs: 'auto', dir: '/var/lib/thinkflow/workspaces', inodes: 100_000, spares: 2 });
     expect(resolveSandboxOptions({})).toMatchObject({ workspaceFs: 'auto', workspaceDir: '/var/lib/thinkflow/workspaces', workspaceInodes: 100_000, workspaceSpares: 2 });

@@ -1,0 +1,104 @@
+import { Redis } from 'ioredis';
+import { log } from '../log/index.ts';
+
+// Whether Redis answers, known within about a second, for the API's fast
+// 503s and /readyz. The process's own connections wait through an outage on
+// purpose (BullMQ needs `maxRetriesPerRequest: null`, and a ledger write
+// must not be abandoned half-known), so they cannot tell: a stopped Redis
+// leaves their sockets open and their commands unanswered. The probe has a
+// connection of its own that fails fast instead (no offline queue, a
+// command timeout) and PINGs on a short period; a closed socket counts at once.
+
+export type RedisProbeOptions = {
+  /** @default 500 */
+  intervalMs?: number;
+  /** a PING unanswered this long means Redis is unreachable. @default 1000 */
+  timeoutMs?: number;
+};
+
+export type RedisState = { up: boolean; reason: string | null };
+
+export class RedisProbe {
+  readonly #conn: Redis;
+  readonly #watched: Redis[];
+  readonly #timeoutMs: number;
+  #up = false;
+  #reason: string | null = 'not connected yet';
+  #timer: NodeJS.Timeout | null = null;
+  readonly #onDown = new Set<() => void>();
+
+  /** `watched`: the process's own connections; one that is not `ready` (reconnecting) also counts as down. */
+  constructor(url: string, name: string, watched: Redis[] = [], opts: RedisProbeOptions = {}) {
+    this.#timeoutMs = opts.timeoutMs ?? 1000;
+    this.#watched = watched;
+    this.#conn = new Redis(url, {
+      connectionName: name, enableOfflineQueue: false, maxRetriesPerRequest: 0, commandTimeout: this.#timeoutMs,
+      connectTimeout: this.#timeoutMs, retryStrategy: () => 250, lazyConnect: true,
+    });
+    // Failures are what this connection exists to see: they set the state, logged once per change.
+    this.#conn.on('error', (err: Error) => this.#down(err.message));
+    this.#conn.on('close', () => this.#down('connection to Redis closed'));
+    this.#conn.on('ready', () => void this.check());
+    const every = opts.intervalMs ?? 500;
+    this.#timer = setInterval(() => void this.check(), every);
+    this.#timer.unref();
+    this.#conn.connect().catch((err: Error) => this.#down(err.message));
+  }
+
+  get state(): RedisState {
+    const lagging = this.#watched.find((r) => r.status !== 'ready');
+    if (this.#up && lagging) return { up: false, reason: `a connection of this process is ${lagging.status}` };
+    return { up: this.#up, reason: this.#up ? null : this.#reason };
+  }
+
+  /** PINGs now (bounded by the timeout) and returns the new state. */
+  async check(): Promise<RedisState> {
+    try {
+      await this.#conn.ping();
+      if (!this.#up) log().info('redis reachable');
+      this.#up = true;
+      this.#reason = null;
+    } catch (err) {
+      this.#down((err as Error).message);
+    }
+    return this.state;
+  }
+
+  /** Start-up: waits until Redis answered, at most `ms`, so a new process does not answer 503 while its probe still connects. */
+  async settle(ms: number): Promise<RedisState> {
+    const end = Date.now() + ms;
+    while (!this.#up && Date.now() < end) await new Promise((r) => setTimeout(r, 50));
+    return this.state;
+  }
+
+  /** Calls `f` each time Redis becomes unreachable; returns the unsubscribe. */
+  onDown(f: () => void): () => void {
+    this.#onDown.add(f);
+    return () => this.#onDown.delete(f);
+  }
+
+  #down(reason: string): void {
+    this.#reason = reason;
+    if (!this.#up) return;
+    this.#up = false;
+    log().warn({ reason }, 'redis unreachable');
+    for (const f of this.#onDown) f();
+  }
+
+  close(): void {
+    if (this.#timer) clearInterval(this.#timer);
+    this.#timer = null;
+    this.#onDown.clear();
+    this.#conn.disconnect();
+  }
+}
+
+/**
+ * True when a Redis command failed for want of a connection (closed, timed
+ * out, or given up after retries): nothing is known of whether it ran.
+ */
+export function isRedisUnreachable(err: unknown): boolean {
+  if (!(err instanceof Error)) return false;
+  if (err.name === 'MaxRetriesPerRequestError') return true;
+  return /^(Connection is closed\.|Command timed out|Stream isn't writeable)/.test(err.message);
+}
