@@ -56,9 +56,11 @@ describe('config', () => {
   });
   it('reads the model settings; an empty variable counts as unset', () => {
     // THINKFLOW_MODEL has no default (API.md: unset).
-    expect(loadConfig({}).model).toEqual({ baseUrl: null, apiKey: null, name: null });
+    expect(loadConfig({}).model).toEqual({ baseUrl: null, apiKey: null, name: null, idleMs: 300_000 });
+    expect(loadConfig({ THINKFLOW_MODEL_IDLE_S: '45' }).model.idleMs).toBe(45_000);
+    expect(() => loadConfig({ THINKFLOW_MODEL_IDLE_S: '0' })).toThrow(/THINKFLOW_MODEL_IDLE_S/);
     expect(loadConfig({ OPENAI_BASE_URL: '', THINKFLOW_MODEL: '', PORT: '' })).toMatchObject({ port: 8080, model: { baseUrl: null, name: null } });
-    expect(loadConfig({ OPENAI_BASE_URL: 'http://127.0.0.1:9/v1', OPENAI_API_KEY: 'k', THINKFLOW_MODEL: 'm' }).model).toEqual({ baseUrl: 'http://127.0.0.1:9/v1', apiKey: 'k', name: 'm' });
+    expect(loadConfig({ OPENAI_BASE_URL: 'http://127.0.0.1:9/v1', OPENAI_API_KEY: 'k', THINKFLOW_MODEL: 'm' }).model).toEqual({ baseUrl: 'http://127.0.0.1:9/v1', apiKey: 'k', name: 'm', idleMs: 300_000 });
     expect(() => loadConfig({ OPENAI_BASE_URL: 'not a url' })).toThrow(/OPENAI_BASE_URL/);
     expect(loadConfig({}).runnerTtlS).toBe(20);
   });
