@@ -1,5 +1,5 @@
 import type { ContentfulStatusCode } from 'hono/utils/http-status';
-import { isStorageFull, PipelineError } from '../pipeline/index.ts';
+import { CALL_ERROR_STATUS, isStorageFull, PipelineError, SandboxCallError } from '../pipeline/index.ts';
 
 // One error type that knows its HTTP answer. `app.onError` renders every
 // AppError as {"error":{"code","message","details"}}; anything else is logged
@@ -16,7 +16,8 @@ export type AppErrorCode =
   | 'invalid_idempotency_key' | 'idempotency_conflict' | 'idempotency_in_progress' | 'idempotency_answer_not_kept'
   | 'invalid_validator'
   | 'session_busy' | 'invalid_archive' | 'workspace_full' | 'workspace_conflict' | 'upload_failed'
-  | 'baseline_unavailable' | 'workspace_changed';
+  | 'baseline_unavailable' | 'workspace_changed'
+  | 'sandbox_timeout' | 'sandbox_answer_too_large';
 
 export class AppError extends Error {
   readonly code: AppErrorCode;
@@ -50,6 +51,8 @@ const PIPELINE_STATUS: Record<PipelineError['code'], ContentfulStatusCode> = {
 export function toAppError(err: unknown): AppError | null {
   if (err instanceof AppError) return err;
   if (err instanceof PipelineError) return new AppError(PIPELINE_STATUS[err.code], err.code, err.message, { details: err.details ?? null });
+  // An API process's sandbox call to the workers (pipeline/sandbox-calls): none took it 503, no answer in time 504, too large 502.
+  if (err instanceof SandboxCallError) return new AppError(CALL_ERROR_STATUS[err.code], err.code, err.message, { details: err.details, cause: err });
   // Redis at maxmemory refuses writes whole (noeviction): the request changed nothing and may be retried.
   if (isStorageFull(err)) return new AppError(503, 'storage_full', 'storage is full: nothing was written; retry later', { cause: err });
   return null;

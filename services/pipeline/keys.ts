@@ -70,6 +70,12 @@ export function createKeys(prefix = 'tf') {
      * approvals. The meta hash comes first (see scripts/lib/followTtl.lua).
      */
     sessionKeys: (sid: string, n: SessionCounts): string[] => sessionKeysOf(s(sid), n),
+    /** list: sandbox calls (sandbox-calls/) waiting for any worker, JSON; LPUSH by callers, BRPOP by workers */
+    sandboxCalls: () => `${prefix}:sbx:calls`,
+    /** pub/sub channel: wake-ups for one process's sandbox calls (payload `<call id>:<pipe>`) */
+    sandboxMailbox: (process: string) => `${prefix}:sbx:mb:${assertName('mailbox', process)}`,
+    /** one sandbox call's frames, expiring: `down` (worker → caller), `up` (caller → worker), `end` (flag: stop writing) */
+    sandboxCall: (sid: string, call: string, part: 'down' | 'up' | 'end') => `${s(sid)}:sbx:${assertName('call id', call)}:${part}`,
     /** every key pattern of this prefix (tests delete them with SCAN) */
     all: () => `${prefix}:*`,
   };
