@@ -32,13 +32,13 @@ export class CallClient {
     const json = JSON.stringify(req);
     const reader = new PipeReader(this.#d, { sid, call: id, dir: 'down' }, null);
     try {
-      await redis.lpush(keys.sandboxCalls(), json);
+      await redis.lpush(keys.calls(), json);
       const taken = this.#taken(reader, json, op, sid, pickupMs, o.signal);
       const first = o.upload ? await this.#upload(reader, taken, id, sid, o.upload, o.signal) : await taken;
       return { head: this.#head(first), reader, op, sid };
     } catch (err) {
       // Taken back if still waiting (it must not run after its caller gave up), and the worker told to stop writing.
-      await Promise.all([redis.lrem(keys.sandboxCalls(), 1, json), reader.cancel()])
+      await Promise.all([redis.lrem(keys.calls(), 1, json), reader.cancel()])
         .catch((e: unknown) => withIds({ session_id: sid }).warn({ err: e, op }, 'sandbox call: could not withdraw a failed call'));
       throw err;
     }
@@ -49,7 +49,7 @@ export class CallClient {
     const { redis, keys, opts } = this.#d;
     const first = await reader.next(Date.now() + pickupMs, signal);
     if (first) return first;
-    if ((await redis.lrem(keys.sandboxCalls(), 1, json)) > 0) {
+    if ((await redis.lrem(keys.calls(), 1, json)) > 0) {
       throw new SandboxCallError('sandbox_unavailable', `no worker took the ${op} call of session ${sid} within ${pickupMs} ms (is a worker process running, and not all busy?); nothing was done, try again`, { session_id: sid, op, waited_ms: pickupMs });
     }
     const late = await reader.next(Date.now() + opts.answerMs, signal);

@@ -11,7 +11,7 @@ export type CallRequest = {
   sid: string;
   op: string;
   args: unknown[];
-  /** the caller's mailbox (keys.sandboxMailbox) */
+  /** the caller's mailbox (keys.ts sandboxCallKeys: mailbox) */
   mailbox: string;
   /** ms since the epoch after which the caller has given up on a pickup */
   pickupBy: number;

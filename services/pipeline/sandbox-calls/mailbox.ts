@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import type { Redis } from 'ioredis';
 import { log } from '../../log/index.ts';
-import type { Keys } from '../keys.ts';
+import type { SandboxCallKeys } from '../keys.ts';
 
 // One process's wake-ups for its sandbox calls: a pub/sub channel of its own
 // on the process's shared subscriber connection. A message names a pipe
@@ -24,9 +24,9 @@ export class Mailbox {
   };
   #started: Promise<void> | null = null;
 
-  constructor(subscriber: Redis, keys: Keys) {
+  constructor(subscriber: Redis, keys: SandboxCallKeys) {
     this.#subscriber = subscriber;
-    this.channel = keys.sandboxMailbox(this.id);
+    this.channel = keys.mailbox(this.id);
   }
 
   start(): Promise<void> {

@@ -1,4 +1,4 @@
-import type { Keys } from '../keys.ts';
+import type { SandboxCallKeys } from '../keys.ts';
 import type { PipelineRedis } from '../redis.ts';
 import { SandboxCallError } from './errors.ts';
 import { decodeFrame, encodeFrame, type Frame } from './frames.ts';
@@ -12,7 +12,7 @@ import { keyTtlMs, type ResolvedCallOptions } from './options.ts';
 // (a credit) lets it go on. Either side may set the call's `end` key: the
 // writer then stops (`CallEnded`) instead of filling a list nobody reads.
 
-export type PipeDeps = { redis: PipelineRedis; keys: Keys; mailbox: Mailbox; opts: ResolvedCallOptions };
+export type PipeDeps = { redis: PipelineRedis; keys: SandboxCallKeys; mailbox: Mailbox; opts: ResolvedCallOptions };
 export type PipeName = { sid: string; call: string; dir: 'down' | 'up' };
 
 /** The other side set the call's `end`: it reads no more (it answered, or gave up). */
@@ -34,8 +34,8 @@ abstract class PipeEnd {
 
   constructor(d: PipeDeps, n: PipeName, peer: string | null) {
     this.#d = d;
-    this.list = d.keys.sandboxCall(n.sid, n.call, n.dir);
-    this.end = d.keys.sandboxCall(n.sid, n.call, 'end');
+    this.list = d.keys.pipe(n.sid, n.call, n.dir);
+    this.end = d.keys.pipe(n.sid, n.call, 'end');
     this.pipe = `${n.call}:${n.dir}`;
     this.#peer = peer;
     d.mailbox.open(this.pipe);
@@ -48,7 +48,7 @@ abstract class PipeEnd {
   /** Wakes the other side (a hint: it polls anyway). */
   protected notify(): void {
     if (!this.#peer) return;
-    const channel = this.#d.keys.sandboxMailbox(this.#peer);
+    const channel = this.#d.keys.mailbox(this.#peer);
     // A lost wake-up costs the other side one poll period; nothing to undo.
     this.#d.redis.publish(channel, this.pipe).catch(() => undefined);
   }

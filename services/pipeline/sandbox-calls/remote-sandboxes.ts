@@ -4,7 +4,7 @@ import type { Command } from '../../protocol/index.ts';
 import type {
   BaselineInfo, ChangeList, ExecuteOptions, ExecutionResult, ReadPathResult, UploadOptions, UploadResult, WorkspaceFormat, WorkspaceOut,
 } from '../../sandbox/index.ts';
-import type { Keys } from '../keys.ts';
+import { sandboxCallKeys, type Keys } from '../keys.ts';
 import type { PipelineRedis } from '../redis.ts';
 import type { Sandboxes } from '../sandboxes.ts';
 import { CallClient, type Answer, type CallOptions } from './call.ts';
@@ -30,8 +30,9 @@ export class RemoteSandboxes implements Sandboxes {
 
   constructor(d: RemoteSandboxesDeps, opts: SandboxCallOptions = {}) {
     this.#opts = resolveCallOptions(opts);
-    this.#mailbox = new Mailbox(d.subscriber, d.keys);
-    this.#client = new CallClient({ redis: d.redis, keys: d.keys, mailbox: this.#mailbox, opts: this.#opts });
+    const keys = sandboxCallKeys(d.keys.prefix);
+    this.#mailbox = new Mailbox(d.subscriber, keys);
+    this.#client = new CallClient({ redis: d.redis, keys, mailbox: this.#mailbox, opts: this.#opts });
     this.workspace = new RemoteWorkspaceOut(this);
   }
 

@@ -1,7 +1,7 @@
 import type { Redis } from 'ioredis';
 import { log, withIds } from '../../log/index.ts';
 import type { UploadOptions } from '../../sandbox/index.ts';
-import type { Keys } from '../keys.ts';
+import { sandboxCallKeys, type Keys, type SandboxCallKeys } from '../keys.ts';
 import type { PipelineRedis } from '../redis.ts';
 import type { Sandboxes } from '../sandboxes.ts';
 import { toWire } from './errors.ts';
@@ -31,6 +31,7 @@ export class SandboxCallServer {
   readonly #d: SandboxCallServerDeps;
   readonly #opts: ResolvedCallOptions;
   readonly #mailbox: Mailbox;
+  readonly #keys: SandboxCallKeys;
   readonly #pipes: PipeDeps;
   readonly #running = new Set<Promise<void>>();
   readonly #stop = new AbortController();
@@ -43,8 +44,9 @@ export class SandboxCallServer {
   constructor(d: SandboxCallServerDeps, opts: SandboxCallOptions = {}) {
     this.#d = d;
     this.#opts = resolveCallOptions(opts);
-    this.#mailbox = new Mailbox(d.subscriber, d.keys);
-    this.#pipes = { redis: d.redis, keys: d.keys, mailbox: this.#mailbox, opts: this.#opts };
+    this.#keys = sandboxCallKeys(d.keys.prefix);
+    this.#mailbox = new Mailbox(d.subscriber, this.#keys);
+    this.#pipes = { redis: d.redis, keys: this.#keys, mailbox: this.#mailbox, opts: this.#opts };
   }
 
   get status(): ServerStatus { return this.#status; }
@@ -60,7 +62,7 @@ export class SandboxCallServer {
   }
 
   async #take(blocking: Redis): Promise<void> {
-    const list = this.#d.keys.sandboxCalls();
+    const list = this.#keys.calls();
     while (this.#status === 'running') {
       if (this.#running.size >= this.#opts.callsPerWorker) {
         await new Promise<void>((resolve) => { this.#slotFreed = resolve; });

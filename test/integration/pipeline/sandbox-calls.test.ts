@@ -8,6 +8,7 @@ import { createHash } from 'node:crypto';
 import { Readable } from 'node:stream';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { createKeys, createRedis, RemoteSandboxes, SandboxCallError, SandboxCallServer, type Keys, type PipelineRedis, type SandboxCallOptions } from '../../../services/pipeline/index.ts';
+import { sandboxCallKeys } from '../../../services/pipeline/keys.ts';
 import { UploadError } from '../../../services/sandbox/index.ts';
 import { CallSandboxes, patternSha } from './call-sandboxes.ts';
 import { cleanupPrefix, REDIS_URL, testPrefix } from './helpers.ts';
@@ -95,7 +96,7 @@ describe('bounds', () => {
     expect(err.message).toMatch(/no worker took the readPath call of session s1 within 400 ms/);
     expect(took).toBeGreaterThanOrEqual(390);
     expect(took).toBeLessThan(1500);
-    expect(await conns[0]!.llen(keys.sandboxCalls())).toBe(0);
+    expect(await conns[0]!.llen(sandboxCallKeys(prefix).calls())).toBe(0);
     // A worker that starts now finds nothing to do.
     const box = new CallSandboxes();
     await worker(box);
