@@ -49,8 +49,8 @@ export class Mailbox {
 
   /** Resolves on a wake-up for `pipe` (or one that came since the last wait), after `ms`, or when `signal` aborts. */
   wait(pipe: string, ms: number, signal?: AbortSignal): Promise<void> {
-    const entry = this.#pipes.get(pipe);
-    if (!entry) return Promise.resolve();
+    // A pipe no longer open waits like a poll period: a caller that loops on it must not spin.
+    const entry = this.#pipes.get(pipe) ?? { wake: null, pending: false };
     if (entry.pending || signal?.aborted) {
       entry.pending = false;
       return Promise.resolve();

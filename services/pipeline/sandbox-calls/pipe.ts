@@ -31,6 +31,8 @@ abstract class PipeEnd {
   protected readonly pipe: string;
   /** the other side's mailbox, once known */
   #peer: string | null;
+  /** this side is done with the pipe: a read or write still under way stops instead of polling on */
+  protected closed = false;
 
   constructor(d: PipeDeps, n: PipeName, peer: string | null) {
     this.#d = d;
@@ -53,7 +55,10 @@ abstract class PipeEnd {
     this.#d.redis.publish(channel, this.pipe).catch(() => undefined);
   }
 
-  close(): void { this.#d.mailbox.close(this.pipe); }
+  close(): void {
+    this.closed = true;
+    this.#d.mailbox.close(this.pipe);
+  }
 }
 
 export class PipeWriter extends PipeEnd {
@@ -61,6 +66,7 @@ export class PipeWriter extends PipeEnd {
   async write(frame: Frame, signal?: AbortSignal): Promise<void> {
     const { redis, opts } = this.d;
     signal?.throwIfAborted();
+    if (this.closed) throw new CallEnded();
     const [len, , ended] = await Promise.all([
       redis.rpush(this.list, encodeFrame(frame)), redis.pexpire(this.list, keyTtlMs(opts)), redis.exists(this.end),
     ]);
@@ -71,6 +77,7 @@ export class PipeWriter extends PipeEnd {
     for (;;) {
       await this.d.mailbox.wait(this.pipe, Math.min(opts.pollMs, stallBy - Date.now()), signal);
       signal?.throwIfAborted();
+      if (this.closed) throw new CallEnded();
       const [n, e] = await Promise.all([redis.llen(this.list), redis.exists(this.end)]);
       if (e) throw new CallEnded();
       if (n < opts.window) return;
@@ -88,10 +95,11 @@ export class PipeWriter extends PipeEnd {
 export class PipeReader extends PipeEnd {
   #buffered: Buffer[] = [];
 
-  /** The next frame, or null when none came by `deadline` (ms since the epoch). */
+  /** The next frame, or null when none came by `deadline` (ms since the epoch). @throws CallEnded once closed */
   async next(deadline: number, signal?: AbortSignal): Promise<Frame | null> {
     const { redis, opts, mailbox } = this.d;
     for (;;) {
+      if (this.closed) throw new CallEnded();
       const head = this.#buffered.shift();
       if (head) return decodeFrame(head);
       const got = await redis.lpopBuffer(this.list, opts.window);

@@ -58,6 +58,8 @@ export class SandboxCallServer {
     this.#status = 'running';
     await this.#mailbox.start();
     this.#blocking = this.#d.redis.duplicate({ connectionName: 'thinkflow-sandbox-calls' });
+    // It reconnects by itself; without a listener its errors would go to stderr unlogged.
+    this.#blocking.on('error', (err: Error) => log().warn({ err }, 'sandbox calls: the blocking connection failed; reconnecting'));
     this.#loop = this.#take(this.#blocking);
   }
 
