@@ -163,6 +163,21 @@ describe('streams', () => {
     expect(box.produced).toBeLessThan(4 * 1024 * 1024);
   });
 
+  it('a reader that goes away while it waits for the worker stops reading Redis (a closed pipe once spun on LPOP)', async () => {
+    const box = new CallSandboxes();
+    box.stallAfter = 64 * 1024; // one frame, then the worker waits on its source
+    await worker(box, { frameBytes: 64 * 1024 });
+    const api = await caller({ frameBytes: 64 * 1024, stallMs: 20_000 });
+    const apiConn = conns.at(-2)!;
+    const s = await api.workspace.archive('s1', 'tar');
+    for await (const _ of s) break;
+    let pops = 0;
+    const lpop = apiConn.lpopBuffer.bind(apiConn);
+    apiConn.lpopBuffer = ((...a: Parameters<typeof lpop>) => { pops++; return lpop(...a); }) as typeof apiConn.lpopBuffer;
+    await new Promise((r) => setTimeout(r, 600));
+    expect(pops).toBeLessThanOrEqual(1);
+  });
+
   it('a worker whose stream stops moving: the reader fails with sandbox_timeout after the stall bound', async () => {
     const box = new CallSandboxes();
     box.stallAfter = 128 * 1024;
