@@ -149,13 +149,17 @@ describe('an API process without Docker', () => {
     expect(dockerConnections).toBe(0);
   });
 
-  it('with no worker left: 503 sandbox_unavailable within the pickup bound for files, archive and changes; readyz says Docker', async () => {
+  it('with no worker left: 503 sandbox_unavailable within the pickup bound for files, archive, changes, patch and upload; readyz says Docker', async () => {
     worker.kill('SIGTERM');
     await new Promise((r) => worker.once('exit', r));
     const c = client(url);
-    for (const path of [`/v1/sessions/${sid}/files/src/a.txt`, `/v1/sessions/${sid}/workspace`, `/v1/sessions/${sid}/changes`]) {
+    const upload = () => fetch(`${url}/v1/sessions/${sid}/workspace`, {
+      method: 'PUT', headers: { 'content-type': 'application/x-tar' }, body: new Uint8Array(tar([{ name: 'late.txt', data: 'late' }])),
+    });
+    const reads = ['files/src/a.txt', 'workspace', 'changes', 'changes?format=patch'].map((p) => () => c.get(`/v1/sessions/${sid}/${p}`));
+    for (const ask of [...reads, upload]) {
       const t0 = Date.now();
-      const res = await c.get(path);
+      const res = await ask();
       const took = Date.now() - t0;
       expect(res.status).toBe(503);
       const body = (await res.json()) as { error: { code: string; message: string } };
