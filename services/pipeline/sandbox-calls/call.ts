@@ -35,7 +35,9 @@ export class CallClient {
       await redis.lpush(keys.calls(), json);
       const taken = this.#taken(reader, json, op, sid, pickupMs, o.signal);
       const first = o.upload ? await this.#upload(reader, taken, id, sid, o.upload, o.signal) : await taken;
-      return { head: this.#head(first), reader, op, sid };
+      const head = this.#head(first);
+      reader.setPeer(head.mailbox); // credits for a body go to the worker that sends it
+      return { head, reader, op, sid };
     } catch (err) {
       // Taken back if still waiting (it must not run after its caller gave up), and the worker told to stop writing.
       await Promise.all([redis.lrem(keys.calls(), 1, json), reader.cancel()])
