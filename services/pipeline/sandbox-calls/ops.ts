@@ -43,18 +43,55 @@ async function body(c: OpContext, data: Buffer): Promise<void> {
   await c.writer.write({ t: 'E' }, c.signal);
 }
 
-/** A stream, with backpressure from the caller; the caller's end (or a stall) destroys it, which ends its program. */
+/**
+ * A stream, with backpressure from the caller; the caller's end (or a stall)
+ * destroys it, which ends its program. Frames are cut from what the source
+ * gave while the previous frame was being written, not one per chunk:
+ * docker's chunks are small, and each frame costs Redis a round trip.
+ */
 async function stream(c: OpContext, make: () => Promise<Readable>): Promise<void> {
   const source = await make();
   try {
     await c.writer.write({ t: 'H', head: { mailbox: c.mailbox, body: 'stream' } satisfies AnswerHead }, c.signal);
-    for await (const chunk of source) {
-      for (const data of slices(chunk as Buffer, c.opts.frameBytes)) await c.writer.write({ t: 'D', data }, c.signal);
+    // Half a window read ahead: one RPUSH carries it, while the source fills the next.
+    const taken = buffered(source, Math.max(1, c.opts.window >> 1) * c.opts.frameBytes);
+    for (let data = await taken.next(); data; data = await taken.next()) {
+      await c.writer.writeMany([...slices(data, c.opts.frameBytes)].map((d) => ({ t: 'D' as const, data: d })), c.signal);
     }
     await c.writer.write({ t: 'E' }, c.signal);
   } finally {
     source.destroy();
   }
+}
+
+/** What `source` has given since the last `next()` (null at its end), read ahead up to `max` bytes, then paused. */
+function buffered(source: Readable, max: number): { next(): Promise<Buffer | null> } {
+  let parts: Buffer[] = [];
+  let size = 0;
+  let ended = false;
+  let failed: Error | null = null;
+  let wake: (() => void) | null = null;
+  source.on('data', (b: Buffer) => {
+    parts.push(b);
+    size += b.length;
+    if (size >= max) source.pause();
+    wake?.();
+  });
+  source.once('end', () => { ended = true; wake?.(); });
+  source.on('error', (err) => { failed = err; wake?.(); });
+  return {
+    async next() {
+      while (size === 0 && !ended && !failed) await new Promise<void>((r) => { wake = r; });
+      wake = null;
+      if (failed) throw failed;
+      if (size === 0) return null;
+      const data = Buffer.concat(parts, size);
+      parts = [];
+      size = 0;
+      source.resume();
+      return data;
+    },
+  };
 }
 
 /** The upload's body, read off the `up` pipe: `X` is the caller's body failing, a stall a caller gone. */

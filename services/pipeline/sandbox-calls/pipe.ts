@@ -63,12 +63,17 @@ abstract class PipeEnd {
 
 export class PipeWriter extends PipeEnd {
   /** Appends a frame; waits (up to `stallMs`) while the pipe is full. @throws CallEnded, SandboxCallError sandbox_timeout */
-  async write(frame: Frame, signal?: AbortSignal): Promise<void> {
+  write(frame: Frame, signal?: AbortSignal): Promise<void> {
+    return this.writeMany([frame], signal);
+  }
+
+  /** Appends frames in one round trip (the pipe may then hold up to window - 1 + frames.length). */
+  async writeMany(frames: Frame[], signal?: AbortSignal): Promise<void> {
     const { redis, opts } = this.d;
     signal?.throwIfAborted();
     if (this.closed) throw new CallEnded();
     const [len, , ended] = await Promise.all([
-      redis.rpush(this.list, encodeFrame(frame)), redis.pexpire(this.list, keyTtlMs(opts)), redis.exists(this.end),
+      redis.rpush(this.list, ...frames.map(encodeFrame)), redis.pexpire(this.list, keyTtlMs(opts)), redis.exists(this.end),
     ]);
     this.notify();
     if (ended) throw new CallEnded();
