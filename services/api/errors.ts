@@ -1,5 +1,5 @@
 import type { ContentfulStatusCode } from 'hono/utils/http-status';
-import { isRedisUnreachable, isStorageFull, PipelineError } from '../pipeline/index.ts';
+import { CALL_ERROR_STATUS, isRedisUnreachable, isStorageFull, PipelineError, SandboxCallError } from '../pipeline/index.ts';
 
 // One error type that knows its HTTP answer. `app.onError` renders every
 // AppError as {"error":{"code","message","details"}}; anything else is logged
@@ -17,6 +17,7 @@ export type AppErrorCode =
   | 'invalid_validator'
   | 'session_busy' | 'invalid_archive' | 'workspace_full' | 'workspace_conflict' | 'upload_failed'
   | 'baseline_unavailable' | 'workspace_changed'
+  | 'sandbox_timeout' | 'sandbox_answer_too_large'
   // 503: Redis unreachable (middleware/redis-guard.ts); the process is draining on SIGTERM (services/main/http-drain.ts)
   | 'redis_unavailable' | 'shutting_down';
 
@@ -52,6 +53,8 @@ const PIPELINE_STATUS: Record<PipelineError['code'], ContentfulStatusCode> = {
 export function toAppError(err: unknown): AppError | null {
   if (err instanceof AppError) return err;
   if (err instanceof PipelineError) return new AppError(PIPELINE_STATUS[err.code], err.code, err.message, { details: err.details ?? null });
+  // An API process's sandbox call to the workers (pipeline/sandbox-calls): none took it 503, no answer in time 504, too large 502.
+  if (err instanceof SandboxCallError) return new AppError(CALL_ERROR_STATUS[err.code], err.code, err.message, { details: err.details, cause: err });
   // Redis at maxmemory refuses writes whole (noeviction): the request changed nothing and may be retried.
   if (isStorageFull(err)) return new AppError(503, 'storage_full', 'storage is full: nothing was written; retry later', { cause: err });
   // A command that lost its connection: whether it ran is unknown (middleware/redis-guard.ts answers most of these first).

@@ -106,6 +106,16 @@ export const EnvSchema = z.object({
   THINKFLOW_SANDBOX_IDLE_STOP_S: z.coerce.number().int().min(1).default(D.THINKFLOW_SANDBOX_IDLE_STOP_S),
   /** how often the worker's reaper runs (stops idle containers, removes those of deleted or long-idle sessions) */
   THINKFLOW_SANDBOX_REAP_INTERVAL_S: z.coerce.number().int().min(1).default(60),
+  /** sandbox calls (pipeline/sandbox-calls: an API process reads workspaces through a worker): a call no worker takes within this is 503 sandbox_unavailable */
+  THINKFLOW_SANDBOX_CALL_PICKUP_MS: z.coerce.number().int().min(1).default(5_000),
+  /** a taken call (or an upload after its last byte) not answered within this is 504 sandbox_timeout */
+  THINKFLOW_SANDBOX_CALL_ANSWER_MS: z.coerce.number().int().min(1).default(120_000),
+  /** a download or upload between an API process and a worker that moves nothing for this long is cut (sandbox_timeout) */
+  THINKFLOW_SANDBOX_CALL_STALL_MS: z.coerce.number().int().min(1).default(30_000),
+  /** an answer held whole in memory (a file, a change list) over this many MiB is 502 sandbox_answer_too_large */
+  THINKFLOW_SANDBOX_CALL_MAX_ANSWER_MB: z.coerce.number().int().min(1).default(32),
+  /** sandbox calls one worker serves at once (others wait in the list for any worker) */
+  THINKFLOW_SANDBOX_CALLS_PER_WORKER: z.coerce.number().int().min(1).default(16),
   /** pino level of the service's JSON log lines on stderr */
   THINKFLOW_LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   /** approval cards: an edit side over these bytes or lines gets no diff ("content too large to diff", sizes, sha256); jsdiff gives up after the ms (in a worker thread) */
@@ -170,6 +180,8 @@ export type Config = {
   http: { headersTimeoutMs: number; requestTimeoutMs: number; keepAliveTimeoutMs: number; maxConnectionsPerAddress: number };
   sandboxIdleStopS: number;
   sandboxReapIntervalS: number;
+  /** THINKFLOW_SANDBOX_CALL*: the bounds of the calls of an API process to the workers (pipeline/sandbox-calls) */
+  sandboxCalls: { pickupMs: number; answerMs: number; stallMs: number; maxAnswerBytes: number; callsPerWorker: number };
   logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
   approvalDiff: { maxBytes: number; maxLines: number; timeoutMs: number };
 };
@@ -279,6 +291,10 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     },
     sandboxIdleStopS: e.THINKFLOW_SANDBOX_IDLE_STOP_S,
     sandboxReapIntervalS: e.THINKFLOW_SANDBOX_REAP_INTERVAL_S,
+    sandboxCalls: {
+      pickupMs: e.THINKFLOW_SANDBOX_CALL_PICKUP_MS, answerMs: e.THINKFLOW_SANDBOX_CALL_ANSWER_MS, stallMs: e.THINKFLOW_SANDBOX_CALL_STALL_MS,
+      maxAnswerBytes: e.THINKFLOW_SANDBOX_CALL_MAX_ANSWER_MB * 1024 * 1024, callsPerWorker: e.THINKFLOW_SANDBOX_CALLS_PER_WORKER,
+    },
     approvalDiff: { maxBytes: e.THINKFLOW_DIFF_MAX_BYTES, maxLines: e.THINKFLOW_DIFF_MAX_LINES, timeoutMs: e.THINKFLOW_DIFF_TIMEOUT_MS },
   };
 }

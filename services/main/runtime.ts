@@ -3,7 +3,7 @@ import type { Config } from '../config/index.ts';
 import { log } from '../log/index.ts';
 import {
   Approvals, createKeys, createRedis, EgressGate, EgressListeners, FilePolicyGate, Pipeline, PipelineMetrics, Processor, DockerSandboxes, RedisProbe, WorkerPool,
-  type Sandboxes, type Keys, type PipelineRedis, type PolicyGate, type WorkerPoolOptions,
+  RemoteSandboxes, SandboxCallServer, uploadChecks, type Sandboxes, type Keys, type PipelineRedis, type PolicyGate, type WorkerPoolOptions,
 } from '../pipeline/index.ts';
 import type { Redis } from 'ioredis';
 import { EgressProxy, SandboxManager } from '../sandbox/index.ts';
@@ -11,10 +11,14 @@ import { EgressProxy, SandboxManager } from '../sandbox/index.ts';
 // The pipeline side of one process: two Redis connections (commands, and a
 // subscriber shared by events, approvals and wake-ups) that wait through a
 // Redis outage, a third that only PINGs and fails fast (the probe: is Redis
-// reachable, for the API's 503s and /readyz), the Docker sandboxes
-// behind the pipeline's Sandboxes port, the pipeline, and the worker pool when
-// this process runs the worker role. Plus one blocking connection per open
-// session Worker, which BullMQ requires.
+// reachable, for the API's 503s and /readyz), the sandboxes behind the
+// pipeline's Sandboxes port, the pipeline, and the worker pool when this
+// process runs the worker role. Plus one blocking connection per open
+// session Worker, which BullMQ requires. Only a process with the worker role
+// has Docker: an API-only one (THINKFLOW_ROLE=api) builds no Docker client at
+// all and reaches sandboxes through calls any worker serves
+// (pipeline/sandbox-calls); a worker serves them with one more blocking
+// connection. `all` calls its own sandboxes in-process (no Redis hop).
 
 /** One process's parts (the API takes the narrow ones it uses: see service.ts), the worker pool and the shutdown. */
 export type Runtime = {
@@ -31,11 +35,15 @@ export type Runtime = {
   pool: WorkerPool | null;
   /** what this worker's egress proxies ask before each connection (null in an API-only process) */
   egress: EgressGate | null;
+  /** the workers' side of sandbox calls (null in an API-only process) */
+  calls: SandboxCallServer | null;
   close(): Promise<void>;
 };
 
 export type RuntimeOverrides = {
   sandboxes?: Sandboxes; gate?: PolicyGate; worker?: boolean;
+  /** sandboxes through workers' calls even when not role=api (tests of the remote path in one process); wins over `sandboxes` */
+  remote?: boolean;
   /** tests shorten the recovery timings */
   poolOptions?: Partial<WorkerPoolOptions>;
 };
@@ -47,13 +55,16 @@ export async function createRuntime(config: Config, overrides: RuntimeOverrides 
   const redis = createRedis(config.redisUrl, `thinkflow-${config.role}@${config.redisPrefix}`);
   const subscriber = createRedis(config.redisUrl, `thinkflow-${config.role}-sub@${config.redisPrefix}`);
   const probe = new RedisProbe(config.redisUrl, `thinkflow-${config.role}-probe@${config.redisPrefix}`, [redis, subscriber]);
-  const manager = overrides.sandboxes ? null : new SandboxManager({
+  const remote = overrides.remote ?? (config.role === 'api' && !overrides.sandboxes);
+  const manager = overrides.sandboxes || remote ? null : new SandboxManager({
     namePrefix: config.sandboxPrefix, image: config.sandboxImage, workspaceQuotaBytes: config.workspaceQuotaMb * 1024 * 1024,
     workspaceFs: config.workspace.fs, workspaceDir: config.workspace.dir, workspaceInodes: config.workspace.inodes, workspaceSpares: config.workspace.spares,
     egressDir: config.egressDir, egressRelayMaxConnections: config.egress.maxConnections,
     idleStopMs: config.sandboxIdleStopS * 1000, reapIntervalMs: config.sandboxReapIntervalS * 1000,
   });
-  const sandboxes = overrides.sandboxes ?? new DockerSandboxes(manager!);
+  const remoteSandboxes = remote ? new RemoteSandboxes({ redis, keys, subscriber }, config.sandboxCalls) : null;
+  await remoteSandboxes?.start();
+  const sandboxes = remoteSandboxes ?? overrides.sandboxes ?? new DockerSandboxes(manager!);
   const metrics = new PipelineMetrics();
   // Read from Redis at scrape time, so every API process reports the same figure.
   metrics.addCollectedGauge('thinkflow_approvals_pending', 'Approvals waiting for an operator (all processes)', () =>
@@ -71,6 +82,14 @@ export async function createRuntime(config: Config, overrides: RuntimeOverrides 
   let pool: WorkerPool | null = null;
   let egress: EgressGate | null = null;
   let listeners: EgressListeners | null = null;
+  let calls: SandboxCallServer | null = null;
+  if (runWorker && !remote) {
+    calls = new SandboxCallServer({
+      redis, keys, subscriber, sandboxes,
+      uploadOptions: async (sid) => uploadChecks(gate, await pipeline.session(sid)),
+    }, config.sandboxCalls);
+    await calls.start();
+  }
   if (runWorker) {
     const approvals = new Approvals(redis, keys);
     approvals.attachSubscriber(subscriber);
@@ -104,7 +123,7 @@ export async function createRuntime(config: Config, overrides: RuntimeOverrides 
   await probe.settle(2000);
   let closing: Promise<void> | null = null;
   return {
-    config, keys, redis, subscriber, probe, sandboxes, gate, metrics, pipeline, pool, egress,
+    config, keys, redis, subscriber, probe, sandboxes, gate, metrics, pipeline, pool, egress, calls,
     // Reverse creation order; each step in its own try and with a time limit, so
     // one failure (or a Redis that is down, where quit() would wait for a
     // reconnect) does not skip or hang the rest. Connections are cut at the end.
@@ -115,6 +134,7 @@ export async function createRuntime(config: Config, overrides: RuntimeOverrides 
         const poolLimitMs = (pool ? config.shutdownGraceS * 1000 : 0) + 20_000;
         const steps: [string, () => Promise<unknown>, number][] = [
           ['workers', async () => pool?.close(), poolLimitMs],
+          ['sandbox calls', async () => calls?.close(), 10_000],
           ['egress', async () => listeners?.close(), 10_000],
           ['pipeline', () => pipeline.close(), 10_000],
           ['sandboxes', () => sandboxes.close(), 10_000],

@@ -75,6 +75,22 @@ export function createKeys(prefix = 'tf') {
   };
 }
 
+/**
+ * The keys of sandbox calls (sandbox-calls/README.md): a call's pipes are
+ * its session's (hash tag), the calls list and the mailboxes are the prefix's.
+ */
+export function sandboxCallKeys(prefix: string) {
+  return {
+    /** list: calls waiting for any worker, JSON; LPUSH by callers, BRPOP by workers */
+    calls: () => `${prefix}:sbx:calls`,
+    /** pub/sub channel: wake-ups for one process's calls (payload `<call id>:<pipe>`) */
+    mailbox: (process: string) => `${prefix}:sbx:mb:${assertName('mailbox', process)}`,
+    /** one call's frames, expiring: `down` (worker → caller), `up` (caller → worker), `end` (flag: stop writing) */
+    pipe: (sid: string, call: string, part: 'down' | 'up' | 'end') => `${prefix}:{${assertName('session id', sid)}}:sbx:${assertName('call id', call)}:${part}`,
+  };
+}
+export type SandboxCallKeys = ReturnType<typeof sandboxCallKeys>;
+
 type SessionCounts = { records: number; turns: number; tokens: string[] };
 
 function sessionKeysOf(base: string, n: SessionCounts): string[] {

@@ -1,5 +1,5 @@
 import type { Readable } from 'node:stream';
-import { UploadError, type UploadEntry, type UploadRefusal } from '../sandbox/index.ts';
+import { UploadError, type UploadEntry, type UploadOptions, type UploadRefusal } from '../sandbox/index.ts';
 import { PipelineError, type PipelineErrorCode } from './errors.ts';
 import type { Pipeline, SeededFile } from './pipeline.ts';
 import type { PolicyGate } from './policy-gate.ts';
@@ -34,6 +34,11 @@ function judge(gate: Pick<PolicyGate, 'evaluateSeeded'>, session: SessionMeta, e
   };
 }
 
+/** How an upload into `session` is judged: each entry as a seeded write (also what a worker serving a remote upload uses). */
+export function uploadChecks(gate: Pick<PolicyGate, 'evaluateSeeded'>, session: SessionMeta): UploadOptions {
+  return { check: (e) => judge(gate, session, e) };
+}
+
 /**
  * Extracts the tar (or tar.gz) `body` into the session's workspace, all or
  * nothing, and emits `files_seeded`.
@@ -44,7 +49,7 @@ export async function uploadWorkspace(p: Pipeline, sid: string, body: Readable):
   const claim = await p.claims.claimUpload(sid);
   try {
     const session = await p.session(sid);
-    const result = await p.sandboxes.uploadWorkspace(sid, body, { check: (e) => judge(p.gate, session, e) }).catch((err: unknown) => {
+    const result = await p.sandboxes.uploadWorkspace(sid, body, uploadChecks(p.gate, session)).catch((err: unknown) => {
       if (!(err instanceof UploadError)) throw err;
       throw new PipelineError(CODES[err.code] ?? 'upload_failed', err.message, { ...err.details, ...(CODES[err.code] ? {} : { cause_code: err.code }) });
     });

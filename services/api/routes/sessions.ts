@@ -3,10 +3,10 @@ import type { Context, MiddlewareHandler, Next } from 'hono';
 import { z } from 'zod';
 import { withIds } from '../../log/index.ts';
 import { normalizeWorkspacePath } from '../../policy/index.ts';
-import { CommandResult, newSessionId, parseTurnBody, PipelineError, runParsedTurn, turnItems, type IdempotencyStore, type Pipeline, type SessionMeta } from '../../pipeline/index.ts';
+import { CommandResult, newSessionId, parseTurnBody, PipelineError, runParsedTurn, SandboxCallError, turnItems, type IdempotencyStore, type Pipeline, type SessionMeta } from '../../pipeline/index.ts';
 import { ParseError } from '../../protocol/index.ts';
 import type { AppEnv } from '../env.ts';
-import { AppError } from '../errors.ts';
+import { AppError, toAppError } from '../errors.ts';
 import { idempotent } from '../middleware/idempotency.ts';
 import { maxBody } from '../middleware/limits.ts';
 import type { TurnCaps } from '../stream-caps.ts';
@@ -36,19 +36,26 @@ export function requireLive(meta: SessionMeta): void {
   if (meta.deleted_at) throw new AppError(410, 'session_deleted', `session ${meta.session_id} was deleted`);
 }
 
+/** What a route that reaches a sandbox can answer in an API-only process, whose sandboxes are the workers' (pipeline/sandbox-calls). */
+export const CALL_ERRORS = {
+  502: 'an answer over THINKFLOW_SANDBOX_CALL_MAX_ANSWER_MB from the worker (`sandbox_answer_too_large`)',
+  503: "the session's sandbox did not answer, or no worker took the request within THINKFLOW_SANDBOX_CALL_PICKUP_MS (`sandbox_unavailable`); nothing was done, try again",
+  504: 'a worker took the request but did not answer within THINKFLOW_SANDBOX_CALL_ANSWER_MS, or a transfer stalled (`sandbox_timeout`)',
+};
+
 /** What reading the workspace can answer besides the generic errors (every path 2xx or 4xx, a sandbox down 503). */
 const FILE_ERRORS = {
   400: 'a loop of symbolic links (`invalid_path`)',
   403: 'the path leads outside the workspace (`path_outside_workspace`)',
   409: 'the path changed while it was read, e.g. a symlink swapped (`path_changed`); try again',
   410: 'the session was deleted (`session_deleted`)',
-  503: "the session's sandbox did not answer (`sandbox_unavailable`); try again",
+  ...CALL_ERRORS,
 };
 
 const routes = (d: SessionRoutesDeps) => ({
   create: route({
     method: 'post', path: '/', id: 'createSession', summary: 'A session without a model', auth: 'writer', capped: true, writes: true,
-    errors: { 422: 'a seeded file could not be written (`seed_failed`)' },
+    errors: { 422: 'a seeded file could not be written (`seed_failed`)', ...CALL_ERRORS },
     middleware: [maxBody(d.maxJsonBytes), jsonBody({ emptyOk: true })], idempotent: idempotent(d.idempotency, { body: 'json' }),
     request: { body: { required: false, content: { 'application/json': { schema: CreateSessionBody } } } },
     ok: { 201: json(SessionCreated, 'the new session') },
@@ -206,6 +213,8 @@ async function readInSandbox(p: Pipeline, sid: string, path: string): ReturnType
   try {
     return await p.sandboxes.readPath(sid, path);
   } catch (err) {
+    const call = err instanceof SandboxCallError ? toAppError(err) : null;
+    if (call) throw call;
     const code = (err as { code?: unknown }).code;
     if (typeof code === 'string' && code.startsWith('sandbox_')) {
       withIds({ session_id: sid }).warn({ err, path }, 'files: the sandbox did not answer a read');

@@ -6,11 +6,11 @@ import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { z } from 'zod';
 import { withIds } from '../../log/index.ts';
-import type { Pipeline, WorkspaceOut } from '../../pipeline/index.ts';
+import { SandboxCallError, type Pipeline, type WorkspaceOut } from '../../pipeline/index.ts';
 import type { AppEnv } from '../env.ts';
-import { AppError } from '../errors.ts';
+import { AppError, toAppError } from '../errors.ts';
 import { media, route } from '../openapi.ts';
-import { requireLive, visibleSession } from './sessions.ts';
+import { CALL_ERRORS, requireLive, visibleSession } from './sessions.ts';
 
 // The workspace out (API.md additions 2026-12-01): the archive, and the
 // changes against the baseline as a list or a git patch. Both are made in
@@ -28,7 +28,7 @@ const ChangeList = z.object({
 const SANDBOX_ERRORS = {
   409: 'no baseline could be kept for this workspace (`baseline_unavailable`, the message says why), or the workspace changed while it was read (`workspace_changed`); try again',
   410: 'the session was deleted (`session_deleted`)',
-  503: "the session's sandbox did not answer (`sandbox_unavailable`); try again",
+  ...CALL_ERRORS,
 };
 
 const routes = {
@@ -106,6 +106,8 @@ async function answerOf<T>(sid: string, fn: () => Promise<T>): Promise<T> {
   try {
     return await fn();
   } catch (err) {
+    const call = err instanceof SandboxCallError ? toAppError(err) : null;
+    if (call) throw call;
     const code = (err as { code?: unknown }).code;
     const message = (err as Error).message;
     if (code === 'baseline_failed' || code === 'baseline_unsupported') {

@@ -8,7 +8,7 @@ import type { AppEnv } from '../env.ts';
 import { AppError, toAppError } from '../errors.ts';
 import { answerThenLinger, nodeOf } from '../middleware/limits.ts';
 import { json, route } from '../openapi.ts';
-import { visibleSession } from './sessions.ts';
+import { CALL_ERRORS, visibleSession } from './sessions.ts';
 
 // PUT /v1/sessions/:id/workspace (API.md, additions 2026-12-01): a tar or
 // gzip'd tar streamed from the request into the session's sandbox, where it
@@ -33,8 +33,8 @@ const uploadRoute = route({
     410: 'the session was deleted (`session_deleted`)',
     413: 'over THINKFLOW_MAX_UPLOAD_MB (`payload_too_large`), or the archive expands past the workspace quota (`workspace_full`); nothing was written',
     415: 'the body is not application/x-tar or application/gzip (`unsupported_media_type`)',
+    ...CALL_ERRORS,
     502: 'the extraction failed in the sandbox (`upload_failed`); nothing was written',
-    503: "the session's sandbox did not answer (`sandbox_unavailable`); try again",
   },
   request: { body: { required: true, content: { 'application/x-tar': binary, 'application/gzip': binary } } },
   ok: { 200: json(UploadAnswer, 'the archive is in the workspace; `files_seeded` was emitted') },

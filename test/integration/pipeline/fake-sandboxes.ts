@@ -1,6 +1,7 @@
 import type { Command } from '../../../services/protocol/command.ts';
 import type { Sandboxes } from '../../../services/pipeline/sandboxes.ts';
-import type { ExecutionResult, ReadPathResult } from '../../../services/sandbox/index.ts';
+import type { Readable } from 'node:stream';
+import type { ExecutionResult, ReadPathResult, UploadResult } from '../../../services/sandbox/index.ts';
 
 // An in-memory Sandboxes for the pipeline core tests: files per session and a
 // tiny `bash` (`sleep S`, `exit N`, `echo …`, `rm F`, `true`, `false`, joined by `;`).
@@ -19,7 +20,7 @@ export class FakeSandboxes implements Sandboxes {
     return fs;
   }
 
-  async uploadWorkspace(): Promise<never> {
+  async uploadWorkspace(_sid: string, _body: Readable): Promise<UploadResult> {
     throw new Error('the fake executor does not take workspace uploads (test/integration/api covers them on Docker)');
   }
 
