@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { parseRedisUrl } from './redis-url.ts';
 
 // One schema for the process environment: defaults live here and nowhere else.
 const int = (d: number) => z.coerce.number().int().nonnegative().default(d);
@@ -23,7 +24,10 @@ const D = ENV_DEFAULTS;
 export const EnvSchema = z.object({
   PORT: z.coerce.number().int().min(0).max(65535).default(8080),
   HOST: z.string().min(1).default('127.0.0.1'),
-  REDIS_URL: z.string().url().default('redis://127.0.0.1:6379'),
+  // One Redis, a Cluster or Sentinel (redis-url.ts): a bad one is refused here with what was wrong.
+  REDIS_URL: z.string().default('redis://127.0.0.1:6379').superRefine((url, ctx) => {
+    try { parseRedisUrl(url); } catch (err) { ctx.addIssue({ code: 'custom', message: (err as Error).message }); }
+  }),
   THINKFLOW_ROLE: z.enum(['api', 'worker', 'all']).default('all'),
   THINKFLOW_API_KEYS: z.string().optional(),
   THINKFLOW_POLICY_DIR: z.string().default('./policies'),
