@@ -21,6 +21,7 @@ export const CLUSTER_CI_FILES = [
   'test/integration/pipeline/approvals.test.ts',
   'test/integration/pipeline/event-log.test.ts',
   'test/integration/pipeline/handover.test.ts',
+  'test/integration/pipeline/index-repair.test.ts',
   'test/integration/pipeline/multi-worker.test.ts',
   'test/integration/jobs/jobs.e2e.test.ts',
   'test/integration/jobs/recovery.e2e.test.ts',
