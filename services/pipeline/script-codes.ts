@@ -23,7 +23,7 @@ export const ScriptCode = {
   TOO_EARLY: 8,
   /** answerApproval: answered earlier; detail: that decision */
   ANSWERED: 9,
-  /** jobs/job-control.ts: the job's message list is full; nothing written */
+  /** jobMessagePush: the job's message list is full; nothing written */
   FULL: 10,
 } as const;
 
