@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { parseRedisUrl } from './redis-url.ts';
 
 // One schema for the process environment: defaults live here and nowhere else.
 const int = (d: number) => z.coerce.number().int().nonnegative().default(d);
@@ -23,7 +24,10 @@ const D = ENV_DEFAULTS;
 export const EnvSchema = z.object({
   PORT: z.coerce.number().int().min(0).max(65535).default(8080),
   HOST: z.string().min(1).default('127.0.0.1'),
-  REDIS_URL: z.string().url().default('redis://127.0.0.1:6379'),
+  // One Redis, a Cluster or Sentinel (redis-url.ts): a bad one is refused here with what was wrong.
+  REDIS_URL: z.string().default('redis://127.0.0.1:6379').superRefine((url, ctx) => {
+    try { parseRedisUrl(url); } catch (err) { ctx.addIssue({ code: 'custom', message: (err as Error).message }); }
+  }),
   THINKFLOW_ROLE: z.enum(['api', 'worker', 'all']).default('all'),
   THINKFLOW_API_KEYS: z.string().optional(),
   THINKFLOW_POLICY_DIR: z.string().default('./policies'),
@@ -106,15 +110,12 @@ export const EnvSchema = z.object({
   THINKFLOW_SANDBOX_IDLE_STOP_S: z.coerce.number().int().min(1).default(D.THINKFLOW_SANDBOX_IDLE_STOP_S),
   /** how often the worker's reaper runs (stops idle containers, removes those of deleted or long-idle sessions) */
   THINKFLOW_SANDBOX_REAP_INTERVAL_S: z.coerce.number().int().min(1).default(60),
-  /** sandbox calls (pipeline/sandbox-calls: an API process reads workspaces through a worker): a call no worker takes within this is 503 sandbox_unavailable */
+  /** sandbox calls (pipeline/sandbox-calls: an API process reads workspaces through a worker): not taken → 503 sandbox_unavailable; taken, no answer → 504 sandbox_timeout;
+   * a stream moving nothing is cut (sandbox_timeout); an answer held whole over MAX_ANSWER_MB → 502 sandbox_answer_too_large; calls one worker serves at once */
   THINKFLOW_SANDBOX_CALL_PICKUP_MS: z.coerce.number().int().min(1).default(5_000),
-  /** a taken call (or an upload after its last byte) not answered within this is 504 sandbox_timeout */
   THINKFLOW_SANDBOX_CALL_ANSWER_MS: z.coerce.number().int().min(1).default(120_000),
-  /** a download or upload between an API process and a worker that moves nothing for this long is cut (sandbox_timeout) */
   THINKFLOW_SANDBOX_CALL_STALL_MS: z.coerce.number().int().min(1).default(30_000),
-  /** an answer held whole in memory (a file, a change list) over this many MiB is 502 sandbox_answer_too_large */
   THINKFLOW_SANDBOX_CALL_MAX_ANSWER_MB: z.coerce.number().int().min(1).default(32),
-  /** sandbox calls one worker serves at once (others wait in the list for any worker) */
   THINKFLOW_SANDBOX_CALLS_PER_WORKER: z.coerce.number().int().min(1).default(16),
   /** pino level of the service's JSON log lines on stderr */
   THINKFLOW_LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),

@@ -2,3 +2,5 @@
 export { ENV_DEFAULTS, loadConfig, parseApiKeys, parseApiKeyNames } from './env.ts';
 export type { ApiKeys, Config, Role } from './env.ts';
 export { ROLES } from './env.ts';
+export { parseRedisUrl, redact, RedisUrlError } from './redis-url.ts';
+export type { HostPort, RedisTarget } from './redis-url.ts';

@@ -2,56 +2,42 @@
 // processes: the API process that receives a message or a pause writes it to
 // Redis; the process running the job polls it (like cancel) and applies it
 // through the agent's `JobControl` port. Messages wait in one list per job
-// (one key: a script on it never crosses Redis Cluster slots); the pause flag
-// is a field of the job's hash, beside `cancel`.
+// (one key: its scripts, pipeline/scripts/jobMessage*.lua, never cross Redis
+// Cluster slots); the pause flag is a field of the job's hash, beside `cancel`.
 import { randomBytes } from 'node:crypto';
-import type { Redis } from 'ioredis';
 import type { JobControl, SteeringMessage } from '../agent/index.ts';
-import { jobKeys } from './job-store.ts';
+import { ScriptCode, codeOf, type Keys, type PipelineRedis } from '../pipeline/index.ts';
 
 /** A message's text, in characters (the JSON body limit bounds it too). */
 export const MAX_MESSAGE_CHARS = 64 * 1024;
 /** Messages a job holds before its next model call takes them. */
 export const MAX_PENDING_MESSAGES = 32;
 
-// Appends unless the list is full; -1 when full. KEYS[1] the list; ARGV: message, cap, ttl.
-const PUSH_CAPPED = `
-if redis.call('LLEN', KEYS[1]) >= tonumber(ARGV[2]) then return -1 end
-local n = redis.call('RPUSH', KEYS[1], ARGV[1])
-redis.call('EXPIRE', KEYS[1], ARGV[3])
-return n`;
-
-// Reads and empties the list in one step, so a message is taken exactly once.
-const TAKE_ALL = `
-local all = redis.call('LRANGE', KEYS[1], 0, -1)
-redis.call('DEL', KEYS[1])
-return all`;
-
 export class JobControlStore {
-  readonly #redis: Redis;
-  readonly #keys: ReturnType<typeof jobKeys>;
+  readonly #redis: PipelineRedis;
+  readonly #keys: Keys;
   /** Pending messages outlive a job by this much at most (THINKFLOW_RETENTION_S). */
   readonly #ttlS: number;
 
-  constructor(redis: Redis, prefix: string, retentionS: number) {
+  constructor(redis: PipelineRedis, keys: Keys, retentionS: number) {
     this.#redis = redis;
-    this.#keys = jobKeys(prefix);
+    this.#keys = keys;
     this.#ttlS = retentionS;
   }
 
   /** The stored message, or null when the job already holds MAX_PENDING_MESSAGES. */
   async addMessage(jobId: string, text: string, interrupt: boolean): Promise<SteeringMessage | null> {
     const message: SteeringMessage = { id: `msg_${randomBytes(8).toString('hex')}`, text, interrupt, at: new Date().toISOString() };
-    const n = await this.#redis.eval(PUSH_CAPPED, 1, this.#keys.messages(jobId), JSON.stringify(message), MAX_PENDING_MESSAGES, this.#ttlS);
-    return Number(n) < 0 ? null : message;
+    const n = await this.#redis.jobMessagePush(this.#keys.jobMessages(jobId), JSON.stringify(message), MAX_PENDING_MESSAGES, this.#ttlS);
+    return codeOf(n) === ScriptCode.FULL ? null : message;
   }
 
   async pending(jobId: string): Promise<SteeringMessage[]> {
-    return parseAll(await this.#redis.lrange(this.#keys.messages(jobId), 0, -1));
+    return parseAll(await this.#redis.lrange(this.#keys.jobMessages(jobId), 0, -1));
   }
 
   async take(jobId: string): Promise<SteeringMessage[]> {
-    return parseAll((await this.#redis.eval(TAKE_ALL, 1, this.#keys.messages(jobId))) as string[]);
+    return parseAll((await this.#redis.jobMessagesTake(this.#keys.jobMessages(jobId))) as string[]);
   }
 
   async setPaused(jobId: string, paused: boolean): Promise<void> {

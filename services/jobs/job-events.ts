@@ -1,10 +1,9 @@
 import { EventWriter, type EventBody, type JobEmit, type Keys, type PipelineRedis, type RunnerEvent } from '../pipeline/index.ts';
-import { jobKeys } from './job-store.ts';
 
 // The job's side of the session's event stream. The events themselves are the
 // pipeline's (one union, one writer, numbered from one counter per session, so
 // a job's SSE is one ordered stream replayable from any Last-Event-ID); what
-// this adds is the job: `job_finished` lands with the job's final view.
+// this adds is the job: `job_finished`, then the job's final view.
 
 export type RunnerEventType = RunnerEvent['type'];
 /** What the runner says with an event of type T (the log adds seq, ids and time). */
@@ -36,13 +35,17 @@ export class JobEvents {
   }
 
   /**
-   * Writes the job's final view and its `job_finished` event in one MULTI, so
-   * no reader ever sees a final job without its last event, or the reverse.
+   * Writes the job's `job_finished` event, then its final view. They live in
+   * different slots of a Redis Cluster (session, job), so not one MULTI: the
+   * event comes first because a crash between leaves a job that is not final
+   * with its runner gone, which JobsService.recoverOrphans finishes; the other
+   * order could leave a final job whose stream never ends.
    * The job's record expires THINKFLOW_RETENTION_S after it (its session's keys when the session is deleted).
    */
   async finish(jobKey: string, view: { session_id: string; job_id: string; status: string }): Promise<void> {
-    const multi = this.#redis.multi().hset(jobKey, 'data', JSON.stringify(view)).expire(jobKey, this.#retentionS).publish(jobKeys(this.#keys.prefix).changes(), view.job_id);
-    const results = await this.#writer.appendIn(multi, view.session_id, view.job_id, { type: 'job_finished', job: view }).exec();
+    await this.#writer.append(view.session_id, view.job_id, { type: 'job_finished', job: view } as unknown as EventBody);
+    const results = await this.#redis.multi().hset(jobKey, 'data', JSON.stringify(view)).expire(jobKey, this.#retentionS)
+      .publish(this.#keys.jobChanges(), view.job_id).exec();
     const failed = results?.find(([err]) => err);
     if (!results || failed) throw failed?.[0] ?? new Error('MULTI was discarded');
   }

@@ -1,25 +1,13 @@
 import type { Redis } from 'ioredis';
+import type { Keys } from '../pipeline/index.ts';
 import { JobView } from './job-schemas.ts';
 import type { WebhookDelivery } from './job-schemas.ts';
 
 // Jobs in Redis: one hash per job (`data` = the JobView JSON, `owner`,
 // `cancel`, `pause`), and a zset of all jobs by creation time. The job's runner is the
 // only writer of `data`; cancel requests go to their own field so they never
-// race it.
-
-export function jobKeys(prefix: string) {
-  return {
-    job: (id: string) => `${prefix}:job:${id}`,
-    jobs: () => `${prefix}:jobs`,
-    /** pub/sub: a job's view was written (payload: job id), for live job lists */
-    changes: () => `${prefix}:jobs:ch`,
-    deliveries: (id: string) => `${prefix}:job:${id}:webhook-deliveries`,
-    /** steering messages not yet taken by a model call (job-control.ts) */
-    messages: (id: string) => `${prefix}:job:${id}:messages`,
-    /** a runner process's heartbeat (expires after THINKFLOW_RUNNER_TTL_S) */
-    runner: (id: string) => `${prefix}:runner:${id}`,
-  };
-}
+// race it. Keys are pipeline/keys.ts's (a job's own keys share the tag
+// `{j:<id>}`; the jobs list is a global index, written apart from them).
 
 /** `fromSeq`: the session's events before the job (a job on an existing session streams the ones after). */
 export type StoredJob = { view: JobView; owner: string | null; cancelRequested: boolean; runner: string | null; fromSeq: number };
@@ -28,22 +16,25 @@ const PRUNE_BATCH = 20;
 
 export class JobStore {
   readonly #redis: Redis;
-  readonly #keys: ReturnType<typeof jobKeys>;
+  readonly #keys: Keys;
   /** THINKFLOW_RETENTION_S: webhook deliveries (sent once the job is final) expire with the job */
   readonly #retentionS: number;
 
-  constructor(redis: Redis, prefix: string, retentionS: number) {
+  constructor(redis: Redis, keys: Keys, retentionS: number) {
     this.#redis = redis;
-    this.#keys = jobKeys(prefix);
+    this.#keys = keys;
     this.#retentionS = retentionS;
   }
 
+  // The list entry goes first (its own slot on a Cluster, so not in the
+  // job's MULTI): a crash between the two leaves an entry without a job, which
+  // readers skip and #pruneList drops, never a job the list misses.
   async create(view: JobView, owner: string | null, runner: string, fromSeq = 0): Promise<void> {
+    await this.#redis.zadd(this.#keys.jobs(), Date.parse(view.created_at), view.job_id);
     await this.#redis
       .multi()
       .hset(this.#keys.job(view.job_id), { data: JSON.stringify(view), owner: owner ?? '', cancel: '0', runner, from_seq: String(fromSeq) })
-      .zadd(this.#keys.jobs(), Date.parse(view.created_at), view.job_id)
-      .publish(this.#keys.changes(), view.job_id)
+      .publish(this.#keys.jobChanges(), view.job_id)
       .exec();
     await this.#pruneList();
   }
@@ -54,12 +45,9 @@ export class JobStore {
   async #pruneList(): Promise<void> {
     const oldest = await this.#redis.zrange(this.#keys.jobs(), 0, PRUNE_BATCH - 1);
     if (oldest.length === 0) return;
-    const p = this.#redis.pipeline();
-    for (const id of oldest) p.exists(this.#keys.job(id));
-    const gone = ((await p.exec()) ?? []).flatMap(([err, n], i) => {
-      if (err) throw err;
-      return Number(n) === 0 ? [oldest[i]!] : [];
-    });
+    // One EXISTS each (auto-pipelined): the jobs live in different slots.
+    const found = await Promise.all(oldest.map((id) => this.#redis.exists(this.#keys.job(id))));
+    const gone = oldest.filter((_, i) => found[i] === 0);
     if (gone.length > 0) await this.#redis.zrem(this.#keys.jobs(), ...gone);
   }
 
@@ -72,14 +60,14 @@ export class JobStore {
 
   /** Appends one webhook delivery attempt (a list, so concurrent attempts never overwrite each other). */
   async recordDelivery(id: string, delivery: WebhookDelivery): Promise<void> {
-    const key = this.#keys.deliveries(id);
+    const key = this.#keys.jobDeliveries(id);
     const out = await this.#redis.multi().rpush(key, JSON.stringify(delivery)).expire(key, this.#retentionS).exec();
     const failed = out?.find(([err]) => err);
     if (!out || failed) throw failed?.[0] ?? new Error('MULTI was discarded');
   }
 
   async deliveries(id: string): Promise<WebhookDelivery[]> {
-    return (await this.#redis.lrange(this.#keys.deliveries(id), 0, -1)).map((d) => JSON.parse(d) as WebhookDelivery);
+    return (await this.#redis.lrange(this.#keys.jobDeliveries(id), 0, -1)).map((d) => JSON.parse(d) as WebhookDelivery);
   }
 
   keyOf(id: string): string {
@@ -87,12 +75,12 @@ export class JobStore {
   }
 
   async save(view: JobView): Promise<void> {
-    await this.#redis.multi().hset(this.#keys.job(view.job_id), 'data', JSON.stringify(view)).publish(this.#keys.changes(), view.job_id).exec();
+    await this.#redis.multi().hset(this.#keys.job(view.job_id), 'data', JSON.stringify(view)).publish(this.#keys.jobChanges(), view.job_id).exec();
   }
 
   /** The channel on which every write of a job's view is announced (payload: job id). */
   changesChannel(): string {
-    return this.#keys.changes();
+    return this.#keys.jobChanges();
   }
 
   async requestCancel(id: string): Promise<void> {

@@ -10,7 +10,7 @@ import { JobControlStore, LiveJobControl } from './job-control.ts';
 import { JobEvents } from './job-events.ts';
 import { openJobSession, scopedPipeline } from './job-session.ts';
 import { FINAL_JOB_STATUSES, type JobRequest, type JobView } from './job-schemas.ts';
-import { JobStore, jobKeys } from './job-store.ts';
+import { JobStore } from './job-store.ts';
 import type { WebhookSender } from './webhooks.ts';
 
 export interface JobsServiceDeps {
@@ -54,13 +54,13 @@ export class JobsService {
   constructor(deps: JobsServiceDeps) {
     this.#d = deps;
     const p = deps.pipeline;
-    this.store = new JobStore(deps.redis, deps.keys.prefix, p.retentionS);
-    this.control = new JobControlStore(deps.redis, deps.keys.prefix, p.retentionS);
+    this.store = new JobStore(deps.redis, deps.keys, p.retentionS);
+    this.control = new JobControlStore(deps.redis, deps.keys, p.retentionS);
     this.events = new JobEvents(deps.redis, deps.keys, { keep: p.eventsKeep, bodyBytes: p.bodyBytes, retentionS: p.retentionS });
   }
 
   #heartbeatKey(runner: string): string {
-    return jobKeys(this.#d.keys.prefix).runner(runner);
+    return this.#d.keys.runner(runner);
   }
 
   /** Starts the heartbeat, cancel polling and orphan recovery (now and every TTL). */

@@ -43,7 +43,7 @@ export async function startJobs(rt: Runtime, logger: Logger): Promise<JobsRuntim
     secret = randomBytes(32).toString('hex');
     logger.warn('thinkflow webhooks: THINKFLOW_WEBHOOK_SECRET is unset: signing with a random per-process key receivers cannot verify');
   }
-  const store = new JobStore(rt.redis, rt.keys.prefix, rt.pipeline.retentionS);
+  const store = new JobStore(rt.redis, rt.keys, rt.pipeline.retentionS);
   const webhooks = new WebhookSender({ secret, allow: webhookAllow, record: (id, d) => store.recordDelivery(id, d) });
   const jobs = new JobsService({ redis: rt.redis, keys: rt.keys, pipeline: rt.pipeline, endpoint, webhooks, runnerTtlS });
   await jobs.start();

@@ -7,12 +7,19 @@ import type { PublicApproval } from './events.ts';
 import type { Keys } from './keys.ts';
 import { ApprovalDecision, type LedgerApproval, type LedgerRecord } from './ledger-record.ts';
 import type { PipelineRedis } from './redis.ts';
+import { ScriptCode } from './script-codes.ts';
 
 // Approvals of POLICY.md §5. A token (256 random bits) names one pending
 // request; `answerApproval` answers it at most once, and treats an answer
 // after `expires_at` as the expiry it is. The worker waiting at the command
 // learns the answer from a pub/sub message, or from its own poll when a
 // message was missed (e.g. during a reconnect).
+// Redis Cluster: the approval hash is in its session's slot; the token's index
+// entry (token → session) and the pending zset are global keys, each written
+// by its own command, the index entries first (a crash between leaves an entry
+// for an approval that does not exist, which readers treat as unknown and
+// listPending drops; the answer's removal from the pending zset, after the
+// script, is repaired the same way).
 
 /**
  * An operator's answer (`POST /v1/approvals/:token`, the CLI, the dashboard):
@@ -46,6 +53,8 @@ export class ApprovalWaitAborted extends Error {
     this.name = 'ApprovalWaitAborted';
   }
 }
+/** A pending-index entry this long past its approval's expiry is dropped (listPending). */
+const STALE_AFTER_EXPIRY_MS = 3600_000;
 /** Answered approvals are kept this long so a second answer still gets 409, not 404. */
 const KEEP_ANSWERED_S = 7 * 24 * 3600;
 
@@ -118,6 +127,11 @@ export class Approvals {
 
   async #store(state: ApprovalState, expiresMs: number, ttlS: number, grant: string, grantPrefix?: string): Promise<void> {
     const key = this.#keys.approval(state.session_id, state.token);
+    // A key per token with the approval's TTL: a field of one global hash outlived every approval.
+    await Promise.all([
+      this.#redis.set(this.#keys.approvalIndex(state.token), state.session_id, 'EX', ttlS + KEEP_ANSWERED_S),
+      this.#redis.zadd(this.#keys.approvalsPending(), expiresMs, state.token),
+    ]);
     await this.#redis.multi()
       .hset(key, {
         // One JSON grant per line: the answer script pushes each to the session's list.
@@ -126,9 +140,6 @@ export class Approvals {
         public: JSON.stringify(state),
       })
       .expire(key, ttlS + KEEP_ANSWERED_S)
-      // A key per token with the approval's TTL: a field of one global hash outlived every approval.
-      .set(this.#keys.approvalIndex(state.token), state.session_id, 'EX', ttlS + KEEP_ANSWERED_S)
-      .zadd(this.#keys.approvalsPending(), expiresMs, state.token)
       .exec();
   }
 
@@ -171,22 +182,36 @@ export class Approvals {
     if (!/^[A-Za-z0-9_-]{20,100}$/.test(token)) return 'unknown';
     const sid = await this.#redis.get(this.#keys.approvalIndex(token));
     if (!sid) return 'unknown';
-    const res = String(await this.#redis.answerApproval(
-      this.#keys.approval(sid, token), this.#keys.grants(sid), this.#keys.approvalsPending(),
+    const reply = await this.#redis.answerApproval(
+      this.#keys.approval(sid, token), this.#keys.grants(sid),
       decision, reason ?? '', decidedBy, Date.now(), new Date().toISOString(), token, this.#keys.approvalChannel(), scope,
-    ));
-    if (res === 'ok' || res === 'unknown' || res === 'expired') return res;
+    );
+    const [code, earlier] = Array.isArray(reply) ? reply.map(String) : [String(reply)];
+    if (Number(code) === ScriptCode.OK || Number(code) === ScriptCode.EXPIRED) await this.#redis.zrem(this.#keys.approvalsPending(), token);
+    if (Number(code) === ScriptCode.OK) return 'ok';
+    if (Number(code) === ScriptCode.UNKNOWN) return 'unknown';
+    if (Number(code) === ScriptCode.EXPIRED || earlier === 'expired') return 'expired';
     return 'answered';
   }
 
-  /** Pending, not yet expired, oldest first. */
+  /**
+   * Pending, not yet expired, oldest first. Also the index's repair: a token
+   * whose approval was answered (a crash between the answer and its removal)
+   * leaves it, and so does any token an hour past its expiry (one whose
+   * approval was never written, or whose waiting worker died). A token
+   * without an approval yet is left alone: it may be one being stored now.
+   */
   async listPending(limit = 1000): Promise<ApprovalState[]> {
-    const tokens = await this.#redis.zrangebyscore(this.#keys.approvalsPending(), Date.now(), '+inf', 'LIMIT', 0, limit);
-    const out: ApprovalState[] = [];
-    for (const t of tokens) {
-      const a = await this.get(t);
-      if (a && a.status === 'pending') out.push(a);
-    }
+    const now = Date.now();
+    const pending = this.#keys.approvalsPending();
+    const [tokens] = await Promise.all([
+      this.#redis.zrangebyscore(pending, now, '+inf', 'LIMIT', 0, limit),
+      this.#redis.zremrangebyscore(pending, '-inf', now - STALE_AFTER_EXPIRY_MS),
+    ]);
+    const states = await Promise.all(tokens.map((t) => this.get(t)));
+    const out = states.filter((a): a is ApprovalState => a?.status === 'pending');
+    const answered = tokens.filter((_, i) => states[i] && states[i].status !== 'pending');
+    if (answered.length > 0) await this.#redis.zrem(pending, ...answered);
     return out.sort((a, b) => a.created_at.localeCompare(b.created_at));
   }
 

@@ -1,4 +1,3 @@
-import type { ChainableCommander } from 'ioredis';
 import type { EventBody, LedgerEventType, PublicApproval, RunnerEvent } from './events.ts';
 import { summaryOf } from './events.ts';
 import type { Keys } from './keys.ts';
@@ -40,8 +39,6 @@ export function ledgerEventArgs(
   return [type, bodyJson(e.sid, e.jobId, e.at, { type, ...payload } as EventBody)];
 }
 
-type ScriptCalls = { appendEvent(...args: (string | number)[]): unknown };
-
 export class EventWriter {
   readonly #redis: PipelineRedis;
   readonly #keys: Keys;
@@ -60,12 +57,6 @@ export class EventWriter {
   /** Appends an event that is not a ledger change (files_seeded, the job runner's); returns its seq. */
   async append(sid: string, jobId: string | null, body: EventBody): Promise<number> {
     return Number(await this.#redis.appendEvent(...this.#args(sid, jobId, body)));
-  }
-
-  /** The same append as one step of the caller's MULTI (e.g. job_finished with the job's final view). */
-  appendIn(multi: ChainableCommander, sid: string, jobId: string | null, body: EventBody): ChainableCommander {
-    (multi as unknown as ScriptCalls).appendEvent(...this.#args(sid, jobId, body));
-    return multi;
   }
 
   /** A writer bound to one job's session, for the job runner. */

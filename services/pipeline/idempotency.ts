@@ -2,6 +2,7 @@ import { createHash, randomBytes } from 'node:crypto';
 import { log } from '../log/index.ts';
 import type { Keys } from './keys.ts';
 import type { PipelineRedis } from './redis.ts';
+import { ScriptCode, codeOf } from './script-codes.ts';
 
 // `Idempotency-Key` (API.md additions) in Redis, so every API process sees the
 // same keys: one string per (API key, Idempotency-Key). A request takes the
@@ -57,7 +58,7 @@ export class HeldKey {
     const { redis, leaseMs } = this.#store;
     const timer = setInterval(() => {
       redis.idemHeld(this.#key, this.#value, 'extend', leaseMs).then((held) => {
-        if (Number(held) === 0) log().warn({ idempotency_key_hash: this.#hash }, 'idempotency: the lease lapsed while the request ran; a retry may run it again');
+        if (codeOf(held) === ScriptCode.NOT_HOLDER) log().warn({ idempotency_key_hash: this.#hash }, 'idempotency: the lease lapsed while the request ran; a retry may run it again');
       }, (err: unknown) => log().warn({ err, idempotency_key_hash: this.#hash }, 'idempotency: extending the lease failed'));
     }, Math.max(100, Math.floor(leaseMs / 3)));
     timer.unref();
@@ -74,7 +75,7 @@ export class HeldKey {
     const charged = Buffer.byteLength(value) + ENTRY_OVERHEAD_BYTES;
     const stored = await redis.idemAnswer(this.#key, keys.ownerRetired(this.#owner), keys.ownerRetiredBytes(this.#owner),
       this.#value, value, now + ttlMs, `idem:${this.#hash}`, charged, now);
-    return Number(stored) === 1;
+    return codeOf(stored) === ScriptCode.OK;
   }
 
   /** Gives the key back (the request failed): a retry runs it afresh. */

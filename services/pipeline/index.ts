@@ -44,6 +44,7 @@ export { PipelineError } from './errors.ts';
 export { PipelineMetrics } from './metrics.ts';
 export { createKeys } from './keys.ts';
 export type { Keys } from './keys.ts';
+export { ScriptCode, codeOf } from './script-codes.ts';
 export { Firehose } from './firehose.ts';
 export { IdempotencyStore, HeldKey } from './idempotency.ts';
 export type { IdempotentAnswer } from './idempotency.ts';

@@ -1,8 +1,14 @@
-// Every Redis key and BullMQ queue name the pipeline touches is built here, so a
-// prefix change (tests use a unique one per file) isolates everything at once.
-// Session keys carry the session id as a hash tag (`{sid}`) so that, on a Redis
-// Cluster, one session's ledger, events and queue live in the same slot and the
-// Lua scripts that touch several of them stay single-slot.
+// Every Redis key and BullMQ queue name the services touch is built here (the
+// jobs module's too), so a prefix change (tests use a unique one per file)
+// isolates everything at once. Redis Cluster: every key a script or MULTI
+// touches shares one hash tag, so it is one slot —
+//   `{sid}`      a session's keys and its BullMQ queue (`${prefix}:q:{sid}:…`);
+//   `{o:owner}`  an API key's caps, budget and Idempotency-Keys;
+//   `{j:job}`    a job's hash, deliveries and steering messages.
+// The global indexes (sessions, busy, pending approvals, an approval's index
+// entry, the jobs list) have no tag: no script or MULTI touches them with
+// anything else; they are written by their own command next to the script
+// (README "Redis Cluster"). test/unit/pipeline/key-slots.test.ts checks it.
 
 const NAME = /^[A-Za-z0-9_-]{1,64}$/;
 
@@ -35,6 +41,7 @@ export function createKeys(prefix = 'tf') {
     sessionBytes: (sid: string) => `${s(sid)}:bytes`,
     ledgerCounter: (sid: string) => `${s(sid)}:ledger:n`,
     ledgerIds: (sid: string) => `${s(sid)}:ledger:ids`,
+    /** the records' common prefix: declared in a script's KEYS, the script appends the index (same slot) */
     recordPrefix: (sid: string) => `${s(sid)}:rec:`,
     record: (sid: string, n: number) => `${s(sid)}:rec:${n}`,
     /** count of records not yet final */
@@ -54,16 +61,8 @@ export function createKeys(prefix = 'tf') {
     /** zset token -> expires_at ms, the pending ones only */
     approvalsPending: () => `${prefix}:approvals:pending`,
     approvalChannel: () => `${prefix}:approvals:ch`,
-    /** set of an API key's open sessions (plus short-lived `pending:` reservations) */
-    ownerSessions: (owner: string) => `${prefix}:owner:${owner}:sessions`,
-    /** zset of an API key's deleted sessions whose keys still exist, score = their expiry ms (storage-budget.ts) */
-    ownerRetired: (owner: string) => `${prefix}:owner:${owner}:retired`,
-    /** hash: bytes of each of those sessions, and their sum in field `~total` */
-    ownerRetiredBytes: (owner: string) => `${prefix}:owner:${owner}:retired:bytes`,
-    /** string: an API key's `Idempotency-Key` (`keyHash`: sha256 hex of it), its request's fingerprint and answer (idempotency.ts) */
-    idempotency: (owner: string, keyHash: string) => `${prefix}:owner:${owner}:idem:${keyHash}`,
-    /** zset of an API key's sessions with a live container, score = last use ms */
-    ownerLive: (owner: string) => `${prefix}:owner:${owner}:live`,
+    ...ownerKeys(prefix),
+    ...jobKeys(prefix),
     /**
      * Every key of one session outside BullMQ, from its counters (no SCAN):
      * `records` = the ledger counter, `turns` = the turn counter, `tokens` its
@@ -72,6 +71,42 @@ export function createKeys(prefix = 'tf') {
     sessionKeys: (sid: string, n: SessionCounts): string[] => sessionKeysOf(s(sid), n),
     /** every key pattern of this prefix (tests delete them with SCAN) */
     all: () => `${prefix}:*`,
+  };
+}
+
+/** An API key's keys: one hash tag `{o:<owner>}`, so its scripts and MULTIs are one slot. */
+function ownerKeys(prefix: string) {
+  const o = (owner: string) => `${prefix}:owner:{o:${owner}}`;
+  return {
+    /** set of an API key's open sessions (plus short-lived `pending:` reservations) */
+    ownerSessions: (owner: string) => `${o(owner)}:sessions`,
+    /** zset of an API key's deleted sessions whose keys still exist, score = their expiry ms (storage-budget.ts) */
+    ownerRetired: (owner: string) => `${o(owner)}:retired`,
+    /** hash: bytes of each of those sessions, and their sum in field `~total` */
+    ownerRetiredBytes: (owner: string) => `${o(owner)}:retired:bytes`,
+    /** string: an API key's `Idempotency-Key` (`keyHash`: sha256 hex of it), its request's fingerprint and answer (idempotency.ts) */
+    idempotency: (owner: string, keyHash: string) => `${o(owner)}:idem:${keyHash}`,
+    /** zset of an API key's sessions with a live container, score = last use ms */
+    ownerLive: (owner: string) => `${o(owner)}:live`,
+  };
+}
+
+/** A job's keys (tag `{j:<id>}`), the jobs list and the runners' heartbeats (jobs/). */
+function jobKeys(prefix: string) {
+  const j = (id: string) => `${prefix}:job:{j:${id}}`;
+  return {
+    /** hash of one job: `data` (the JobView JSON), `owner`, `cancel`, `pause`, `runner`, `from_seq` (jobs/job-store.ts) */
+    job: (id: string) => j(id),
+    /** list: a job's webhook delivery attempts */
+    jobDeliveries: (id: string) => `${j(id)}:webhook-deliveries`,
+    /** list: steering messages not yet taken by a model call (jobs/job-control.ts) */
+    jobMessages: (id: string) => `${j(id)}:messages`,
+    /** zset of every job by creation ms (global index; entries whose job expired are pruned as jobs are made) */
+    jobs: () => `${prefix}:jobs`,
+    /** pub/sub: a job's view was written (payload: job id), for live job lists */
+    jobChanges: () => `${prefix}:jobs:ch`,
+    /** string: a job runner process's heartbeat (expires after THINKFLOW_RUNNER_TTL_S) */
+    runner: (id: string) => `${prefix}:runner:${id}`,
   };
 }
 

@@ -1,5 +1,6 @@
 import type { Grant, NetworkGrant } from '../policy/index.ts';
 import type { Command, CommandFlow } from '../protocol/index.ts';
+import { BusyIndex } from './busy-index.ts';
 import { ledgerEventArgs } from './event-writer.ts';
 import type { LedgerEventType, PublicApproval } from './events.ts';
 import type { Keys } from './keys.ts';
@@ -9,6 +10,7 @@ import {
   type EvaluationData, type LedgerApproval, type LedgerRecord, type LedgerResult, type LedgerStatus,
 } from './ledger-record.ts';
 import type { PipelineRedis } from './redis.ts';
+import { ScriptCode } from './script-codes.ts';
 
 // The Redis ledger of PROTOCOL.md §6. One hash per record (`status`, `base`,
 // `cmd`, `result`, `approval`, times, `injected`), ordered by a per-session
@@ -43,10 +45,12 @@ export class Ledger {
   readonly #bodyBytes: number;
   /** events kept per session stream; 0 = all (THINKFLOW_EVENTS_KEEP) */
   readonly #eventsKeep: number;
+  readonly #busy: BusyIndex;
 
   constructor(redis: PipelineRedis, keys: Keys, opts: { bodyBytes: number; eventsKeep?: number }) {
     this.#redis = redis;
     this.#keys = keys;
+    this.#busy = new BusyIndex(redis, keys);
     this.#bodyBytes = opts.bodyBytes;
     this.#eventsKeep = opts.eventsKeep ?? 0;
   }
@@ -69,17 +73,18 @@ export class Ledger {
     });
     const { index: _placeholder, ...record } = rendered;
     const type: LedgerEventType = final ? 'command_finished' : 'command_queued';
+    if (!final) await this.#busy.mark(sid);
     const res = (await this.#redis.createRecord(
       k.ledgerCounter(sid), k.ledgerIds(sid), k.open(sid), k.turnState(sid, args.turn), k.turnCommands(sid, args.turn),
-      k.eventSeq(sid), k.events(sid), k.busy(), k.sessionMeta(sid), k.sessionBytes(sid),
-      k.recordPrefix(sid), `${args.turn}:${args.command.id}`, args.status, final ? '1' : '0',
+      k.eventSeq(sid), k.events(sid), k.recordPrefix(sid), k.sessionMeta(sid), k.sessionBytes(sid),
+      `${args.turn}:${args.command.id}`, args.status, final ? '1' : '0',
       FAILURE_STATUSES.has(args.status) ? '1' : '0', args.status === 'skipped' ? '0' : '1',
       JSON.stringify(args.command), JSON.stringify(base), result ? JSON.stringify(result) : '', finishedAt ?? '',
-      k.eventChannel(sid), this.#eventsKeep, sid, now.getTime(),
+      k.eventChannel(sid), this.#eventsKeep,
       ...ledgerEventArgs(type, { sid, jobId: args.jobId ?? null, at: now.toISOString(), record: { index: -1, ...record } as LedgerRecord }),
     )) as [number, number | string, number?, number?];
-    if (res[0] === 0) return { kind: 'duplicate', index: Number(res[1]) };
-    if (res[0] === 2) return { kind: 'turn_failed', marker: String(res[1]) };
+    if (res[0] === ScriptCode.DUPLICATE) return { kind: 'duplicate', index: Number(res[1]) };
+    if (res[0] === ScriptCode.TURN_FAILED) return { kind: 'turn_failed', marker: String(res[1]) };
     const index = Number(res[1]);
     return { kind: 'created', index, record: { ...record, index }, wasIdle: Number(res[3]) === 1 };
   }
@@ -116,8 +121,8 @@ export class Ledger {
       becomesFinal ? '1' : '0', FAILURE_STATUSES.has(spec.to) ? '1' : '0',
       k.eventChannel(sid), this.#eventsKeep, spec.events.length, ...events, ...pairs,
     )) as [number, string | number];
-    if (res[0] === 1) return { ok: true };
-    if (res[0] === 2) return { ok: false, turnFailed: String(res[1]) };
+    if (res[0] === ScriptCode.OK) return { ok: true };
+    if (res[0] === ScriptCode.TURN_FAILED) return { ok: false, turnFailed: String(res[1]) };
     return { ok: false, current: String(res[1]) };
   }
 

@@ -1,15 +1,20 @@
 import { readFileSync } from 'node:fs';
-import { Redis, type RedisOptions } from 'ioredis';
+import { Cluster, Redis, type RedisOptions } from 'ioredis';
 import { log } from '../log/index.ts';
+import { keySlot } from './key-slot.ts';
+import { parseRedisUrl, type RedisTarget } from '../config/index.ts';
+import { LUA_CODES } from './script-codes.ts';
 
 // Connection factory and the registry of the Lua scripts (the atomic storage
 // steps), registered as ioredis custom commands (EVALSHA with automatic script
 // loading). Scripts live in ./scripts as `<name>-<numKeys>.lua`, each with a
 // KEYS/ARGV header; their keys are built by keys.ts and passed in. A script
-// gets the shared functions of ./scripts/lib it calls prepended.
+// gets the return codes (script-codes.ts) and the shared functions of
+// ./scripts/lib it calls prepended.
 
 /** name → number of KEYS */
-const SCRIPTS = { createRecord: 10, transition: 7, answerApproval: 3, failTurn: 2, appendEvent: 5, retireBytes: 3, retiredBytes: 2, idemReserve: 1, idemHeld: 1, idemAnswer: 3, sessionClaim: 2 } as const;
+export const SCRIPTS = { createRecord: 10, transition: 7, answerApproval: 2, failTurn: 2, appendEvent: 5, retireBytes: 2, retiredBytes: 2, idemReserve: 1, idemHeld: 1, idemAnswer: 3, sessionClaim: 2,
+  jobMessagePush: 1, jobMessagesTake: 1 } as const;
 
 type ScriptFn = (...args: (string | number)[]) => Promise<unknown>;
 export type PipelineRedis = Redis & Record<keyof typeof SCRIPTS, ScriptFn>;
@@ -17,19 +22,24 @@ export type PipelineRedis = Redis & Record<keyof typeof SCRIPTS, ScriptFn>;
 const scriptText = (file: string) => readFileSync(new URL(`./scripts/${file}.lua`, import.meta.url), 'utf8');
 /** Shared functions, in definition order (a Lua local must be defined before it is used). */
 const LIBS = ['followTtl', 'emitEvent', 'creditRetired'].map((name) => ({ name, lua: scriptText(`lib/${name}`) }));
-const LUA = Object.entries(SCRIPTS).map(([name, keys]) => {
+/** Each script's full text as registered (the slot test runs them on a Cluster). */
+export const LUA = Object.entries(SCRIPTS).map(([name, keys]) => {
   const body = scriptText(`${name}-${keys}`);
   const libs = LIBS.filter((l) => body.includes(`${l.name}(`)).map((l) => l.lua);
-  return { name, keys, lua: [...libs, body].join('\n') };
+  return { name, keys, lua: [LUA_CODES, ...libs, body].join('\n') };
 });
 
 /**
  * A connection usable by BullMQ (which requires `maxRetriesPerRequest: null` for
- * blocking commands) and by the pipeline's scripts.
+ * blocking commands) and by the pipeline's scripts. `url` is REDIS_URL
+ * (redis-url.ts): one Redis, a Cluster (an ioredis `Cluster`, typed here as
+ * the `Redis` it stands in for: every command the services use is the same on
+ * both) or a Sentinel set.
  * @example const redis = createRedis('redis://127.0.0.1:6379', 'tf-api');
  */
 export function createRedis(url: string, name: string, extra: RedisOptions = {}): PipelineRedis {
-  const redis = new Redis(url, {
+  const target = parseRedisUrl(url);
+  const base: RedisOptions = {
     maxRetriesPerRequest: null,
     connectionName: name,
     // Keep reconnecting: a Redis restart (AOF) must not kill the service.
@@ -38,12 +48,61 @@ export function createRedis(url: string, name: string, extra: RedisOptions = {})
     // write syscalls, not Redis, were the service's largest CPU cost.
     enableAutoPipelining: true,
     ...extra,
-  });
+  };
+  const redis = connect(target, base);
   for (const s of LUA) redis.defineCommand(s.name, { numberOfKeys: s.keys, lua: s.lua });
   // ioredis emits 'error' on every failed reconnect; without a listener Node
   // would crash. It keeps reconnecting, so a warning is enough.
   redis.on('error', (err: Error) => log().warn({ err, connection: name }, 'redis connection error'));
-  return redis as PipelineRedis;
+  return redis as unknown as PipelineRedis;
+}
+
+function connect(target: RedisTarget, base: RedisOptions): Redis | Cluster {
+  if (target.kind === 'single') return new Redis(target.url, base);
+  const auth = { ...(target.username ? { username: target.username } : {}), ...(target.password !== undefined ? { password: target.password } : {}) };
+  const tls = target.tls ? { tls: {} } : {};
+  if (target.kind === 'sentinel') {
+    return new Redis({
+      ...base, ...auth, ...tls, sentinels: target.sentinels, name: target.master, db: target.db,
+      ...(target.sentinelPassword ? { sentinelPassword: target.sentinelPassword } : {}),
+      ...(target.tls ? { enableTLSForSentinelMode: true, sentinelTLS: {} } : {}),
+    });
+  }
+  const { enableAutoPipelining, retryStrategy, ...nodeOptions } = base;
+  // Per-node options (BullMQ reads maxRetriesPerRequest from redisOptions);
+  // the cluster itself pipelines (grouping commands by node) and reconnects.
+  return new Cluster(target.nodes, {
+    redisOptions: { ...nodeOptions, ...auth, ...tls },
+    enableAutoPipelining,
+    clusterRetryStrategy: (times) => (retryStrategy ? (retryStrategy(times) as number) : Math.min(times * 100, 2000)),
+    // A node's MOVED/ASK during a resharding is followed, not failed.
+    maxRedirections: 16,
+  });
+}
+
+/**
+ * MGET of keys that may be in different slots: one MGET on a single Redis, one
+ * per slot on a Cluster (a multi-key command must stay in one slot there).
+ */
+export async function mgetAcross(redis: Redis, keys: string[]): Promise<(string | null)[]> {
+  if (keys.length === 0) return [];
+  if (!isCluster(redis as unknown)) return redis.mget(...keys);
+  const bySlot = new Map<number, number[]>();
+  keys.forEach((key, i) => {
+    const slot = keySlot(key);
+    bySlot.set(slot, [...(bySlot.get(slot) ?? []), i]);
+  });
+  const out: (string | null)[] = new Array(keys.length).fill(null);
+  await Promise.all([...bySlot.values()].map(async (idx) => {
+    const vals = await redis.mget(...idx.map((i) => keys[i]!));
+    idx.forEach((i, j) => { out[i] = vals[j] ?? null; });
+  }));
+  return out;
+}
+
+/** True when `redis` is a Redis Cluster client (its pipelines and MULTIs must stay in one slot, SCAN is per node). */
+export function isCluster(redis: unknown): redis is Cluster {
+  return redis instanceof Cluster;
 }
 
 /**
@@ -59,14 +118,20 @@ export function isStorageFull(err: unknown, depth = 0): boolean {
   return isStorageFull(err.cause, depth + 1);
 }
 
-/** Deletes every key matching a pattern (tests and `bench` cleanup). */
+/** Deletes every key matching a pattern (tests and `bench` cleanup); on a Cluster, on every master. */
 export async function deleteByPattern(redis: Redis, pattern: string): Promise<number> {
-  let cursor = '0';
+  const cluster = isCluster(redis as unknown);
+  const nodes: Redis[] = cluster ? (redis as unknown as Cluster).nodes('master') : [redis];
   let deleted = 0;
-  do {
-    const [next, keys] = await redis.scan(cursor, 'MATCH', pattern, 'COUNT', 1000);
-    cursor = next;
-    if (keys.length) deleted += await redis.unlink(...keys);
-  } while (cursor !== '0');
+  for (const node of nodes) {
+    let cursor = '0';
+    do {
+      const [next, keys] = await node.scan(cursor, 'MATCH', pattern, 'COUNT', 1000);
+      cursor = next;
+      // On a Cluster one UNLINK per key: a multi-key UNLINK must stay in one slot.
+      if (keys.length && !cluster) deleted += await node.unlink(...keys);
+      else if (keys.length) deleted += (await Promise.all(keys.map((k) => node.unlink(k)))).reduce((a, b) => a + b, 0);
+    } while (cursor !== '0');
+  }
   return deleted;
 }

@@ -1,6 +1,6 @@
 import { PipelineError } from './errors.ts';
 import type { Keys } from './keys.ts';
-import type { PipelineRedis } from './redis.ts';
+import { mgetAcross, type PipelineRedis } from './redis.ts';
 
 // THINKFLOW_STORE_BYTES_PER_KEY: the Redis bytes one API key may hold, so one
 // tenant cannot fill Redis (maxmemory → 503 storage_full for everyone).
@@ -42,7 +42,7 @@ export class StorageBudget {
     const open = (await this.#redis.smembers(k.ownerSessions(owner))).filter((m) => !m.startsWith('pending:'));
     let used = retired;
     for (let i = 0; i < open.length; i += 500) {
-      const counts = await this.#redis.mget(...open.slice(i, i + 500).map((sid) => k.sessionBytes(sid)));
+      const counts = await mgetAcross(this.#redis, open.slice(i, i + 500).map((sid) => k.sessionBytes(sid)));
       for (const c of counts) used += Number(c ?? 0);
     }
     return { used, limit: this.limit };
@@ -68,6 +68,8 @@ export class StorageBudget {
   async retire(owner: string | null, sid: string, expiresAtMs: number): Promise<void> {
     if (owner === null) return;
     const k = this.#keys;
-    await this.#redis.retireBytes(k.sessionBytes(sid), k.ownerRetired(owner), k.ownerRetiredBytes(owner), sid, expiresAtMs, Date.now());
+    // The session's counter is in its own slot, the key's totals in the key's: read, then moved.
+    const bytes = Number((await this.#redis.get(k.sessionBytes(sid))) ?? 0);
+    await this.#redis.retireBytes(k.ownerRetired(owner), k.ownerRetiredBytes(owner), sid, expiresAtMs, Date.now(), bytes);
   }
 }

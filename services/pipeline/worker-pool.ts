@@ -88,12 +88,11 @@ export class WorkerPool {
     const scores: number[] = [];
     for (let i = 0; i < busy.length; i += 2) { sids.push(busy[i]!); scores.push(Number(busy[i + 1])); }
     if (sids.length === 0) return;
-    const p = redis.pipeline();
-    for (const s of sids) p.get(keys.open(s));
-    const open = (await p.exec()) ?? [];
+    // One GET each (auto-pipelined; on a Cluster the sessions are in different slots).
+    const open = await Promise.all(sids.map((s) => redis.get(keys.open(s))));
     const now = Date.now();
     await Promise.all(sids.map(async (sid, i) => {
-      const n = Number(open[i]?.[1] ?? 0);
+      const n = Number(open[i] ?? 0);
       if (n > 0) {
         const e = this.#entries.get(sid);
         // Only when this process's Worker has nothing to do: then an empty queue with open records means orphans.

@@ -1,55 +1,55 @@
 --[[
   Creates one ledger record and emits its event, atomically, so a record never
   exists without its event and the ledger order equals the counter order.
+  Every key is the session's (one hash tag, one Cluster slot). The global
+  `busy` index is not touched here: Ledger.create writes it before (busy-index.ts).
 
   KEYS[1] ledger counter        KEYS[2] ids hash ("turn:id" -> index)
   KEYS[3] open-command counter  KEYS[4] turn state hash (field "failed")
   KEYS[5] turn commands list    KEYS[6] event seq counter
-  KEYS[7] event stream          KEYS[8] busy sessions zset
+  KEYS[7] event stream
+  KEYS[8] record key prefix (keys.recordPrefix): the record is KEYS[8] .. index, the same
+          hash tag, so the same slot as the declared prefix (the index is only known here)
   KEYS[9] session meta hash (its TTL, once deleted, is given to every key written here)
   KEYS[10] session byte counter: charged the record's and the event's stored sizes (storage-budget.ts)
-  ARGV[1] record key prefix (same hash tag as KEYS)   ARGV[2] "turn:id"
-  ARGV[3] status    ARGV[4] "1" status is final    ARGV[5] "1" status fails the turn
-  ARGV[6] "1" refuse when the turn already failed (caller then records it skipped);
+  ARGV[1] "turn:id"   ARGV[2] status    ARGV[3] "1" status is final    ARGV[4] "1" status fails the turn
+  ARGV[5] "1" refuse when the turn already failed (caller then records it skipped);
           a failure marker always has a smaller index than a record created now
-  ARGV[7] full command JSON   ARGV[8] base JSON   ARGV[9] result JSON ("" = none)
-  ARGV[10] finished_at ("" = none)  ARGV[11] event channel  ARGV[12] events kept per session (0 = all)
-  ARGV[13] session id   ARGV[14] now (ms)  ARGV[15] event type  ARGV[16] event JSON without seq/index
-  Returns {1, index, seq, open} | {0, existing index} (duplicate id) | {2, failure marker}
+  ARGV[6] full command JSON   ARGV[7] base JSON   ARGV[8] result JSON ("" = none)
+  ARGV[9] finished_at ("" = none)  ARGV[10] event channel  ARGV[11] events kept per session (0 = all)
+  ARGV[12] event type   ARGV[13] event JSON without seq/index
+  Returns {RC.OK, index, seq, open} | {RC.DUPLICATE, existing index} | {RC.TURN_FAILED, failure marker}
   (open = the session's non-final count after this record: 1 means it was idle)
   Uses emitEvent (lib/emitEvent.lua) and followTtl (lib/followTtl.lua).
 ]]
-local existing = redis.call('HGET', KEYS[2], ARGV[2])
-if existing then return {0, tonumber(existing)} end
-if ARGV[6] == '1' then
+local existing = redis.call('HGET', KEYS[2], ARGV[1])
+if existing then return {RC.DUPLICATE, tonumber(existing)} end
+if ARGV[5] == '1' then
   local failed = redis.call('HGET', KEYS[4], 'failed')
-  if failed then return {2, failed} end
+  if failed then return {RC.TURN_FAILED, failed} end
 end
 local n = redis.call('INCR', KEYS[1])
-local rec = ARGV[1] .. n
-local id = string.sub(ARGV[2], string.find(ARGV[2], ':', 1, true) + 1)
-redis.call('HSET', rec, 'status', ARGV[3], 'id', id, 'cmd', ARGV[7], 'base', ARGV[8], 'injected', '0')
-if ARGV[9] ~= '' then redis.call('HSET', rec, 'result', ARGV[9]) end
-if ARGV[10] ~= '' then redis.call('HSET', rec, 'finished_at', ARGV[10]) end
-redis.call('HSET', KEYS[2], ARGV[2], n)
+local rec = KEYS[8] .. n
+local id = string.sub(ARGV[1], string.find(ARGV[1], ':', 1, true) + 1)
+redis.call('HSET', rec, 'status', ARGV[2], 'id', id, 'cmd', ARGV[6], 'base', ARGV[7], 'injected', '0')
+if ARGV[8] ~= '' then redis.call('HSET', rec, 'result', ARGV[8]) end
+if ARGV[9] ~= '' then redis.call('HSET', rec, 'finished_at', ARGV[9]) end
+redis.call('HSET', KEYS[2], ARGV[1], n)
 redis.call('RPUSH', KEYS[5], n)
 local open = 0
-if ARGV[4] ~= '1' then
-  open = redis.call('INCR', KEYS[3])
-  redis.call('ZADD', KEYS[8], ARGV[14], ARGV[13])
-end
-if ARGV[5] == '1' then
+if ARGV[3] ~= '1' then open = redis.call('INCR', KEYS[3]) end
+if ARGV[4] == '1' then
   local f = tonumber(redis.call('HGET', KEYS[4], 'failed'))
   if not f or n < f then redis.call('HSET', KEYS[4], 'failed', n, 'failed_id', id) end
 end
 -- The record inside the event was rendered before its index existed: it carries
 -- the placeholder "index":-1 as its first key (a quote inside a JSON string is
 -- escaped, so the placeholder cannot occur in user text).
-local data = ARGV[16]
+local data = ARGV[13]
 local s, e = string.find(data, '"index":-1', 1, true)
 if s then data = string.sub(data, 1, s - 1) .. '"index":' .. n .. string.sub(data, e + 1) end
 -- fields, ids and list entries cost about 200 bytes beyond the values
-redis.call('INCRBY', KEYS[10], #ARGV[7] + #ARGV[8] + #ARGV[9] + #ARGV[10] + 2 * #ARGV[2] + 200)
-local seq = emitEvent(KEYS[6], KEYS[7], ARGV[11], ARGV[12], n, ARGV[15], data, KEYS[10])
+redis.call('INCRBY', KEYS[10], #ARGV[6] + #ARGV[7] + #ARGV[8] + #ARGV[9] + 2 * #ARGV[1] + 200)
+local seq = emitEvent(KEYS[6], KEYS[7], ARGV[10], ARGV[11], n, ARGV[12], data, KEYS[10])
 followTtl(KEYS[9], KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7], KEYS[10], rec)
-return {1, n, seq, open}
+return {RC.OK, n, seq, open}

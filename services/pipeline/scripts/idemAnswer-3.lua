@@ -7,9 +7,9 @@
   KEYS[1] the key's string (keys.idempotency)   KEYS[2] key's retired zset   KEYS[3] key's retired hash
   ARGV[1] the holder's "running" value   ARGV[2] the "done" value   ARGV[3] expiry (ms, absolute)
   ARGV[4] the budget entry's name   ARGV[5] its bytes   ARGV[6] now (ms)
-  Returns 1 when stored, 0 when the key is no longer the holder's (nothing written).
+  Returns RC.OK when stored, RC.NOT_HOLDER when the key is no longer the holder's (nothing written).
 ]]
-if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
+if redis.call('GET', KEYS[1]) ~= ARGV[1] then return RC.NOT_HOLDER end
 redis.call('SET', KEYS[1], ARGV[2], 'PXAT', ARGV[3])
 creditRetired(KEYS[2], KEYS[3], ARGV[6], 100)
 local old = tonumber(redis.call('HGET', KEYS[3], ARGV[4]) or '0')
@@ -20,4 +20,4 @@ for i = 2, 3 do
   if redis.call('PTTL', KEYS[i]) < 0 then redis.call('PEXPIREAT', KEYS[i], ARGV[3])
   else redis.call('PEXPIREAT', KEYS[i], ARGV[3], 'GT') end
 end
-return 1
+return RC.OK

@@ -11,18 +11,18 @@
   ARGV[5] "1" new status is final (and the old one was not)   ARGV[6] "1" new status fails the turn
   ARGV[7] event channel   ARGV[8] events kept per session (0 = all)
   ARGV[9] number of events E, then E pairs (type, JSON without seq), then field/value pairs to HSET
-  Returns {1, last seq} | {0, current status} | {2, failure marker}
+  Returns {RC.OK, last seq} | {RC.STATUS_MISMATCH, current status ('' = no record)} | {RC.TURN_FAILED, failure marker}
   Uses emitEvent (lib/emitEvent.lua) and followTtl (lib/followTtl.lua).
 ]]
 local cur = redis.call('HGET', KEYS[1], 'status')
-if not cur then return {0, ''} end
+if not cur then return {RC.STATUS_MISMATCH, ''} end
 local ok = false
 for s in string.gmatch(ARGV[1], '%S+') do if s == cur then ok = true end end
-if not ok then return {0, cur} end
+if not ok then return {RC.STATUS_MISMATCH, cur} end
 local n = tonumber(ARGV[4])
 if ARGV[3] == '1' then
   local failed = tonumber(redis.call('HGET', KEYS[3], 'failed'))
-  if failed and failed < n then return {2, failed} end
+  if failed and failed < n then return {RC.TURN_FAILED, failed} end
 end
 redis.call('HSET', KEYS[1], 'status', ARGV[2])
 local e = tonumber(ARGV[9])
@@ -45,4 +45,4 @@ for k = 0, e - 1 do
   seq = emitEvent(KEYS[4], KEYS[5], ARGV[7], ARGV[8], ARGV[4], ARGV[10 + 2 * k], ARGV[11 + 2 * k], KEYS[7])
 end
 followTtl(KEYS[6], KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[7])
-return {1, seq}
+return {RC.OK, seq}

@@ -10,6 +10,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { principalId } from '../../../services/api/middleware/auth.ts';
 import { startService, type ServiceHandle } from '../../../services/main/index.ts';
+import { createKeys } from '../../../services/pipeline/keys.ts';
 import { startReplayModel, type ReplayModel } from '../../../services/replay-model/server.ts';
 import { keysWithTtl, startOwnRedis, type OwnRedis } from '../own-redis.ts';
 import { policyDir, removeSandboxes, sandboxPrefix, testConfig, testPrefix } from '../pipeline/helpers.ts';
@@ -70,7 +71,7 @@ async function post(base: string, path: string, body: string, opts: { key?: stri
 }
 const submit = (base: string, body: unknown, opts: { key?: string; idem?: string } = {}) => post(base, '/v1/jobs', JSON.stringify(body), opts);
 const jobCount = () => redis.client.zcard(`${prefix}:jobs`);
-const idemKey = (apiKey: string, idem: string) => `${prefix}:owner:${principalId(apiKey)}:idem:${createHash('sha256').update(idem).digest('hex')}`;
+const idemKey = (apiKey: string, idem: string) => createKeys(prefix).idempotency(principalId(apiKey), createHash('sha256').update(idem).digest('hex'));
 
 describe('Idempotency-Key on POST /v1/jobs', () => {
   it('a retry with the same key and body gets the same job (202, marked replayed); no second job', async () => {
@@ -141,9 +142,9 @@ describe('Idempotency-Key on POST /v1/jobs', () => {
     expect(ttl).toBeLessThanOrEqual(DAY_S);
     const hash = key.split(':idem:')[1]!;
     const owner = principalId('k-a');
-    const charged = Number(await redis.client.hget(`${prefix}:owner:${owner}:retired:bytes`, `idem:${hash}`));
+    const charged = Number(await redis.client.hget(createKeys(prefix).ownerRetiredBytes(owner), `idem:${hash}`));
     expect(charged).toBeGreaterThan((await redis.client.strlen(key)));
-    const until = Number(await redis.client.zscore(`${prefix}:owner:${owner}:retired`, `idem:${hash}`));
+    const until = Number(await redis.client.zscore(createKeys(prefix).ownerRetired(owner), `idem:${hash}`));
     expect(Math.abs(until - (Date.now() + DAY_S * 1000))).toBeLessThan(60_000);
   });
 

@@ -227,7 +227,7 @@ describe('bounded Redis: jobs (own redis-server, replay model)', () => {
     const parsed = (await readEvents(s.svc.runtime.redis, s.svc.runtime.keys, session_id)).find((e) => e.type === 'command_parsed');
     expect(parsed?.type === 'command_parsed' && parsed.command).toMatchObject({ content_size: 200_000, content_sha256: sha(content), content_truncated: true });
     expect(parsed?.type === 'command_parsed' && bytes(parsed.command.content)).toBeLessThanOrEqual(BODY);
-    const jobKeys = [...(await keysWithTtl(redis.client, `${s.prefix}:job:${job_id}*`))];
+    const jobKeys = [...(await keysWithTtl(redis.client, `${s.svc.runtime.keys.job(job_id)}*`))];
     expect(jobKeys.length).toBeGreaterThan(0);
     expect(jobKeys.filter(([, ttl]) => ttl <= 0 || ttl > RETENTION_S)).toEqual([]);
 

@@ -8,6 +8,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startService, type ServiceHandle } from '../../../services/main/index.ts';
 import { JobStore } from '../../../services/jobs/job-store.ts';
+import { createKeys } from '../../../services/pipeline/keys.ts';
 import type { JobView } from '../../../services/jobs/job-schemas.ts';
 import { startOwnRedis, type OwnRedis } from '../own-redis.ts';
 import { client, removeSandboxes, sandboxPrefix, testConfig, testPrefix } from './helpers.ts';
@@ -71,11 +72,12 @@ describe('global indexes follow the retention (own redis-server)', () => {
   }, 60_000);
 
   it('the jobs list drops jobs whose record expired, as new jobs come', async () => {
-    const store = new JobStore(redis.client, 'h9jobs', 1);
+    const keys = createKeys('h9jobs');
+    const store = new JobStore(redis.client, keys, 1);
     const view = (n: number) => ({ job_id: `job_h9x${n}`, created_at: new Date(Date.now() + n).toISOString() }) as unknown as JobView;
     for (let n = 0; n < 30; n++) {
       await store.create(view(n), null, 'r');
-      await redis.client.expire(`h9jobs:job:job_h9x${n}`, 1); // what a final job's record gets (its retention)
+      await redis.client.expire(keys.job(`job_h9x${n}`), 1); // what a final job's record gets (its retention)
     }
     await sleep(1500);
     for (let n = 100; n < 102; n++) await store.create(view(n), null, 'r');
