@@ -60,8 +60,7 @@ export const EnvSchema = z.object({
   OPENAI_API_KEY: z.string().optional(),
   /** required with OPENAI_BASE_URL (no silent default: a wrong model name would bill or fail far from here) */
   THINKFLOW_MODEL: z.string().min(1).optional(),
-  /** a model call that sends nothing for this long mid-stream is given up: the turn goes on as a broken stream (agent/model-idle.ts) */
-  THINKFLOW_MODEL_IDLE_S: z.coerce.number().int().min(1).default(300),
+  THINKFLOW_MODEL_IDLE_S: z.coerce.number().int().min(1).default(300), // a call silent this long mid-stream is given up (agent/model-idle.ts)
   /** image of the session containers */
   THINKFLOW_SANDBOX_IMAGE: z.string().min(1).default(D.THINKFLOW_SANDBOX_IMAGE),
   /** PROTOCOL.md §1: bare legacy tag names (`<write …>`) are commands too (off by default) */
