@@ -53,7 +53,8 @@ build() {
     "$(cat deploy/redis.Dockerfile | sha256sum | cut -c1-16)"
   local stage hash
   stage="$(mktemp -d /tmp/thinkflow-compose.XXXXXX)"
-  trap 'rm -rf "$stage"' RETURN
+  # Expanded now and cleared when it runs: a RETURN trap would otherwise fire again on later returns.
+  trap "rm -rf '$stage'; trap - RETURN" RETURN
   stage_app "$stage"
   hash="$( { cat deploy/service.Dockerfile; (cd "$stage" && find . -type f -not -path './app/node_modules/*' | LC_ALL=C sort | xargs sha256sum);
     sha256sum "$stage/app/package-lock.json"; } | sha256sum | cut -c1-16)"

@@ -84,6 +84,10 @@ describe('docker-compose.yml', () => {
     const ledger = (await (await api(`/v1/sessions/${sessionId}/ledger`)).json()) as { entries: { status: string; path: string | null }[] };
     expect(ledger.entries.length).toBeGreaterThanOrEqual(9);
     expect(ledger.entries.every((e) => e.status === 'succeeded')).toBe(true);
+    // The API has no Docker: the file comes from the session's workspace through a worker (over Redis).
+    const file = await api(`/v1/sessions/${sessionId}/files/package.json`);
+    expect(file.status).toBe(200);
+    expect(JSON.parse(await file.text())).toMatchObject({ name: expect.any(String), devDependencies: { vite: expect.any(String) } });
     // The sandbox is the workers' (its own prefix), on this host's engine.
     const boxes = (await run('docker', ['ps', '-q', '--filter', `name=^${env.THINKFLOW_SANDBOX_PREFIX}`])).stdout.trim();
     expect(boxes).not.toBe('');
