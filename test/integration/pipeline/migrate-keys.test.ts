@@ -10,6 +10,7 @@ import { createKeys, createRedis, migrateKeys, type MigrationReport } from '../.
 import { startReplayModel, type ReplayModel } from '../../../services/replay-model/server.ts';
 import { serveChild, until } from '../../resilience/helpers.ts';
 import { keysWithTtl, startOwnRedis, type OwnRedis } from '../own-redis.ts';
+import { startCluster } from '../redis-cluster.ts';
 import { policyDir, removeSandboxes, sandboxPrefix, testConfig, testPrefix } from './helpers.ts';
 
 // Layout 2 (974fb10) renamed the job and API-key keys without a migration.
@@ -186,4 +187,35 @@ describe('key migration to layout 2 (own redis-server)', () => {
     expect(await c.smembers(k.ownerSessions(OWNER))).toEqual(['new-sid']);
     expect(await c.ttl(k.idempotency(OWNER, hash))).toBeGreaterThan(90);
   });
+
+  it('a lock left by a migrator that died expires and the next process migrates', async () => {
+    const p = testPrefix('mig4');
+    const k = createKeys(p);
+    const c = redis.client;
+    await c.hset(`${p}:job:job_0a1b`, 'data', '{}', 'owner', OWNER);
+    await c.set(k.schemaLock(), 'a-dead-process', 'PX', 600);
+    const r = createRedis(redis.url, 'mig-stale');
+    const t0 = Date.now();
+    try {
+      expect(await migrateKeys(r, k, { lockMs: 5000 })).toMatchObject({ outcome: 'migrated', renamed: 1 });
+    } finally {
+      r.disconnect();
+    }
+    expect(Date.now() - t0).toBeGreaterThanOrEqual(400);
+    expect(await c.hget(k.job('job_0a1b'), 'owner')).toBe(OWNER);
+    expect(await c.exists(k.schemaLock())).toBe(0);
+  });
+
+  it('on a Redis Cluster it is skipped (the old layout could not be there): no schema key, no lock', async () => {
+    const cluster = await startCluster();
+    const r = createRedis(cluster.url, 'mig-cluster');
+    const k = createKeys(testPrefix('mig5'));
+    try {
+      expect(await migrateKeys(r, k)).toMatchObject({ outcome: 'cluster', renamed: 0 });
+      expect([await r.exists(k.schema()), await r.exists(k.schemaLock())]).toEqual([0, 0]);
+    } finally {
+      r.disconnect();
+      await cluster.stop();
+    }
+  }, 60_000);
 });
