@@ -3,7 +3,7 @@ import type { Config } from '../config/index.ts';
 import { log } from '../log/index.ts';
 import {
   Approvals, createKeys, createRedis, EgressGate, EgressListeners, FilePolicyGate, Pipeline, PipelineMetrics, Processor, DockerSandboxes, RedisProbe, WorkerPool,
-  RemoteSandboxes, SandboxCallServer, uploadChecks, type Sandboxes, type Keys, type PipelineRedis, type PolicyGate, type WorkerPoolOptions,
+  RemoteSandboxes, SandboxCallServer, migrateKeys, uploadChecks, type Sandboxes, type Keys, type PipelineRedis, type PolicyGate, type WorkerPoolOptions,
 } from '../pipeline/index.ts';
 import type { Redis } from 'ioredis';
 import { EgressProxy, SandboxManager } from '../sandbox/index.ts';
@@ -54,6 +54,12 @@ export async function createRuntime(config: Config, overrides: RuntimeOverrides 
   const gate = overrides.gate ?? (await FilePolicyGate.load(config.policyDir));
   const redis = createRedis(config.redisUrl, `thinkflow-${config.role}@${config.redisPrefix}`);
   const subscriber = createRedis(config.redisUrl, `thinkflow-${config.role}-sub@${config.redisPrefix}`);
+  // Data of the key layout before this code's is renamed first, before any worker or request reads it.
+  await migrateKeys(redis, keys).catch((err: unknown) => {
+    redis.disconnect();
+    subscriber.disconnect();
+    throw err;
+  });
   const probe = new RedisProbe(config.redisUrl, `thinkflow-${config.role}-probe@${config.redisPrefix}`, [redis, subscriber]);
   const remote = overrides.remote ?? (config.role === 'api' && !overrides.sandboxes);
   const manager = overrides.sandboxes || remote ? null : new SandboxManager({

@@ -43,6 +43,8 @@ export { parseErrorLabel } from './lifecycle/results.ts';
 export { PipelineError } from './errors.ts';
 export { PipelineMetrics } from './metrics.ts';
 export { createKeys } from './keys.ts';
+export { migrateKeys, SCHEMA_VERSION } from './migrate-keys.ts';
+export type { MigrationReport, MigrationOptions } from './migrate-keys.ts';
 export type { Keys } from './keys.ts';
 export { ScriptCode, codeOf } from './script-codes.ts';
 export { Firehose } from './firehose.ts';

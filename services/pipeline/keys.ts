@@ -69,6 +69,10 @@ export function createKeys(prefix = 'tf') {
      * approvals. The meta hash comes first (see scripts/lib/followTtl.lua).
      */
     sessionKeys: (sid: string, n: SessionCounts): string[] => sessionKeysOf(s(sid), n),
+    /** string: the key layout this prefix's data is in (migrate-keys.ts; absent = before 2) */
+    schema: () => `${prefix}:schema`,
+    /** string, expiring: held by the one process migrating the layout (SET NX PX) */
+    schemaLock: () => `${prefix}:schema:lock`,
     /** every key pattern of this prefix (tests delete them with SCAN) */
     all: () => `${prefix}:*`,
   };
@@ -125,6 +129,33 @@ export function sandboxCallKeys(prefix: string) {
   };
 }
 export type SandboxCallKeys = ReturnType<typeof sandboxCallKeys>;
+
+/**
+ * The layout before 2 (commit 974fb10 tagged them): a job's keys were
+ * `${prefix}:job:<id>[:webhook-deliveries|:messages]`, an API key's
+ * `${prefix}:owner:<owner>:<sessions|retired|retired:bytes|live|idem:<hash>>`.
+ * `match` is a SCAN pattern covering both (and more: `renamed` decides);
+ * `renamed` gives an old key's new name, null for anything else (a tagged
+ * key has a brace where the id was, which the id patterns refuse).
+ */
+export function legacyKeys(prefix: string) {
+  const k = createKeys(prefix);
+  const job = new RegExp(`^${esc(prefix)}:job:(job_[A-Za-z0-9]{1,64})(:webhook-deliveries|:messages)?$`);
+  const owner = new RegExp(`^${esc(prefix)}:owner:([^{}:]+):(sessions|retired|retired:bytes|live|idem:([0-9a-f]{1,128}))$`);
+  const ownerKey = { sessions: k.ownerSessions, retired: k.ownerRetired, 'retired:bytes': k.ownerRetiredBytes, live: k.ownerLive } as const;
+  return {
+    match: `${prefix}:[jo]*`,
+    renamed(key: string): string | null {
+      const j = job.exec(key);
+      if (j) return j[2] === ':webhook-deliveries' ? k.jobDeliveries(j[1]!) : j[2] === ':messages' ? k.jobMessages(j[1]!) : k.job(j[1]!);
+      const o = owner.exec(key);
+      if (!o) return null;
+      return o[3] !== undefined ? k.idempotency(o[1]!, o[3]) : ownerKey[o[2] as keyof typeof ownerKey](o[1]!);
+    },
+  };
+}
+
+const esc = (s: string) => s.replace(/[.\-]/g, '\\$&');
 
 type SessionCounts = { records: number; turns: number; tokens: string[] };
 
