@@ -55,7 +55,8 @@ export class WorkerLiveness {
   /** since when this process's beats have gone through without a gap (0: not now) */
   #upSince = 0;
   #lastBeat = 0;
-  #ticking = false;
+  #beating = false;
+  #watching = false;
 
   constructor(deps: LivenessDeps, opts: LivenessOptions = {}) {
     this.#d = deps;
@@ -74,17 +75,19 @@ export class WorkerLiveness {
     this.#timer.unref();
   }
 
+  /** The beat never waits for a watch (a takeover may take a while): each has its own guard. */
   async #tick(): Promise<void> {
-    if (this.#ticking) return;
-    this.#ticking = true;
-    try {
-      await this.#beat();
-      if (this.#upSince && Date.now() - this.#upSince >= this.#deadMs) await this.#watch();
-    } catch (err) {
-      log().warn({ err, worker: this.id }, 'worker liveness: heartbeat or watch failed');
-    } finally {
-      this.#ticking = false;
+    if (!this.#beating) {
+      this.#beating = true;
+      await this.#beat()
+        .catch((err: unknown) => log().warn({ err, worker: this.id }, 'worker liveness: heartbeat not written'))
+        .finally(() => { this.#beating = false; });
     }
+    if (this.#watching || !this.#upSince || Date.now() - this.#upSince < this.#deadMs) return;
+    this.#watching = true;
+    await this.#watch()
+      .catch((err: unknown) => log().warn({ err, worker: this.id }, 'worker liveness: watching the other workers failed'))
+      .finally(() => { this.#watching = false; });
   }
 
   async #beat(): Promise<void> {
@@ -143,7 +146,8 @@ export class WorkerLiveness {
         }
       }
     }));
-    log().warn({ dead, sessions: taken.length, ms: Date.now() - started }, 'worker liveness: a worker process died; its jobs went back to their queues');
+    // The sessions named (at most 200): an operator sees which commands ended `interrupted` and why.
+    log().warn({ dead, count: taken.length, sessions: taken.slice(0, 200), ms: Date.now() - started }, 'worker liveness: a worker process died; its jobs went back to their queues');
     return taken;
   }
 
