@@ -120,7 +120,7 @@ describe('kill -9 of a worker process under load', () => {
         }
       }
       const inflight = inFlight.find((s) => s.sid === sid);
-      if (inflight) {
+      if (inflight && taken.has(sid)) {
         const e = entries[inflight.id - 1]!;
         const prev = entries[inflight.id - 2];
         process.stdout.write(`in flight ${sid.slice(4, 10)} #${inflight.id} ${e.status} by ${e.executed_by} after ${inflight.answeredAt! - killedAt} ms; previous by ${prev?.executed_by}\n`);
