@@ -42,7 +42,7 @@ export const EnvSchema = z.object({
   THINKFLOW_EGRESS_PROMPT_WAIT_S: z.coerce.number().int().min(1).default(60),
   /** connections through one session's egress proxy at once; more are refused */
   THINKFLOW_EGRESS_MAX_CONNECTIONS: z.coerce.number().int().min(1).default(64),
-  /** BullMQ job lock; a dead worker's command is recovered after about lock + stalled interval */
+  /** BullMQ job lock: a dead worker's jobs come back after lock + stalled interval unless its heartbeat's takeover (pipeline/worker-liveness.ts) came first, in about 2 s */
   THINKFLOW_LOCK_MS: int(30_000),
   THINKFLOW_STALLED_INTERVAL_MS: int(30_000),
   /** a session's BullMQ Worker is closed after this long without a job */

@@ -6,7 +6,7 @@
 //   `{o:owner}`  an API key's caps, budget and Idempotency-Keys;
 //   `{j:job}`    a job's hash, deliveries and steering messages.
 // The global indexes (sessions, busy, pending approvals, an approval's index
-// entry, the jobs list) have no tag: no script or MULTI touches them with
+// entry, the jobs list, the worker processes' heartbeats) have no tag: no script or MULTI touches them with
 // anything else; they are written by their own command next to the script
 // (README "Redis Cluster"). test/unit/pipeline/key-slots.test.ts checks it.
 
@@ -37,6 +37,10 @@ export function createKeys(prefix = 'tf') {
     busy: () => `${prefix}:busy`,
     /** pub/sub channel: a session got work (payload: session id) */
     wakeChannel: () => `${prefix}:wake`,
+    /** set of worker process ids that beat (worker-liveness.ts); a survivor removes a dead one */
+    workers: () => `${prefix}:workers`,
+    /** string: a worker process's heartbeat (`host:pid`), PX = its TTL; gone = the process is dead */
+    workerBeat: (id: string) => `${prefix}:worker:${assertName('worker id', id)}`,
     /** bytes the session's records and events hold in Redis, charged by the scripts that write them (storage-budget.ts) */
     sessionBytes: (sid: string) => `${s(sid)}:bytes`,
     ledgerCounter: (sid: string) => `${s(sid)}:ledger:n`,

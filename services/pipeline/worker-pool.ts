@@ -9,6 +9,7 @@ import type { Processor } from './processor.ts';
 import type { CommandJobData, SessionQueues } from './queues.ts';
 import { recoverOrphans } from './recovery.ts';
 import type { PipelineRedis } from './redis.ts';
+import { WorkerLiveness, type LivenessOptions } from './worker-liveness.ts';
 
 // The worker service: one BullMQ Worker per *busy* session in this process.
 // A Worker holds its own blocking connection, so Workers of idle sessions are
@@ -16,7 +17,9 @@ import type { PipelineRedis } from './redis.ts';
 // periodic reconcile (sessions with non-final commands) opens them again. The
 // reconcile is also what recovers a session whose worker process died: some
 // live process must have a Worker on that queue for BullMQ's stalled-job
-// check to hand the job over.
+// check to hand the job over. A process killed outright is found faster by
+// its heartbeat (worker-liveness.ts): its jobs go back to their queues within
+// seconds, and this process opens Workers on those sessions.
 
 export type WorkerPoolOptions = {
   lockMs: number;
@@ -28,6 +31,8 @@ export type WorkerPoolOptions = {
   lostAfterMs?: number;
   /** close(): running commands get this long to finish, then end `interrupted` (THINKFLOW_SHUTDOWN_GRACE_S). @default 30000 */
   shutdownGraceMs?: number;
+  /** the heartbeat that finds a dead worker process in seconds (worker-liveness.ts) */
+  liveness?: LivenessOptions;
 };
 
 export type WorkerPoolDeps = {
@@ -48,7 +53,8 @@ export type PoolStatus = 'idle' | 'running' | 'closing' | 'closed';
 
 export class WorkerPool {
   readonly #d: WorkerPoolDeps;
-  readonly #opts: Required<WorkerPoolOptions>;
+  readonly #opts: Required<Omit<WorkerPoolOptions, 'liveness'>>;
+  readonly #liveness: WorkerLiveness;
   readonly #entries = new Map<string, Entry>();
   readonly #opening = new Map<string, Promise<void>>();
   #timers: NodeJS.Timeout[] = [];
@@ -59,12 +65,19 @@ export class WorkerPool {
 
   constructor(deps: WorkerPoolDeps, opts: WorkerPoolOptions) {
     this.#d = deps;
-    this.#opts = { reconcileMs: 2000, lostAfterMs: 30_000, shutdownGraceMs: 30_000, ...opts };
+    const { liveness, ...rest } = opts;
+    this.#opts = { reconcileMs: 2000, lostAfterMs: 30_000, shutdownGraceMs: 30_000, ...rest };
+    this.#liveness = new WorkerLiveness({
+      redis: deps.redis, keys: deps.keys, queues: deps.queues,
+      onTakenOver: (sid) => void this.ensure(sid).catch((err: unknown) => withIds({ session_id: sid }).error({ err }, 'could not open a session worker')),
+    }, liveness);
     deps.openWorkers.set(0);
   }
 
   get status(): PoolStatus { return this.#status; }
   get openWorkers(): number { return this.#entries.size; }
+  /** this process's id in the workers' registry */
+  get processId(): string { return this.#liveness.id; }
 
   async start(): Promise<void> {
     if (this.#status !== 'idle') throw new Error(`worker pool is ${this.#status}`);
@@ -74,6 +87,7 @@ export class WorkerPool {
       if (ch === channel) void this.ensure(sid).catch((err: unknown) => withIds({ session_id: sid }).error({ err }, 'could not open a session worker'));
     });
     await this.#d.subscriber.subscribe(channel);
+    await this.#liveness.start(); // registered before any Worker takes a job
     await this.reconcile();
     this.#timers.push(setInterval(() => void this.reconcile().catch((err: unknown) => log().error({ err }, 'worker pool reconcile failed')), this.#opts.reconcileMs));
     this.#timers.push(setInterval(() => this.#sweep(), Math.max(100, Math.min(1000, this.#opts.idleMs / 2))));
@@ -139,14 +153,17 @@ export class WorkerPool {
         }
       },
       {
-        connection: redis, prefix: keys.bullPrefix, concurrency: 1, autorun: true,
+        connection: redis, prefix: keys.bullPrefix, concurrency: 1,
         lockDuration: this.#opts.lockMs, stalledInterval: this.#opts.stalledIntervalMs,
         // Re-delivery is safe (the ledger decides), so let a stalled job come back
         // many times rather than have BullMQ fail it behind the ledger's back.
-        maxStalledCount: 1000, drainDelay: 5,
+        maxStalledCount: 1000, drainDelay: 5, autorun: false,
         removeOnComplete: { count: 0 }, removeOnFail: { count: 0 },
       },
     );
+    // Before it runs: its lock tokens (`<id>:<n>`) then name this process (worker-liveness.ts).
+    (worker as { id: string }).id = this.#liveness.workerId();
+    void worker.run().catch((err: unknown) => withIds({ session_id: sid }).warn({ err }, 'session worker stopped with an error'));
     const entry: Entry = { worker, busy: false, lastActive: Date.now() };
     worker.on('active', (job) => { entry.busy = true; entry.job = job.data; entry.lastActive = Date.now(); });
     worker.on('completed', () => { entry.busy = false; entry.job = undefined; entry.lastActive = Date.now(); });
@@ -243,6 +260,7 @@ export class WorkerPool {
       }
       await this.#d.subscriber.unsubscribe(this.#d.keys.wakeChannel())
         .catch((err: unknown) => log().warn({ err }, 'unsubscribing from wake messages failed while closing'));
+      await this.#liveness.close(); // beating until its Workers closed: a draining process is not dead
       this.#status = 'closed';
     })();
     return this.#closing;
