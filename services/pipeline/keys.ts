@@ -37,10 +37,6 @@ export function createKeys(prefix = 'tf') {
     busy: () => `${prefix}:busy`,
     /** pub/sub channel: a session got work (payload: session id) */
     wakeChannel: () => `${prefix}:wake`,
-    /** set of worker process ids that beat (worker-liveness.ts); a survivor removes a dead one */
-    workers: () => `${prefix}:workers`,
-    /** string: a worker process's heartbeat (`host:pid`), PX = its TTL; gone = the process is dead */
-    workerBeat: (id: string) => `${prefix}:worker:${assertName('worker id', id)}`,
     /** bytes the session's records and events hold in Redis, charged by the scripts that write them (storage-budget.ts) */
     sessionBytes: (sid: string) => `${s(sid)}:bytes`,
     ledgerCounter: (sid: string) => `${s(sid)}:ledger:n`,
@@ -67,18 +63,29 @@ export function createKeys(prefix = 'tf') {
     approvalChannel: () => `${prefix}:approvals:ch`,
     ...ownerKeys(prefix),
     ...jobKeys(prefix),
+    ...processKeys(prefix),
     /**
      * Every key of one session outside BullMQ, from its counters (no SCAN):
      * `records` = the ledger counter, `turns` = the turn counter, `tokens` its
      * approvals. The meta hash comes first (see scripts/lib/followTtl.lua).
      */
     sessionKeys: (sid: string, n: SessionCounts): string[] => sessionKeysOf(s(sid), n),
+    /** every key pattern of this prefix (tests delete them with SCAN) */
+    all: () => `${prefix}:*`,
+  };
+}
+
+/** Keys of the processes themselves: worker liveness and the key layout's migration (global, untagged). */
+function processKeys(prefix: string) {
+  return {
+    /** set of worker process ids that beat (worker-liveness.ts); a survivor removes a dead one */
+    workers: () => `${prefix}:workers`,
+    /** string: a worker process's heartbeat (`host:pid`), PX = its TTL; gone = the process is dead */
+    workerBeat: (id: string) => `${prefix}:worker:${assertName('worker id', id)}`,
     /** string: the key layout this prefix's data is in (migrate-keys.ts; absent = before 2) */
     schema: () => `${prefix}:schema`,
     /** string, expiring: held by the one process migrating the layout (SET NX PX) */
     schemaLock: () => `${prefix}:schema:lock`,
-    /** every key pattern of this prefix (tests delete them with SCAN) */
-    all: () => `${prefix}:*`,
   };
 }
 
