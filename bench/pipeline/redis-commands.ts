@@ -100,6 +100,8 @@ async function monitored(admin: Redis, names: Map<string, string>, work: () => P
   const lines = seen.slice(from);
   monitor.socket.destroy();
   for (const a of await excluded()) skip.add(a);
+  // BENCH_TRACE=1: the raw lines of the middle of the window (what one command does, in order).
+  if (process.env.BENCH_TRACE) for (const l of lines.slice(lines.length / 2, lines.length / 2 + 200)) if (!skip.has(l.source)) console.log(l.source, l.args.slice(0, 3).join(' ').slice(0, 120));
   const add = (name: string) => count.byName.set(name, (count.byName.get(name) ?? 0) + 1);
   for (const { args, source } of lines) {
     const cmd = (args[0] ?? '').toUpperCase();
