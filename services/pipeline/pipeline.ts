@@ -196,9 +196,9 @@ export class Pipeline {
   }
 
   async #enqueue(sid: string, turn: number, command: Command, flow: CommandFlow): Promise<CommandHandle> {
-    const session = await this.sessions.get(sid);
-    if (!session) throw new PipelineError('session_not_found', `session ${sid} not found`);
-    const [deleted, grants] = await Promise.all([this.sessions.isDeleted(sid), this.ledger.grants(sid)]);
+    const [live, grants] = await Promise.all([this.sessions.getLive(sid), this.ledger.grants(sid)]);
+    if (!live) throw new PipelineError('session_not_found', `session ${sid} not found`);
+    const { session, deleted } = live;
     if (deleted) throw new PipelineError('session_deleted', `session ${sid} was deleted`);
     const admission = admit(this.#d.gate, session, command, grants);
     const out = await this.lifecycle.create({ session: sid, turn, command, flow, admission, jobId: session.job_id });
