@@ -66,11 +66,14 @@ export class Ledger {
     const final = FINAL_STATUSES.has(args.status);
     const result = final ? args.result ?? EMPTY_RESULT : null;
     const finishedAt = final ? now.toISOString() : null;
+    const baseJson = JSON.stringify(base);
+    const resultJson = result ? JSON.stringify(result) : '';
     // The record as it will read right after this script; the script fills in the index.
+    // Built from what this call writes: no schema parse (it runs once per command).
     const rendered = recordFromHash(1, {
-      base: JSON.stringify(base), status: args.status, injected: '0',
-      ...(result ? { result: JSON.stringify(result) } : {}), ...(finishedAt ? { finished_at: finishedAt } : {}),
-    });
+      base: baseJson, status: args.status, injected: '0',
+      ...(result ? { result: resultJson } : {}), ...(finishedAt ? { finished_at: finishedAt } : {}),
+    }, false);
     const { index: _placeholder, ...record } = rendered;
     const type: LedgerEventType = final ? 'command_finished' : 'command_queued';
     if (!final) await this.#busy.mark(sid);
@@ -79,7 +82,7 @@ export class Ledger {
       k.eventSeq(sid), k.events(sid), k.recordPrefix(sid), k.sessionMeta(sid), k.sessionBytes(sid),
       `${args.turn}:${args.command.id}`, args.status, final ? '1' : '0',
       FAILURE_STATUSES.has(args.status) ? '1' : '0', args.status === 'skipped' ? '0' : '1',
-      JSON.stringify(args.command), JSON.stringify(base), result ? JSON.stringify(result) : '', finishedAt ?? '',
+      JSON.stringify(args.command), baseJson, resultJson, finishedAt ?? '',
       k.eventChannel(sid), this.#eventsKeep,
       ...ledgerEventArgs(type, { sid, jobId: args.jobId ?? null, at: now.toISOString(), record: { index: -1, ...record } as LedgerRecord }),
     )) as [number, number | string, number?, number?];
@@ -134,24 +137,27 @@ export class Ledger {
   /**
    * Everything a worker needs to decide about one command, in one round trip:
    * the record and its full command, the turn's failure, the session's
-   * deletion mark and its grants.
+   * deletion mark and running job, and its grants.
    */
   async loadForExecution(sid: string, index: number, turn: number) {
     const k = this.#keys;
     const out = (await this.#redis.pipeline()
       .hgetall(k.record(sid, index))
       .hmget(k.turnState(sid, turn), 'failed', 'failed_id')
-      .hexists(k.sessionMeta(sid), 'deleted_at')
+      .hmget(k.sessionMeta(sid), 'deleted_at', 'running_job')
       .lrange(k.grants(sid), 0, -1)
       .exec()) ?? [];
     for (const [err] of out) if (err) throw err;
     const h = out[0]![1] as Record<string, string>;
     const [failed, failedId] = out[1]![1] as (string | null)[];
+    const [deletedAt, runningJob] = out[2]![1] as (string | null)[];
     return {
       record: h.status ? recordFromHash(index, h, false) : null,
       command: h.cmd ? (JSON.parse(h.cmd) as Command) : null,
       failure: failed === null || failed === undefined ? null : { index: Number(failed), id: failedId ?? '' },
-      deleted: out[2]![1] === 1,
+      deleted: deletedAt !== null && deletedAt !== undefined,
+      /** the session's `running_job` field, for Sessions.withRunningJob */
+      runningJob: runningJob ?? null,
       grants: parseGrants(out[3]![1] as string[]),
     };
   }

@@ -16,7 +16,7 @@ import { Ledger } from './ledger.ts';
 import { SessionRetention } from './retention.ts';
 import { StorageBudget } from './storage-budget.ts';
 import { FINAL_STATUSES, type LedgerRecord, type LedgerStatus } from './ledger-record.ts';
-import { admit } from './lifecycle/admit.ts';
+import { admitReadingGrants } from './lifecycle/admit.ts';
 import { enqueueErrorResult } from './lifecycle/results.ts';
 import { deleteSession } from './session-delete.ts';
 import type { PipelineMetrics } from './metrics.ts';
@@ -196,11 +196,11 @@ export class Pipeline {
   }
 
   async #enqueue(sid: string, turn: number, command: Command, flow: CommandFlow): Promise<CommandHandle> {
-    const session = await this.sessions.get(sid);
-    if (!session) throw new PipelineError('session_not_found', `session ${sid} not found`);
-    const [deleted, grants] = await Promise.all([this.sessions.isDeleted(sid), this.ledger.grants(sid)]);
+    const live = await this.sessions.getLive(sid);
+    if (!live) throw new PipelineError('session_not_found', `session ${sid} not found`);
+    const { session, deleted } = live;
     if (deleted) throw new PipelineError('session_deleted', `session ${sid} was deleted`);
-    const admission = admit(this.#d.gate, session, command, grants);
+    const admission = await admitReadingGrants(this.#d.gate, session, command, () => this.ledger.grants(sid));
     const out = await this.lifecycle.create({ session: sid, turn, command, flow, admission, jobId: session.job_id });
     if (out.kind === 'duplicate') throw new PipelineError('duplicate_id', `command id ${command.id} already used in turn ${turn}`);
     const rec = out.record;

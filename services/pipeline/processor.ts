@@ -51,7 +51,7 @@ export class Processor {
     const { failure, command } = loaded;
     const life = this.#p.lifecycle;
     if (failure && failure.index < rec.index) { await life.skip(rec, skipReason(failure)); return; }
-    const session = await this.#p.sessions.get(rec.session);
+    const session = await this.#p.sessions.withRunningJob(rec.session, loaded.runningJob);
     if (!session || !command) return this.#fail(rec, internalResult(`session or command data missing for ${rec.session}#${rec.index}`));
     if (loaded.deleted) { await life.skip(rec, SESSION_DELETED); return; }
     const ctx: RunContext = { rec, session, grants: loaded.grants, command };

@@ -75,6 +75,23 @@ export class Sessions {
     return withJob(full, job ?? null);
   }
 
+  /** The session and whether it is deleted now: one read when cached (enqueue, once per command). */
+  async getLive(sid: string): Promise<{ session: SessionMeta; deleted: boolean } | null> {
+    const hit = this.#cache.get(sid);
+    if (!hit) {
+      const session = await this.get(sid, true);
+      return session ? { session, deleted: session.deleted_at !== null } : null;
+    }
+    const [job, deleted] = await this.#redis.hmget(this.#keys.sessionMeta(sid), 'running_job', 'deleted_at');
+    return { session: withJob(hit, job ?? null), deleted: deleted !== null && deleted !== undefined };
+  }
+
+  /** The session with its `running_job` field as the caller just read it (the worker, with the record): no read when cached. */
+  async withRunningJob(sid: string, job: string | null): Promise<SessionMeta | null> {
+    const hit = this.#cache.get(sid);
+    return hit ? withJob(hit, job) : this.get(sid);
+  }
+
   async markDeleted(sid: string): Promise<void> {
     await this.#redis.hset(this.#keys.sessionMeta(sid), 'deleted_at', new Date().toISOString());
     this.#cache.delete(sid);
@@ -91,6 +108,16 @@ export class Sessions {
   }
 }
 
+/** Parsed `running_job` values by their JSON: a job's settings are read once per command, parsed once per job. */
+const parsedJobs = new Map<string, RunningJob>();
+
 function withJob(meta: SessionMeta, job: string | null): SessionMeta {
-  return job ? { ...meta, ...RunningJob.parse(JSON.parse(job)) } : meta;
+  if (!job) return meta;
+  let parsed = parsedJobs.get(job);
+  if (!parsed) {
+    parsed = RunningJob.parse(JSON.parse(job));
+    if (parsedJobs.size > 1000) parsedJobs.clear();
+    parsedJobs.set(job, parsed);
+  }
+  return { ...meta, ...parsed };
 }

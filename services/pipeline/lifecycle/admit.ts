@@ -24,6 +24,18 @@ export function admit(
   return { action: decided.action, evaluation };
 }
 
+/**
+ * admit() at enqueue, reading the session's grants only when they could
+ * matter: a grant only ever satisfies a prompt (POLICY.md §5), so an
+ * evaluation without a prompt is the same with or without them.
+ */
+export async function admitReadingGrants(
+  gate: Pick<PolicyGate, 'evaluate' | 'decide'>, session: SessionMeta, command: Command, grants: () => Promise<Grant[]>,
+): Promise<Admission> {
+  const bare = admit(gate, session, command, []);
+  return bare.evaluation.decision === 'prompt' ? admit(gate, session, command, await grants()) : bare;
+}
+
 // The hard invariant keeps its own code, the same whether caught at enqueue or at execution.
 function refusal(evaluation: Evaluation, reason: string): Admission {
   return { action: 'refuse', evaluation, reason, code: reason.startsWith(OUTSIDE) ? OUTSIDE : 'forbidden' };

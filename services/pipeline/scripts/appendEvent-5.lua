@@ -8,6 +8,7 @@
   ARGV[3] events kept per session (0 = all; else the stream is trimmed to about that many)
   Returns the event's seq. Uses emitEvent (lib/emitEvent.lua) and followTtl (lib/followTtl.lua).
 ]]
-local seq = emitEvent(KEYS[1], KEYS[2], KEYS[3], ARGV[3], 0, ARGV[1], ARGV[2], KEYS[5])
+local seq, charge = emitEvent(KEYS[1], KEYS[2], KEYS[3], ARGV[3], 0, ARGV[1], ARGV[2])
+redis.call('INCRBY', KEYS[5], charge)
 followTtl(KEYS[4], KEYS[1], KEYS[2], KEYS[5])
 return seq

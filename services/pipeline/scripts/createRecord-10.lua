@@ -31,9 +31,10 @@ end
 local n = redis.call('INCR', KEYS[1])
 local rec = KEYS[8] .. n
 local id = string.sub(ARGV[1], string.find(ARGV[1], ':', 1, true) + 1)
-redis.call('HSET', rec, 'status', ARGV[2], 'id', id, 'cmd', ARGV[6], 'base', ARGV[7], 'injected', '0')
-if ARGV[8] ~= '' then redis.call('HSET', rec, 'result', ARGV[8]) end
-if ARGV[9] ~= '' then redis.call('HSET', rec, 'finished_at', ARGV[9]) end
+local fields = {'status', ARGV[2], 'id', id, 'cmd', ARGV[6], 'base', ARGV[7], 'injected', '0'}
+if ARGV[8] ~= '' then table.insert(fields, 'result'); table.insert(fields, ARGV[8]) end
+if ARGV[9] ~= '' then table.insert(fields, 'finished_at'); table.insert(fields, ARGV[9]) end
+redis.call('HSET', rec, unpack(fields))
 redis.call('HSET', KEYS[2], ARGV[1], n)
 redis.call('RPUSH', KEYS[5], n)
 local open = 0
@@ -49,7 +50,7 @@ local data = ARGV[13]
 local s, e = string.find(data, '"index":-1', 1, true)
 if s then data = string.sub(data, 1, s - 1) .. '"index":' .. n .. string.sub(data, e + 1) end
 -- fields, ids and list entries cost about 200 bytes beyond the values
-redis.call('INCRBY', KEYS[10], #ARGV[6] + #ARGV[7] + #ARGV[8] + #ARGV[9] + 2 * #ARGV[1] + 200)
-local seq = emitEvent(KEYS[6], KEYS[7], ARGV[10], ARGV[11], n, ARGV[12], data, KEYS[10])
+local seq, charge = emitEvent(KEYS[6], KEYS[7], ARGV[10], ARGV[11], n, ARGV[12], data)
+redis.call('INCRBY', KEYS[10], #ARGV[6] + #ARGV[7] + #ARGV[8] + #ARGV[9] + 2 * #ARGV[1] + 200 + charge)
 followTtl(KEYS[9], KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7], KEYS[10], rec)
 return {RC.OK, n, seq, open}

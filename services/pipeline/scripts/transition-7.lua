@@ -24,16 +24,18 @@ if ARGV[3] == '1' then
   local failed = tonumber(redis.call('HGET', KEYS[3], 'failed'))
   if failed and failed < n then return {RC.TURN_FAILED, failed} end
 end
-redis.call('HSET', KEYS[1], 'status', ARGV[2])
 local e = tonumber(ARGV[9])
 local i = 10 + 2 * e
 local delta = 0
+-- one HSET for the status and every field; the sizes they replace are read first
+local fields = {'status', ARGV[2]}
 while i < #ARGV do
   delta = delta + #ARGV[i + 1] - redis.call('HSTRLEN', KEYS[1], ARGV[i])
-  redis.call('HSET', KEYS[1], ARGV[i], ARGV[i + 1])
+  table.insert(fields, ARGV[i])
+  table.insert(fields, ARGV[i + 1])
   i = i + 2
 end
-if delta ~= 0 then redis.call('INCRBY', KEYS[7], delta) end
+redis.call('HSET', KEYS[1], unpack(fields))
 if ARGV[5] == '1' then redis.call('DECR', KEYS[2]) end
 if ARGV[6] == '1' then
   -- the turn's failure is its earliest failing command: later ones are skipped, earlier ones are not
@@ -42,7 +44,11 @@ if ARGV[6] == '1' then
 end
 local seq = 0
 for k = 0, e - 1 do
-  seq = emitEvent(KEYS[4], KEYS[5], ARGV[7], ARGV[8], ARGV[4], ARGV[10 + 2 * k], ARGV[11 + 2 * k], KEYS[7])
+  local charge
+  seq, charge = emitEvent(KEYS[4], KEYS[5], ARGV[7], ARGV[8], ARGV[4], ARGV[10 + 2 * k], ARGV[11 + 2 * k])
+  delta = delta + charge
 end
+-- the record's change and its events, charged at once
+if delta ~= 0 then redis.call('INCRBY', KEYS[7], delta) end
 followTtl(KEYS[6], KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[7])
 return {RC.OK, seq}

@@ -16,7 +16,7 @@ const text = (f: string) => readFileSync(new URL(f, dir), 'utf8').replace(/--\[\
 /** commands that take no key */
 const KEYLESS = new Set(['PUBLISH', 'TIME']);
 /** each lib function's parameters that are keys (by position, 1-based; 'rest' = the varargs) */
-const LIB_KEY_PARAMS: Record<string, (number | 'rest')[]> = { emitEvent: [1, 2, 8], followTtl: [1, 'rest'], creditRetired: [1, 2] };
+const LIB_KEY_PARAMS: Record<string, (number | 'rest')[]> = { emitEvent: [1, 2], followTtl: [1, 'rest'], creditRetired: [1, 2] };
 
 /** Splits a Lua argument list at top-level commas. */
 function args(list: string): string[] {
