@@ -1,5 +1,6 @@
-import { Redis } from 'ioredis';
+import type { Cluster, Redis } from 'ioredis';
 import { log } from '../log/index.ts';
+import { connectRedis } from './redis.ts';
 
 // Whether Redis answers, known within about a second, for the API's fast
 // 503s and /readyz. The process's own connections wait through an outage on
@@ -19,7 +20,7 @@ export type RedisProbeOptions = {
 export type RedisState = { up: boolean; reason: string | null };
 
 export class RedisProbe {
-  readonly #conn: Redis;
+  readonly #conn: Redis | Cluster;
   readonly #watched: Redis[];
   readonly #timeoutMs: number;
   #up = false;
@@ -31,7 +32,8 @@ export class RedisProbe {
   constructor(url: string, name: string, watched: Redis[] = [], opts: RedisProbeOptions = {}) {
     this.#timeoutMs = opts.timeoutMs ?? 1000;
     this.#watched = watched;
-    this.#conn = new Redis(url, {
+    // Any REDIS_URL form: on a Cluster the PING goes to one of its masters.
+    this.#conn = connectRedis(url, {
       connectionName: name, enableOfflineQueue: false, maxRetriesPerRequest: 0, commandTimeout: this.#timeoutMs,
       connectTimeout: this.#timeoutMs, retryStrategy: () => 250, lazyConnect: true,
     });

@@ -68,16 +68,26 @@ function connect(target: RedisTarget, base: RedisOptions): Redis | Cluster {
       ...(target.tls ? { enableTLSForSentinelMode: true, sentinelTLS: {} } : {}),
     });
   }
-  const { enableAutoPipelining, retryStrategy, ...nodeOptions } = base;
+  const { enableAutoPipelining, retryStrategy, lazyConnect, enableOfflineQueue, ...nodeOptions } = base;
   // Per-node options (BullMQ reads maxRetriesPerRequest from redisOptions);
   // the cluster itself pipelines (grouping commands by node) and reconnects.
   return new Cluster(target.nodes, {
-    redisOptions: { ...nodeOptions, ...auth, ...tls },
+    redisOptions: { ...nodeOptions, ...auth, ...tls, ...(enableOfflineQueue === undefined ? {} : { enableOfflineQueue }) },
     enableAutoPipelining,
+    ...(lazyConnect === undefined ? {} : { lazyConnect }),
+    ...(enableOfflineQueue === undefined ? {} : { enableOfflineQueue }),
     clusterRetryStrategy: (times) => (retryStrategy ? (retryStrategy(times) as number) : Math.min(times * 100, 2000)),
     // A node's MOVED/ASK during a resharding is followed, not failed.
     maxRedirections: 16,
   });
+}
+
+/**
+ * A plain connection to any REDIS_URL form (one server, Sentinel, Cluster)
+ * with exactly these options: no scripts, no logging (the readiness probe's).
+ */
+export function connectRedis(url: string, options: RedisOptions): Redis | Cluster {
+  return connect(parseRedisUrl(url), options);
 }
 
 /**
