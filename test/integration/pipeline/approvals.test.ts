@@ -32,7 +32,8 @@ function turn(sid: string, body: string): Promise<{ results: Result[] }> {
   return sub.text(`/v1/sessions/${sid}/commands`, body).then((r) => r.json() as Promise<{ results: Result[] }>);
 }
 
-async function pendingFor(sid: string, timeoutMs = 10_000): Promise<Pending> {
+// Generous: the first command of a session also creates its container, which a loaded CI machine makes slow.
+async function pendingFor(sid: string, timeoutMs = 30_000): Promise<Pending> {
   const end = Date.now() + timeoutMs;
   while (Date.now() < end) {
     const list = ((await (await op.get('/v1/approvals?status=pending')).json()) as { approvals: Pending[] }).approvals;
