@@ -58,3 +58,16 @@ export async function keysWithTtl(client: Redis, match = '*'): Promise<Map<strin
   } while (cursor !== '0');
   return out;
 }
+
+/** True when a Redis answers PING on 127.0.0.1:`port` within 500 ms (a raw socket: no client, no retries). */
+export async function ping(port: number): Promise<boolean> {
+  const { Socket } = await import('node:net');
+  return new Promise((resolve) => {
+    const sock = new Socket();
+    sock.setTimeout(500);
+    sock.once('error', () => resolve(false));
+    sock.once('timeout', () => { sock.destroy(); resolve(false); });
+    sock.connect(port, '127.0.0.1', () => sock.write('PING\r\n'));
+    sock.once('data', (d) => { sock.destroy(); resolve(d.toString().startsWith('+PONG')); });
+  });
+}

@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { startService } from '../../services/main/index.ts';
-import { freePort } from '../integration/own-redis.ts';
+import { freePort, ping } from '../integration/own-redis.ts';
 import { client, cleanupPrefix, newSession, removeSandboxes, sandboxPrefix, testConfig, testPrefix } from '../integration/pipeline/helpers.ts';
 import { sleep, until, type Entry } from './helpers.ts';
 
@@ -114,15 +114,3 @@ describe('Redis outage (real Redis of its own, AOF on)', () => {
     }
   }, 180_000);
 });
-
-async function ping(port: number): Promise<boolean> {
-  const { Socket } = await import('node:net');
-  return new Promise((resolve) => {
-    const sock = new Socket();
-    sock.setTimeout(500);
-    sock.once('error', () => resolve(false));
-    sock.once('timeout', () => { sock.destroy(); resolve(false); });
-    sock.connect(port, '127.0.0.1', () => sock.write('PING\r\n'));
-    sock.once('data', (d) => { sock.destroy(); resolve(d.toString().startsWith('+PONG')); });
-  });
-}

@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { startService, type ServiceHandle } from '../../../services/main/index.ts';
 import { containerName } from '../../../services/sandbox/index.ts';
-import { freePort } from '../own-redis.ts';
+import { freePort, ping } from '../own-redis.ts';
 import { client, cleanupPrefix, removeSandboxes, sandboxPrefix, startWorker, testConfig, testPrefix } from './helpers.ts';
 
 // Fault tests: a worker process killed with SIGKILL mid-command, and Redis
@@ -134,15 +134,3 @@ describe('fault tolerance (real Redis and Docker)', () => {
     await cleanupPrefix(prefix, redisUrl);
   }, 90_000);
 });
-
-async function ping(port: number): Promise<boolean> {
-  const { Socket } = await import('node:net');
-  return new Promise((resolve) => {
-    const sock = new Socket();
-    sock.setTimeout(500);
-    sock.once('error', () => resolve(false));
-    sock.once('timeout', () => { sock.destroy(); resolve(false); });
-    sock.connect(port, '127.0.0.1', () => sock.write('PING\r\n'));
-    sock.once('data', (d) => { sock.destroy(); resolve(d.toString().startsWith('+PONG')); });
-  });
-}
