@@ -2,7 +2,7 @@ import { hostname } from 'node:os';
 import type { Config } from '../config/index.ts';
 import { log } from '../log/index.ts';
 import {
-  Approvals, createKeys, createRedis, EgressGate, EgressListeners, FilePolicyGate, Pipeline, PipelineMetrics, Processor, DockerSandboxes, RedisProbe, WorkerPool,
+  Approvals, createKeys, createRedis, createSubscriber, EgressGate, EgressListeners, FilePolicyGate, Pipeline, PipelineMetrics, Processor, DockerSandboxes, RedisProbe, WorkerPool,
   RemoteSandboxes, SandboxCallServer, migrateKeys, uploadChecks, type Sandboxes, type Keys, type PipelineRedis, type PolicyGate, type WorkerPoolOptions,
 } from '../pipeline/index.ts';
 import type { Redis } from 'ioredis';
@@ -53,7 +53,7 @@ export async function createRuntime(config: Config, overrides: RuntimeOverrides 
   const keys = createKeys(config.redisPrefix);
   const gate = overrides.gate ?? (await FilePolicyGate.load(config.policyDir));
   const redis = createRedis(config.redisUrl, `thinkflow-${config.role}@${config.redisPrefix}`);
-  const subscriber = createRedis(config.redisUrl, `thinkflow-${config.role}-sub@${config.redisPrefix}`);
+  const subscriber = createSubscriber(config.redisUrl, `thinkflow-${config.role}-sub@${config.redisPrefix}`);
   // Data of the key layout before this code's is renamed first, before any worker or request reads it.
   await migrateKeys(redis, keys).catch((err: unknown) => {
     redis.disconnect();

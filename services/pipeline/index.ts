@@ -1,7 +1,7 @@
 // Public surface of the execution pipeline. Re-exports only.
 export { Pipeline } from './pipeline.ts';
 export type { CommandHandle } from './pipeline.ts';
-export { createRedis, deleteByPattern, isStorageFull } from './redis.ts';
+export { createRedis, createSubscriber, deleteByPattern, isStorageFull } from './redis.ts';
 export type { PipelineRedis } from './redis.ts';
 export { RedisProbe, isRedisUnreachable } from './redis-probe.ts';
 export type { RedisState, RedisProbeOptions } from './redis-probe.ts';

@@ -83,6 +83,17 @@ function connect(target: RedisTarget, base: RedisOptions): Redis | Cluster {
 }
 
 /**
+ * The connection a process subscribes on. No ready check (INFO after each
+ * connect): SUBSCRIBE may be written during the connect phase (it is allowed
+ * while Redis loads), and the INFO that followed it was then refused with
+ * "Connection in subscriber mode", which crashed a worker starting up (seen in
+ * CI). Pub/sub needs no loaded dataset, so there is nothing to wait for.
+ */
+export function createSubscriber(url: string, name: string): PipelineRedis {
+  return createRedis(url, name, { enableReadyCheck: false });
+}
+
+/**
  * A plain connection to any REDIS_URL form (one server, Sentinel, Cluster)
  * with exactly these options: no scripts, no logging (the readiness probe's).
  */
