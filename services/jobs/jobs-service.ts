@@ -96,7 +96,7 @@ export class JobsService {
       if (!job || FINAL_JOB_STATUSES.has(job.view.status) || this.#running.has(id)) continue;
       if (job.runner && (await this.#d.redis.exists(this.#heartbeatKey(job.runner)))) continue;
       // A paused job's commands wait in a paused queue: nobody would ever resume it.
-      if (job.view.status === 'paused' || (await this.control.pauseRequested(id))) await this.#d.pipeline.queues.queue(job.view.session_id).resume();
+      if (job.view.status === 'paused' || (await this.control.pauseRequested(id))) await this.#d.pipeline.queues.resume(job.view.session_id);
       job.view.status = 'failed';
       job.view.error = 'the process running this job stopped before it finished';
       withIds({ job_id: id, session_id: job.view.session_id }).warn({ runner: job.runner }, 'the runner of this job is gone; marked failed');
@@ -188,13 +188,13 @@ export class JobsService {
 
   /** From any process: the flag stops new model calls (runner) and the session's queue stops new commands (BullMQ, global). */
   async pause(job: JobView): Promise<void> {
-    await this.#d.pipeline.queues.queue(job.session_id).pause();
+    await this.#d.pipeline.queues.pause(job.session_id);
     await this.control.setPaused(job.job_id, true);
   }
 
   async resume(job: JobView): Promise<void> {
     await this.control.setPaused(job.job_id, false);
-    await this.#d.pipeline.queues.queue(job.session_id).resume();
+    await this.#d.pipeline.queues.resume(job.session_id);
   }
 
   /** The runner saw a pause or resume: the job's status and its event (the runner is the only writer of the view). */
@@ -217,7 +217,7 @@ export class JobsService {
     if (!control.paused && !(await this.control.pauseRequested(view.job_id))) return;
     await this.#persistently('resuming the queue of a job that ended paused', logger, async () => {
       await this.control.setPaused(view.job_id, false);
-      await this.#d.pipeline.queues.queue(view.session_id).resume();
+      await this.#d.pipeline.queues.resume(view.session_id);
     });
   }
 

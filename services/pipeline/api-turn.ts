@@ -77,14 +77,20 @@ export async function runParsedTurn(
   const turn = await p.nextTurn(sid);
   const handles: CommandHandle[] = [];
   const errors: ParseError[] = [];
-  for (const item of items) {
-    if ('error' in item) {
-      errors.push(item.error);
-      await p.failTurn(sid, turn, parseErrorLabel(item.error));
-    } else {
-      handles.push(await p.enqueue(sid, turn, item.command, 'api'));
+  // Opened before the first enqueue, it sees every finish: the wait reads no status.
+  const watch = await p.watchFinished(sid);
+  try {
+    for (const item of items) {
+      if ('error' in item) {
+        errors.push(item.error);
+        await p.failTurn(sid, turn, parseErrorLabel(item.error));
+      } else {
+        handles.push(await p.enqueue(sid, turn, item.command, 'api'));
+      }
     }
+    const records = await p.awaitAll(sid, handles.map((h) => h.index), signal, watch);
+    return { turn, results: records.map(toResult), errors };
+  } finally {
+    watch.close();
   }
-  const records = await p.awaitAll(sid, handles.map((h) => h.index), signal);
-  return { turn, results: records.map(toResult), errors };
 }

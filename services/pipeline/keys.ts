@@ -46,6 +46,8 @@ export function createKeys(prefix = 'tf') {
     record: (sid: string, n: number) => `${s(sid)}:rec:${n}`,
     /** count of records not yet final */
     open: (sid: string) => `${s(sid)}:open`,
+    /** list of the indexes of the records created `queued`, in ledger order: what the session's run job works through (queues.ts) */
+    runList: (sid: string) => `${s(sid)}:run`,
     turnCounter: (sid: string) => `${s(sid)}:turn`,
     turnState: (sid: string, turn: number) => `${s(sid)}:turn:${turn}`,
     turnCommands: (sid: string, turn: number) => `${s(sid)}:turn:${turn}:cmds`,
@@ -171,7 +173,7 @@ const esc = (s: string) => s.replace(/[.\-]/g, '\\$&');
 type SessionCounts = { records: number; turns: number; tokens: string[] };
 
 function sessionKeysOf(base: string, n: SessionCounts): string[] {
-  const fixed = ['meta', 'bytes', 'ledger:n', 'ledger:ids', 'open', 'turn', 'grants', 'net:n', 'net', 'events:seq', 'events'].map((k) => `${base}:${k}`);
+  const fixed = ['meta', 'bytes', 'ledger:n', 'ledger:ids', 'open', 'run', 'turn', 'grants', 'net:n', 'net', 'events:seq', 'events'].map((k) => `${base}:${k}`);
   const records = Array.from({ length: n.records }, (_, i) => `${base}:rec:${i + 1}`);
   const turns = Array.from({ length: n.turns }, (_, i) => [`${base}:turn:${i + 1}`, `${base}:turn:${i + 1}:cmds`]).flat();
   return [...fixed, ...records, ...turns, ...n.tokens.map((t) => `${base}:approval:${t}`)];

@@ -79,17 +79,17 @@ export class Ledger {
     if (!final) await this.#busy.mark(sid);
     const res = (await this.#redis.createRecord(
       k.ledgerCounter(sid), k.ledgerIds(sid), k.open(sid), k.turnState(sid, args.turn), k.turnCommands(sid, args.turn),
-      k.eventSeq(sid), k.events(sid), k.recordPrefix(sid), k.sessionMeta(sid), k.sessionBytes(sid),
+      k.eventSeq(sid), k.events(sid), k.recordPrefix(sid), k.sessionMeta(sid), k.sessionBytes(sid), k.runList(sid),
       `${args.turn}:${args.command.id}`, args.status, final ? '1' : '0',
       FAILURE_STATUSES.has(args.status) ? '1' : '0', args.status === 'skipped' ? '0' : '1',
       JSON.stringify(args.command), baseJson, resultJson, finishedAt ?? '',
       k.eventChannel(sid), this.#eventsKeep,
       ...ledgerEventArgs(type, { sid, jobId: args.jobId ?? null, at: now.toISOString(), record: { index: -1, ...record } as LedgerRecord }),
-    )) as [number, number | string, number?, number?];
+    )) as [number, number | string, number?, number?, number?];
     if (res[0] === ScriptCode.DUPLICATE) return { kind: 'duplicate', index: Number(res[1]) };
     if (res[0] === ScriptCode.TURN_FAILED) return { kind: 'turn_failed', marker: String(res[1]) };
     const index = Number(res[1]);
-    return { kind: 'created', index, record: { ...record, index }, wasIdle: Number(res[3]) === 1 };
+    return { kind: 'created', index, record: { ...record, index }, wasIdle: Number(res[4]) === 1 };
   }
 
   /** Compare-and-set on the status, with events. `record` is the record before the change. */
@@ -109,11 +109,13 @@ export class Ledger {
       injected: f.injected ?? record.injected,
     };
     const pairs: string[] = [];
-    if (f.result) pairs.push('result', JSON.stringify(f.result));
+    // "+field": the record as the caller knows it has none, so the script reads no size first (a stale view only overcharges)
+    const fresh = (name: string, had: unknown) => (had === null || had === undefined ? `+${name}` : name);
+    if (f.result) pairs.push(fresh('result', record.finished_at), JSON.stringify(f.result));
     if (f.approval) pairs.push('approval', JSON.stringify(f.approval));
-    if (f.started_at) pairs.push('started_at', f.started_at);
-    if (f.executed_by) pairs.push('executed_by', f.executed_by);
-    if (f.finished_at) pairs.push('finished_at', f.finished_at);
+    if (f.started_at) pairs.push(fresh('started_at', record.started_at), f.started_at);
+    if (f.executed_by) pairs.push(fresh('executed_by', record.executed_by), f.executed_by);
+    if (f.finished_at) pairs.push(fresh('finished_at', record.finished_at), f.finished_at);
     if (f.injected !== undefined) pairs.push('injected', f.injected ? '1' : '0');
     if (spec.dropCommand) pairs.push('cmd', '');
     const events = spec.events.flatMap((type) => ledgerEventArgs(type, { sid, jobId, at, record: next, approval: spec.approval }));
@@ -139,26 +141,29 @@ export class Ledger {
    * the record and its full command, the turn's failure, the session's
    * deletion mark and running job, and its grants.
    */
-  async loadForExecution(sid: string, index: number, turn: number) {
+  /**
+   * What a worker reads to run a queued command, in one round trip. Not the
+   * turn's failure: `start` refuses, atomically, a command whose turn failed
+   * earlier (and the lifecycle then skips it); the processor reads it only
+   * before deciding a command that is not a plain `allow` (turnFailure).
+   */
+  async loadForExecution(sid: string, index: number) {
     const k = this.#keys;
     const out = (await this.#redis.pipeline()
       .hgetall(k.record(sid, index))
-      .hmget(k.turnState(sid, turn), 'failed', 'failed_id')
       .hmget(k.sessionMeta(sid), 'deleted_at', 'running_job')
       .lrange(k.grants(sid), 0, -1)
       .exec()) ?? [];
     for (const [err] of out) if (err) throw err;
     const h = out[0]![1] as Record<string, string>;
-    const [failed, failedId] = out[1]![1] as (string | null)[];
-    const [deletedAt, runningJob] = out[2]![1] as (string | null)[];
+    const [deletedAt, runningJob] = out[1]![1] as (string | null)[];
     return {
       record: h.status ? recordFromHash(index, h, false) : null,
       command: h.cmd ? (JSON.parse(h.cmd) as Command) : null,
-      failure: failed === null || failed === undefined ? null : { index: Number(failed), id: failedId ?? '' },
       deleted: deletedAt !== null && deletedAt !== undefined,
       /** the session's `running_job` field, for Sessions.withRunningJob */
       runningJob: runningJob ?? null,
-      grants: parseGrants(out[3]![1] as string[]),
+      grants: parseGrants(out[2]![1] as string[]),
     };
   }
 

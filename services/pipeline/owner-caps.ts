@@ -22,6 +22,8 @@ export class OwnerCaps {
   readonly #redis: PipelineRedis;
   readonly #keys: Keys;
   readonly limits: OwnerCapLimits;
+  /** when this process last wrote a session's live entry (touchLive) */
+  readonly #touched = new Map<string, number>();
 
   constructor(redis: PipelineRedis, keys: Keys, limits: OwnerCapLimits) {
     this.#redis = redis;
@@ -69,12 +71,22 @@ export class OwnerCaps {
     if (Number(added) !== 1) await this.#redis.zadd(key, now, sid);
   }
 
-  /** A command ran in the session's sandbox (the worker): its container stays live from now. */
+  /**
+   * A command ran in the session's sandbox (the worker): its container stays live from now. Written at most
+   * every tenth of the live window (5 s at most) per session and process: the window is minutes long, and a
+   * ZADD per command was a tenth of the command path's Redis work.
+   */
   async touchLive(owner: string | null, sid: string): Promise<void> {
-    if (owner !== null) await this.#redis.zadd(this.#keys.ownerLive(owner), Date.now(), sid);
+    if (owner === null) return;
+    const now = Date.now();
+    if (now - (this.#touched.get(sid) ?? -Infinity) < Math.min(5000, this.limits.liveWindowMs / 10)) return;
+    if (this.#touched.size >= 10_000) this.#touched.clear(); // bounded: forgetting only costs one ZADD
+    this.#touched.set(sid, now);
+    await this.#redis.zadd(this.#keys.ownerLive(owner), now, sid);
   }
 
   async releaseLive(owner: string | null, sid: string): Promise<void> {
+    this.#touched.delete(sid);
     if (owner !== null) await this.#redis.zrem(this.#keys.ownerLive(owner), sid);
   }
 

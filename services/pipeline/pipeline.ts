@@ -15,7 +15,8 @@ import { OwnerCaps, type OwnerCapLimits } from './owner-caps.ts';
 import { Ledger } from './ledger.ts';
 import { SessionRetention } from './retention.ts';
 import { StorageBudget } from './storage-budget.ts';
-import { FINAL_STATUSES, type LedgerRecord, type LedgerStatus } from './ledger-record.ts';
+import { type LedgerRecord, type LedgerStatus } from './ledger-record.ts';
+import { awaitFinal, FinishWatch } from './finish-watch.ts';
 import { admitReadingGrants } from './lifecycle/admit.ts';
 import { enqueueErrorResult } from './lifecycle/results.ts';
 import { deleteSession } from './session-delete.ts';
@@ -62,8 +63,6 @@ export type PipelineDeps = {
 
 /** A file written into a new session's workspace before any command (not a command: never in the ledger). */
 export type SeededFile = { path: string; bytes: number };
-
-const FALLBACK_POLL_MS = 2000;
 
 function seedCommand(path: string, content: string): Command {
   return { id: 'seed', tool: 'write', path, content, allow_empty: true, need_result: false };
@@ -208,19 +207,21 @@ export class Pipeline {
     return { sessionId: sid, turn, id: command.id, index: rec.index, status: rec.status };
   }
 
-  async #queue(rec: LedgerRecord, jobId: string | null, wasIdle: boolean): Promise<void> {
+  async #queue(rec: LedgerRecord, jobId: string | null, runListWasEmpty: boolean): Promise<void> {
+    // The record is in the session's run list already (createRecord); a run
+    // job that is active or waiting reaches it, so only a list that was empty
+    // needs a new one (queues.ts). Nothing else is written per command.
+    if (!runListWasEmpty) return;
     try {
-      await this.queues.add(rec.session, rec.index, rec.turn);
+      await this.queues.startRun(rec.session, rec.index);
     } catch (err) {
-      // Never leave a `queued` record without a job: it would hold its turn open forever.
+      // Never leave a `queued` record without a run job: it would hold its turn open forever.
       withIds({ job_id: jobId, session_id: rec.session, command_id: rec.id }).error({ err }, 'enqueue failed');
       await this.lifecycle.apply(rec, 'fail', { result: enqueueErrorResult(reasonOf(err)), jobId });
       throw err;
     }
-    // Wake worker processes only when the session goes from idle to busy: while
-    // an earlier command is still open, a Worker holds the queue (and the
-    // pool's reconcile covers any gap within seconds).
-    if (wasIdle) await this.#d.redis.publish(this.#d.keys.wakeChannel(), rec.session);
+    // Wake worker processes when the session goes from idle to busy (the pool's reconcile covers any gap within seconds).
+    await this.#d.redis.publish(this.#d.keys.wakeChannel(), rec.session);
   }
 
   /** A parse error (or any failure without a record) fails the turn from here on. */
@@ -238,31 +239,17 @@ export class Pipeline {
     return this.awaitAll(sid, await this.ledger.turnIndexes(sid, turn), signal);
   }
 
-  /** Waits until every given record is final; event-driven, with a slow poll as a safety net. */
-  async awaitAll(sid: string, indexes: number[], signal?: AbortSignal): Promise<LedgerRecord[]> {
-    const pending = new Set(indexes);
-    let wake: (() => void) | null = null;
-    const unsubscribe = await this.hub.subscribe(sid, (e) => {
-      if (e.type === 'command_finished' && pending.delete(e.index) && pending.size === 0) wake?.();
-    });
-    try {
-      while (pending.size > 0) {
-        const list = [...pending];
-        const statuses = await this.ledger.statuses(sid, list);
-        list.forEach((i, j) => { const s = statuses[j]; if (!s || FINAL_STATUSES.has(s)) pending.delete(i); });
-        if (pending.size === 0) break;
-        if (signal?.aborted) throw signal.reason ?? new Error('aborted');
-        await new Promise<void>((resolve) => {
-          const t = setTimeout(done, FALLBACK_POLL_MS);
-          function done() { clearTimeout(t); wake = null; signal?.removeEventListener('abort', done); resolve(); }
-          wake = done;
-          signal?.addEventListener('abort', done, { once: true });
-        });
-      }
-    } finally {
-      unsubscribe();
-    }
-    return this.ledger.many(sid, indexes);
+  /**
+   * Waits until every given record is final (finish-watch.ts). `watch`: one
+   * opened with watchFinished before these commands were enqueued.
+   */
+  awaitAll(sid: string, indexes: number[], signal?: AbortSignal, watch?: FinishWatch): Promise<LedgerRecord[]> {
+    return awaitFinal({ ledger: this.ledger, hub: this.hub }, sid, indexes, signal, watch);
+  }
+
+  /** Sees every command of the session that finishes from now on (close it when done). */
+  watchFinished(sid: string): Promise<FinishWatch> {
+    return FinishWatch.open(this.hub, sid);
   }
 
   entries(sid: string): Promise<LedgerRecord[]> { return this.ledger.list(sid); }

@@ -34,13 +34,13 @@ export class Processor {
 
   get lifecycle(): CommandLifecycle { return this.#p.lifecycle; }
 
-  async process(sid: string, index: number, signal?: AbortSignal, turn?: number): Promise<void> {
+  async process(sid: string, index: number, signal?: AbortSignal): Promise<void> {
     const ledger = this.#p.lifecycle.ledger;
-    const loaded = turn === undefined ? null : await ledger.loadForExecution(sid, index, turn);
-    const rec = loaded ? loaded.record : await ledger.get(sid, index);
+    const loaded = await ledger.loadForExecution(sid, index);
+    const rec = loaded.record;
     if (!rec) return;
     switch (rec.status) {
-      case 'queued': return this.#queued(rec, loaded ?? (await ledger.loadForExecution(sid, index, rec.turn)), signal);
+      case 'queued': return this.#queued(rec, loaded, signal);
       case 'awaiting_approval': return this.#awaitApproval(rec, signal);
       case 'running': return this.#p.lifecycle.interrupt(rec);
       default: return; // final already (e.g. skipped eagerly)
@@ -48,17 +48,19 @@ export class Processor {
   }
 
   async #queued(rec: LedgerRecord, loaded: Loaded, signal?: AbortSignal): Promise<void> {
-    const { failure, command } = loaded;
+    const { command } = loaded;
     const life = this.#p.lifecycle;
-    if (failure && failure.index < rec.index) { await life.skip(rec, skipReason(failure)); return; }
     const session = await this.#p.sessions.withRunningJob(rec.session, loaded.runningJob);
     if (!session || !command) return this.#fail(rec, internalResult(`session or command data missing for ${rec.session}#${rec.index}`));
     if (loaded.deleted) { await life.skip(rec, SESSION_DELETED); return; }
     const ctx: RunContext = { rec, session, grants: loaded.grants, command };
     // An `allow` at enqueue stays `allow` (a session's layers never change,
     // grants only loosen) unless a symlink makes the path another one: that
-    // is checked right before the side effect anyway.
+    // is checked right before the side effect anyway. `start` itself refuses
+    // it if its turn failed at an earlier command (it is then skipped).
     if (rec.decision === 'allow') return this.#run(ctx, null);
+    const failure = await life.ledger.turnFailure(rec.session, rec.turn);
+    if (failure && failure.index < rec.index) { await life.skip(rec, skipReason(failure)); return; }
     const admission = admit(this.#p.gate, session, command, loaded.grants);
     if (admission.action === 'run') return this.#run(ctx, null);
     if (admission.action === 'ask') return this.#ask(ctx, admission.evaluation, signal);

@@ -4,8 +4,11 @@ import type { PipelineRedis } from './redis.ts';
 import type { Sessions } from './sessions.ts';
 
 // What operators see of the queues (`/admin/queues`): the sessions that have,
-// or recently had, work, with their BullMQ counts and open ledger commands,
-// busiest first. Read here so no caller builds the pipeline's keys itself.
+// or recently had, work, with their counts and open ledger commands, busiest
+// first. Read here so no caller builds the pipeline's keys itself. A BullMQ job
+// is a run over the session's commands (queues.ts), so `waiting` counts the
+// commands in the run list behind the one a run is on, and `active` is 1 while
+// a run is active; `delayed`, `prioritized` and `paused` are BullMQ's counts.
 
 export type QueueRow = {
   session_id: string; job_id: string | null; approval: string | null; open_commands: number;
@@ -19,14 +22,16 @@ export async function queueOverview(
 ): Promise<QueueRow[]> {
   const sids = await d.redis.zrevrange(d.keys.busy(), 0, limit - 1);
   const rows = await Promise.all(sids.map(async (sid): Promise<QueueRow> => {
-    const [counts, open, meta] = await Promise.all([
+    const [counts, open, meta, runs] = await Promise.all([
       d.queues.queue(sid).getJobCounts('waiting', 'active', 'delayed', 'prioritized'),
       d.redis.get(d.keys.open(sid)),
       d.sessions.get(sid),
+      d.queues.pendingRuns(sid),
     ]);
+    const active = counts.active ?? 0;
     return {
       session_id: sid, job_id: meta?.job_id ?? null, approval: meta?.approval ?? null, open_commands: Number(open ?? 0),
-      waiting: counts.waiting ?? 0, active: counts.active ?? 0, delayed: counts.delayed ?? 0, prioritized: counts.prioritized ?? 0,
+      waiting: Math.max(0, runs - active), active, delayed: counts.delayed ?? 0, prioritized: counts.prioritized ?? 0,
       paused: counts.paused ?? 0,
     };
   }));

@@ -2,13 +2,27 @@ import { Queue } from 'bullmq';
 import { log, withIds } from '../log/index.ts';
 import type { Keys } from './keys.ts';
 import type { PipelineRedis } from './redis.ts';
+import { ScriptCode } from './script-codes.ts';
 
 // One BullMQ queue per session. Queue objects share the process's ioredis
 // connection (BullMQ does not close a shared connection), so hundreds of
 // sessions cost hundreds of small objects, not connections.
+//
+// A job is a *run*: it works through the session's run list (keys.runList,
+// written by createRecord) until the list is empty, one command after the
+// other. So BullMQ's lifecycle (add, take, lock, finish, its events) is paid
+// once per busy period, not once per command; BullMQ still gives what it gave
+// before: at most one run active per session across all processes (global
+// concurrency 1), its lock, and a dead holder's run handed to a survivor.
 
-/** `turn` lets the worker read record, turn state and grants in one round trip. */
-export type CommandJobData = { sid: string; index: number; turn: number };
+/**
+ * A run job: `{sid}`. A job of the layout before run lists also has `index` and
+ * `turn` (one command each); one left in a queue by an upgrade still runs.
+ */
+export type CommandJobData = { sid: string; index?: number; turn?: number };
+
+/** What a run job does next (runNext-2.lua). */
+export type RunStep = { kind: 'command'; index: number } | { kind: 'empty' } | { kind: 'paused' };
 
 /** One attempt, no retry: a retry would reorder the session and could repeat a side effect. */
 export const JOB_OPTIONS = { attempts: 1, removeOnComplete: true, removeOnFail: true } as const;
@@ -50,20 +64,50 @@ export class SessionQueues {
     this.#configured.add(sid);
   }
 
-  async add(sid: string, index: number, turn: number): Promise<void> {
+  /**
+   * Starts a run job: when the command at `index` found the run list empty
+   * (no run job works on the session), or to repair one that is gone (`tag`).
+   * Custom job ids may not look like integers (BullMQ rule), hence the `r`.
+   */
+  async startRun(sid: string, index: number, tag = ''): Promise<void> {
     await this.configure(sid);
-    // Custom job ids may not look like integers (BullMQ rule), hence the `c`.
-    await this.queue(sid).add('command', { sid, index, turn }, { ...JOB_OPTIONS, jobId: `c${index}` });
+    await this.queue(sid).add('run', { sid }, { ...JOB_OPTIONS, jobId: `r${index}${tag}` });
+  }
+
+  /** One step of a run job: drops `done` (the command it finished) from the run list, and names the next. */
+  async next(sid: string, done: number | null): Promise<RunStep> {
+    const res = (await this.#redis.runNext(this.#keys.runList(sid), this.queue(sid).keys.meta!, done ?? '')) as [number, string?];
+    if (res[0] === ScriptCode.PAUSED) return { kind: 'paused' };
+    if (res[1] === undefined) return { kind: 'empty' };
+    return { kind: 'command', index: Number(res[1]) };
+  }
+
+  /** Commands not yet finished by a run job (the run list's length). */
+  pendingRuns(sid: string): Promise<number> {
+    return this.#redis.llen(this.#keys.runList(sid));
+  }
+
+  /** A paused queue takes no run job, and a run job stops before its next command (runNext). */
+  async pause(sid: string): Promise<void> {
+    await this.queue(sid).pause();
+  }
+
+  /** Resumes the queue and starts a run job for the commands that waited (one that finds nothing ends at once). */
+  async resume(sid: string): Promise<void> {
+    await this.queue(sid).resume();
+    await this.startRun(sid, 0, `-resume-${Date.now()}`);
   }
 
   /**
-   * The queue's BullMQ keys, plus those of the jobs of ledger indexes 1..records
-   * (job ids are `c<index>`): what a deleted session's retention expires.
+   * The queue's BullMQ keys, plus those of the jobs that ledger indexes 1..records
+   * may have started (`r<index>`, and `c<index>` of the layout before run lists):
+   * what a deleted session's retention expires.
    */
   keysOf(sid: string, records: number): string[] {
     const q = this.queue(sid);
     const own = Object.values(q.keys).filter((key) => !key.endsWith(':'));
-    const jobs = Array.from({ length: records }, (_, i) => q.toKey(`c${i + 1}`)).flatMap((j) => [j, `${j}:lock`, `${j}:logs`]);
+    const ids = Array.from({ length: records }, (_, i) => [`r${i + 1}`, `c${i + 1}`]).flat();
+    const jobs = ids.map((id) => q.toKey(id)).flatMap((j) => [j, `${j}:lock`, `${j}:logs`]);
     return [...own, ...jobs];
   }
 

@@ -1,20 +1,29 @@
-import type { Queue } from 'bullmq';
 import type { CommandLifecycle } from './command-lifecycle.ts';
 import { lostResult } from './lifecycle/results.ts';
-import { JOB_OPTIONS, type CommandJobData } from './queues.ts';
+import { JOB_OPTIONS, type SessionQueues } from './queues.ts';
 
-// The last safety net of "nothing is lost": a session whose ledger still has
-// non-final records while its queue holds no job at all (the API process died
-// between writing `queued` and enqueueing, or a worker died after its job was
-// gone). Such records can no longer run in order, so they are closed, never
-// re-run: `queued` → failed (`lost_before_queue`), `running` → interrupted,
-// `awaiting_approval` → its job is put back (nothing ran yet; the wait resumes).
+// The last safety net of "nothing is lost": a session whose queue holds no
+// job at all while it still has work.
+// - Its run list holds commands (a run job stopped on a Redis error, or the
+//   enqueue that had to start it could not): a run job is started again; it
+//   goes on in ledger order, each command decided by its record.
+// - Its ledger has non-final records outside the run list (data of the layout
+//   before run lists): those can no longer run in order, so they are closed,
+//   never re-run: `queued` → failed (`lost_before_queue`), `running` →
+//   interrupted, `awaiting_approval` → a job of its own is put back (nothing
+//   ran yet; the wait resumes).
 
 export async function recoverOrphans(
-  lifecycle: CommandLifecycle, queue: Queue<CommandJobData>, sid: string, lostAfterMs: number,
+  lifecycle: CommandLifecycle, queues: SessionQueues, sid: string, lostAfterMs: number,
 ): Promise<number> {
+  const queue = queues.queue(sid);
   const counts = await queue.getJobCounts('active', 'wait', 'waiting', 'paused', 'delayed', 'prioritized');
   if (Object.values(counts).some((n) => n > 0)) return 0;
+  const pending = await queues.pendingRuns(sid);
+  if (pending > 0) {
+    await queues.startRun(sid, 0, `-repair-${Date.now()}`);
+    return pending;
+  }
   const open = (await lifecycle.ledger.list(sid)).filter((r) => r.status === 'queued' || r.status === 'running' || r.status === 'awaiting_approval');
   let fixed = 0;
   for (const r of open) {

@@ -5,7 +5,7 @@
 // A reply is the code alone or `{code, detail}` (the detail each code names).
 
 export const ScriptCode = {
-  /** done; createRecord: {OK, index, seq, open}; transition: {OK, last seq} */
+  /** done; createRecord: {OK, index, seq, open, run list length}; transition: {OK, last seq}; runNext: {OK, next entry?} */
   OK: 1,
   /** createRecord: the turn already has a command with this id; detail: its index */
   DUPLICATE: 2,
@@ -25,6 +25,8 @@ export const ScriptCode = {
   ANSWERED: 9,
   /** jobMessagePush: the job's message list is full; nothing written */
   FULL: 10,
+  /** runNext: the session's queue is paused (a paused job); the run job ends and `resume` starts another */
+  PAUSED: 11,
 } as const;
 
 export type ScriptCode = (typeof ScriptCode)[keyof typeof ScriptCode];

@@ -3,11 +3,11 @@ import type { Redis } from 'ioredis';
 import { log, withIds } from '../log/index.ts';
 import { ApprovalWaitAborted } from './approvals.ts';
 import type { Keys } from './keys.ts';
-import { queueErrorResult } from './lifecycle/results.ts';
 import type { PipelineMetrics } from './metrics.ts';
 import type { Processor } from './processor.ts';
 import type { CommandJobData, SessionQueues } from './queues.ts';
 import { recoverOrphans } from './recovery.ts';
+import { closeFailedCommand, runSessionJob, type Current } from './session-run.ts';
 import type { PipelineRedis } from './redis.ts';
 import { WorkerLiveness, type LivenessOptions } from './worker-liveness.ts';
 
@@ -47,8 +47,8 @@ export type WorkerPoolDeps = {
 
 const IDLE_CLOSE_MS = 5000;
 
-/** `job`: the command this Worker is processing, for close() to interrupt past the grace */
-type Entry = { worker: Worker<CommandJobData>; busy: boolean; lastActive: number; job?: CommandJobData; closing?: Promise<void> };
+/** `job`: the command this Worker's run is on, for close() to interrupt past the grace */
+type Entry = { worker: Worker<CommandJobData>; busy: boolean; lastActive: number; job?: Current; closing?: Promise<void> };
 export type PoolStatus = 'idle' | 'running' | 'closing' | 'closed';
 
 export class WorkerPool {
@@ -102,16 +102,19 @@ export class WorkerPool {
     const scores: number[] = [];
     for (let i = 0; i < busy.length; i += 2) { sids.push(busy[i]!); scores.push(Number(busy[i + 1])); }
     if (sids.length === 0) return;
-    // One GET each (auto-pipelined; on a Cluster the sessions are in different slots).
-    const open = await Promise.all(sids.map((s) => redis.get(keys.open(s))));
+    // A GET and an LLEN each (auto-pipelined; on a Cluster the sessions are in different slots).
+    const [open, runs] = await Promise.all([
+      Promise.all(sids.map((s) => redis.get(keys.open(s)))), Promise.all(sids.map((s) => redis.llen(keys.runList(s)))),
+    ]);
     const now = Date.now();
     await Promise.all(sids.map(async (sid, i) => {
-      const n = Number(open[i] ?? 0);
+      // A run list left with entries (a run job that stopped on an error) needs a run job like open records do.
+      const n = Math.max(Number(open[i] ?? 0), runs[i] ?? 0);
       if (n > 0) {
         const e = this.#entries.get(sid);
         // Only when this process's Worker has nothing to do: then an empty queue with open records means orphans.
         if (e && !e.busy && !e.closing && now - e.lastActive > this.#opts.reconcileMs) {
-          await recoverOrphans(this.#d.processor.lifecycle, this.#d.queues.queue(sid), sid, this.#opts.lostAfterMs)
+          await recoverOrphans(this.#d.processor.lifecycle, this.#d.queues, sid, this.#opts.lostAfterMs)
             .catch((err: unknown) => withIds({ session_id: sid }).error({ err }, 'orphan recovery failed'));
         }
         return this.ensure(sid);
@@ -139,15 +142,17 @@ export class WorkerPool {
 
   #open(sid: string): void {
     const { keys, redis } = this.#d;
+    let entry: Entry | undefined; // set before the Worker runs
+    const runDeps = { processor: this.#d.processor, queues: this.#d.queues, onCommand: (c: Current | undefined) => { entry!.job = c; } };
     const worker = new Worker<CommandJobData>(
       keys.queueName(sid),
       async (job: Job<CommandJobData>, token?: string) => {
         try {
-          await this.#d.processor.process(job.data.sid, job.data.index, this.#shutdown.signal, job.data.turn);
+          await runSessionJob(runDeps, job.data, this.#shutdown.signal);
         } catch (err) {
           if (!(err instanceof ApprovalWaitAborted) || !token) throw err;
           // Back to the head of the session's queue (RPUSH side): another worker resumes the wait.
-          withIds({ session_id: sid }).debug({ index: job.data.index }, 'shutting down: the approval wait goes back to the queue');
+          withIds({ session_id: sid }).debug({ index: entry?.job?.index }, 'shutting down: the approval wait goes back to the queue');
           await job.moveToWait(token);
           throw new WaitingError();
         }
@@ -163,9 +168,16 @@ export class WorkerPool {
     );
     // Before it runs: its lock tokens (`<id>:<n>`) then name this process (worker-liveness.ts).
     (worker as { id: string }).id = this.#liveness.workerId();
+    entry = { worker, busy: false, lastActive: Date.now() };
+    this.#watchWorker(sid, entry);
     void worker.run().catch((err: unknown) => withIds({ session_id: sid }).warn({ err }, 'session worker stopped with an error'));
-    const entry: Entry = { worker, busy: false, lastActive: Date.now() };
-    worker.on('active', (job) => { entry.busy = true; entry.job = job.data; entry.lastActive = Date.now(); });
+    this.#entries.set(sid, entry);
+    this.#d.openWorkers.set(this.#entries.size);
+  }
+
+  #watchWorker(sid: string, entry: Entry): void {
+    const { worker } = entry;
+    worker.on('active', () => { entry.busy = true; entry.lastActive = Date.now(); });
     worker.on('completed', () => { entry.busy = false; entry.job = undefined; entry.lastActive = Date.now(); });
     worker.on('failed', (job, err) => {
       entry.busy = false;
@@ -176,27 +188,18 @@ export class WorkerPool {
     });
     // Connection errors: BullMQ reconnects and the ledger stays authoritative; logged, not fatal.
     worker.on('error', (err) => withIds({ session_id: sid }).warn({ err }, 'session worker error'));
-    this.#entries.set(sid, entry);
-    this.#d.openWorkers.set(this.#entries.size);
   }
 
-  /** A job BullMQ failed (processor threw, or stalled too often): never leave its record hanging. */
+  /** A job BullMQ failed (a run stopped on an error, or stalled too often): never leave a one-command job's record hanging. */
   async #recoverFailedJob(job: Job<CommandJobData>, err: Error): Promise<void> {
-    const lifecycle = this.#d.processor.lifecycle;
     const { sid, index } = job.data;
-    const read = await lifecycle.ledger.get(sid, index).then((rec) => ({ rec }), (e: unknown) => ({ rec: null, e }));
-    const ids = withIds({ session_id: sid, command_id: read.rec?.id });
-    ids.error({ err, index, status: read.rec?.status ?? null }, 'a command job failed in the queue');
-    try {
-      if ('e' in read) throw read.e;
-      const { rec } = read;
-      if (rec?.status === 'running') await lifecycle.interrupt(rec);
-      else if (rec?.status === 'queued' || rec?.status === 'awaiting_approval') {
-        await lifecycle.apply(rec, 'fail', { result: queueErrorResult(job.failedReason ?? 'unknown') });
-      }
-    } catch (e) {
-      ids.error({ err: e, index }, 'could not close the record of a failed job');
+    if (index === undefined) {
+      // A run job: the command it was on is closed already (session-run.ts); the reconcile starts another run.
+      withIds({ session_id: sid }).error({ err, job: job.id }, 'a run job failed');
+      return;
     }
+    await closeFailedCommand(this.#d.processor.lifecycle, sid, index, new Error(job.failedReason ?? err.message))
+      .catch((e: unknown) => withIds({ session_id: sid }).error({ err: e, index }, 'could not close the record of a failed job'));
   }
 
   /** Past the shutdown grace: the commands this process still runs end `interrupted`. */

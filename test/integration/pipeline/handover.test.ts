@@ -44,24 +44,41 @@ describe('graceful shutdown during an approval wait', () => {
     expect(fakeB.log.map((l) => l.id)).toEqual(['1', '2']);
   });
 
-  it('closes records orphaned by a dead enqueuer (queued without a job) and never runs them', async () => {
+  async function orphans(rt: Runtime): Promise<{ sid: string; turn: number }> {
+    const sid = (await rt.pipeline.createSession({ owner: null })).session_id;
+    const turn = await rt.pipeline.nextTurn(sid);
+    // What an API process that died between "write queued" and "start a run job" leaves behind:
+    for (const id of ['1', '2']) {
+      const made = await rt.pipeline.ledger.create({
+        session: sid, turn, command: { id, tool: 'bash', cmd: `echo ${id}`, need_result: false }, flow: 'api',
+        evaluation: { decision: 'allow', matched_rules: [], reason: '' }, status: 'queued',
+      });
+      if (made.kind !== 'created') throw new Error('not created');
+    }
+    await rt.redis.zadd(rt.keys.busy(), Date.now(), sid);
+    return { sid, turn };
+  }
+
+  it('runs, in order, the commands a dead enqueuer left in the run list (queued, no run job started)', async () => {
     const fake = new FakeSandboxes();
     const rt = await createRuntime(testConfig(prefix), { sandboxes: fake, poolOptions: { reconcileMs: 200, lostAfterMs: 300 } });
     runtimes.push(rt);
-    const sid = (await rt.pipeline.createSession({ owner: null })).session_id;
-    const turn = await rt.pipeline.nextTurn(sid);
-    // What an API process that died between "write queued" and "enqueue" leaves behind:
-    const lost = await rt.pipeline.ledger.create({
-      session: sid, turn, command: { id: '1', tool: 'bash', cmd: 'echo lost', need_result: false }, flow: 'api',
-      evaluation: { decision: 'allow', matched_rules: [], reason: '' }, status: 'queued',
-    });
-    if (lost.kind !== 'created') throw new Error('not created');
-    const later = await rt.pipeline.ledger.create({
-      session: sid, turn, command: { id: '2', tool: 'bash', cmd: 'echo later', need_result: false }, flow: 'api',
-      evaluation: { decision: 'allow', matched_rules: [], reason: '' }, status: 'queued',
-    });
-    if (later.kind !== 'created') throw new Error('not created');
-    await rt.redis.zadd(rt.keys.busy(), Date.now(), sid);
+    const { sid, turn } = await orphans(rt);
+    const t0 = Date.now();
+    const [a, b] = await rt.pipeline.drainTurn(sid, turn);
+    expect(Date.now() - t0).toBeLessThan(10_000);
+    expect([a!.status, b!.status]).toEqual(['succeeded', 'succeeded']);
+    expect(fake.log.map((l) => l.id)).toEqual(['1', '2']);
+    expect(await rt.pipeline.ledger.openCount(sid)).toBe(0);
+    expect(await rt.pipeline.queues.pendingRuns(sid)).toBe(0);
+  });
+
+  it('closes open records outside any run list (data of the layout before run lists) and never runs them', async () => {
+    const fake = new FakeSandboxes();
+    const rt = await createRuntime(testConfig(prefix), { sandboxes: fake, poolOptions: { reconcileMs: 200, lostAfterMs: 300 } });
+    runtimes.push(rt);
+    const { sid, turn } = await orphans(rt);
+    await rt.redis.del(rt.keys.runList(sid));
     const t0 = Date.now();
     const [a, b] = await rt.pipeline.drainTurn(sid, turn);
     expect(Date.now() - t0).toBeLessThan(10_000);

@@ -59,10 +59,11 @@ describe('lifecycle logging', () => {
     const sid = (await rt.pipeline.createSession({ owner: null })).session_id;
     // A record hash without its base: reading it throws, so the job fails inside BullMQ.
     await rt.redis.hset(rt.keys.record(sid, 1), 'status', 'queued');
-    await rt.pipeline.queues.add(sid, 1, 1);
+    await rt.redis.rpush(rt.keys.runList(sid), '1');
+    await rt.pipeline.queues.startRun(sid, 1);
     await rt.pool!.ensure(sid);
     await expect.poll(() => lines.filter((l) => l.session_id === sid).map((l) => l.msg), { timeout: 15_000 })
-      .toEqual(['a command job failed in the queue', 'could not close the record of a failed job']);
+      .toEqual(['a command failed in its run', 'could not close the record of a failed command', 'a run job failed']);
     const [failed] = lines.filter((l) => l.session_id === sid);
     expect(failed).toMatchObject({ level: 50, index: 1, err: { message: 'ledger record 1 is incomplete' } });
   });

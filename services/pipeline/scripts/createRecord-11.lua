@@ -12,14 +12,16 @@
           hash tag, so the same slot as the declared prefix (the index is only known here)
   KEYS[9] session meta hash (its TTL, once deleted, is given to every key written here)
   KEYS[10] session byte counter: charged the record's and the event's stored sizes (storage-budget.ts)
+  KEYS[11] run list: a record created `queued` appends its index (queues.ts)
   ARGV[1] "turn:id"   ARGV[2] status    ARGV[3] "1" status is final    ARGV[4] "1" status fails the turn
   ARGV[5] "1" refuse when the turn already failed (caller then records it skipped);
           a failure marker always has a smaller index than a record created now
   ARGV[6] full command JSON   ARGV[7] base JSON   ARGV[8] result JSON ("" = none)
   ARGV[9] finished_at ("" = none)  ARGV[10] event channel  ARGV[11] events kept per session (0 = all)
   ARGV[12] event type   ARGV[13] event JSON without seq/index
-  Returns {RC.OK, index, seq, open} | {RC.DUPLICATE, existing index} | {RC.TURN_FAILED, failure marker}
-  (open = the session's non-final count after this record: 1 means it was idle)
+  Returns {RC.OK, index, seq, open, run} | {RC.DUPLICATE, existing index} | {RC.TURN_FAILED, failure marker}
+  (open = the session's non-final count after this record; run = the run list's length after it, 0 when
+  the record is not queued: 1 means no run job works on the session, so the caller starts one)
   Uses emitEvent (lib/emitEvent.lua) and followTtl (lib/followTtl.lua).
 ]]
 local existing = redis.call('HGET', KEYS[2], ARGV[1])
@@ -39,6 +41,8 @@ redis.call('HSET', KEYS[2], ARGV[1], n)
 redis.call('RPUSH', KEYS[5], n)
 local open = 0
 if ARGV[3] ~= '1' then open = redis.call('INCR', KEYS[3]) end
+local run = 0
+if ARGV[2] == 'queued' then run = redis.call('RPUSH', KEYS[11], n) end
 if ARGV[4] == '1' then
   local f = tonumber(redis.call('HGET', KEYS[4], 'failed'))
   if not f or n < f then redis.call('HSET', KEYS[4], 'failed', n, 'failed_id', id) end
@@ -52,5 +56,5 @@ if s then data = string.sub(data, 1, s - 1) .. '"index":' .. n .. string.sub(dat
 -- fields, ids and list entries cost about 200 bytes beyond the values
 local seq, charge = emitEvent(KEYS[6], KEYS[7], ARGV[10], ARGV[11], n, ARGV[12], data)
 redis.call('INCRBY', KEYS[10], #ARGV[6] + #ARGV[7] + #ARGV[8] + #ARGV[9] + 2 * #ARGV[1] + 200 + charge)
-followTtl(KEYS[9], KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7], KEYS[10], rec)
-return {RC.OK, n, seq, open}
+followTtl(KEYS[9], KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7], KEYS[10], KEYS[11], rec)
+return {RC.OK, n, seq, open, run}

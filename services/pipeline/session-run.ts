@@ -1,0 +1,68 @@
+import { withIds } from '../log/index.ts';
+import { ApprovalWaitAborted } from './approvals.ts';
+import type { CommandLifecycle } from './command-lifecycle.ts';
+import { queueErrorResult } from './lifecycle/results.ts';
+import type { Processor } from './processor.ts';
+import type { CommandJobData, SessionQueues } from './queues.ts';
+
+// What a Worker does with one job of a session's queue: a run job works
+// through the session's run list, one command after the other, until it is
+// empty or the queue is paused (queues.ts). Each command is decided by the
+// ledger as before (processor.ts), which keeps a re-delivered run job safe: the
+// head of the list is the command the dead holder was on (`running` →
+// `interrupted`, `queued` → runs, `awaiting_approval` → waits again).
+
+export type Current = { index: number };
+
+export type SessionRunDeps = {
+  processor: Processor;
+  queues: SessionQueues;
+  /** which command the run is on (undefined between commands): shutdown interrupts it past the grace */
+  onCommand: (current: Current | undefined) => void;
+};
+
+/**
+ * Runs one job. ApprovalWaitAborted (shutdown during an approval wait) is
+ * rethrown with the command still at the head of the list: the caller hands
+ * the job back to the queue and another worker resumes the wait.
+ */
+export async function runSessionJob(d: SessionRunDeps, data: CommandJobData, signal: AbortSignal): Promise<void> {
+  const { sid } = data;
+  if (data.index !== undefined) {
+    // A one-command job of the layout before run lists (left in a queue by an upgrade).
+    d.onCommand({ index: data.index });
+    await d.processor.process(sid, data.index, signal);
+    return;
+  }
+  let step = await d.queues.next(sid, null);
+  while (step.kind === 'command') {
+    const { index } = step;
+    d.onCommand({ index });
+    try {
+      await d.processor.process(sid, index, signal);
+    } catch (err) {
+      if (err instanceof ApprovalWaitAborted) throw err;
+      await closeFailedCommand(d.processor.lifecycle, sid, index, err as Error);
+    }
+    d.onCommand(undefined);
+    step = await d.queues.next(sid, index);
+  }
+}
+
+/** A command whose processing threw: never leave its record open (the run goes on with the next). */
+export async function closeFailedCommand(lifecycle: CommandLifecycle, sid: string, index: number, err: Error): Promise<void> {
+  const read = await lifecycle.ledger.get(sid, index).then((rec) => ({ rec }), (e: unknown) => ({ rec: null, e }));
+  const ids = withIds({ session_id: sid, command_id: read.rec?.id });
+  ids.error({ err, index, status: read.rec?.status ?? null }, 'a command failed in its run');
+  try {
+    if ('e' in read) throw read.e;
+    const { rec } = read;
+    if (rec?.status === 'running') await lifecycle.interrupt(rec);
+    else if (rec?.status === 'queued' || rec?.status === 'awaiting_approval') {
+      await lifecycle.apply(rec, 'fail', { result: queueErrorResult(err.message) });
+    }
+  } catch (e) {
+    ids.error({ err: e, index }, 'could not close the record of a failed command');
+    throw e; // the run stops here; the reconcile starts another (recovery.ts)
+  }
+}
