@@ -10,7 +10,7 @@
 // and processing the same number of jobs (addBulk, concurrency 1).
 // --before <checkout> runs the same measurements on another checkout's
 // services (e.g. a worktree of the commit before), side by side.
-//   npm run bench:redis-commands [-- --commands 100 --sessions 20 --port 7501 --before /tmp/tf-base]
+//   npm run bench:redis-commands [-- --commands 100 --sessions 20 --port 7501 --before /tmp/tf-base --profile /tmp/prof]
 import { spawn, type ChildProcess } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
@@ -25,6 +25,8 @@ const { values } = parseArgs({ options: {
   sessions: { type: 'string', default: '20' },
   port: { type: 'string', default: '7501' },
   before: { type: 'string' },
+  /** a directory: the service child writes a V8 CPU profile there (--cpu-prof), to find what a command costs */
+  profile: { type: 'string' },
 } });
 const N = Number(values.commands);
 const SESSIONS = Number(values.sessions);
@@ -70,7 +72,8 @@ async function startTree(tree: string, env: Record<string, string>): Promise<{ c
     process.on('SIGTERM', () => svc.close().then(() => process.exit(0)));
     const scripts = LUA.map((s) => [createHash('sha1').update(s.lua).digest('hex'), s.name]);
     process.stdout.write(JSON.stringify({ url: svc.url, scripts }) + String.fromCharCode(10));`;
-  const child = spawn(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', code], {
+  const prof = values.profile ? ['--cpu-prof', `--cpu-prof-dir=${values.profile}`] : [];
+  const child = spawn(process.execPath, [...prof, '--import', 'tsx', '--input-type=module', '-e', code], {
     cwd: tree, stdio: ['ignore', 'pipe', 'inherit'], env: { ...process.env, ...env },
   });
   return new Promise((resolve, reject) => {
