@@ -3,24 +3,30 @@
 // Prints: enqueue→start latency and end-to-end latency of a 1 KiB write,
 // throughput at 1, 20 and 200 concurrent sessions with ordering/loss checks,
 // Redis connections in use at 200 sessions, and the service's RSS.
-//   npm run bench:pipeline [-- --levels 1,20,200 --commands 2000 --samples 300]
+// --before DIR measures another checkout's service (a worktree of the commit
+// before a change) in the same run, and prints both side by side; --cluster
+// starts a 3-master Redis Cluster on loopback and runs the services on it.
+//   npm run bench:pipeline [-- --levels 1,20,200 --commands 2000 --samples 300 --before /tmp/tf-base --cluster]
 import { spawn, execFileSync, type ChildProcess } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { parseArgs } from 'node:util';
-import { Redis } from 'ioredis';
+import { createRedis, type PipelineRedis } from '../../services/pipeline/redis.ts';
+import { startCluster } from '../../test/integration/redis-cluster.ts';
 
 const { values } = parseArgs({ options: {
   levels: { type: 'string', default: '1,20,200' },
   commands: { type: 'string', default: '10000' },
   samples: { type: 'string', default: '300' },
   turn: { type: 'string', default: '50' },
+  before: { type: 'string' },
+  cluster: { type: 'boolean', default: false },
 } });
 const LEVELS = values.levels!.split(',').map(Number);
 const COMMANDS = Number(values.commands);
 const SAMPLES = Number(values.samples);
 const TURN = Number(values.turn);
-const REDIS_URL = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
+let REDIS_URL = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
 const ROOT = new URL('../../', import.meta.url).pathname;
 const tag = Math.random().toString(36).slice(2, 8);
 const PREFIX = `tfbench-${tag}`;
@@ -41,11 +47,11 @@ async function freePort(): Promise<number> {
   });
 }
 
-async function startService(port: number): Promise<ChildProcess> {
+async function startService(port: number, root: string): Promise<ChildProcess> {
   // BENCH_SERVICE_NODE_ARGS (e.g. "--cpu-prof") goes to the service's node, for profiling.
   const nodeArgs = (process.env.BENCH_SERVICE_NODE_ARGS ?? '').split(' ').filter(Boolean);
-  const child = spawn(process.execPath, [...nodeArgs, `${ROOT}bin/thinkflow.mjs`, 'serve', '--role', 'all'], {
-    cwd: ROOT, stdio: ['ignore', 'ignore', 'pipe'],
+  const child = spawn(process.execPath, [...nodeArgs, `${root}/bin/thinkflow.mjs`, 'serve', '--role', 'all'], {
+    cwd: root, stdio: ['ignore', 'ignore', 'pipe'],
     env: { ...process.env, PORT: String(port), HOST: '127.0.0.1', REDIS_URL, THINKFLOW_REDIS_PREFIX: PREFIX, THINKFLOW_SANDBOX_PREFIX: BOXES, THINKFLOW_API_KEYS: '', THINKFLOW_WORKER_IDLE_MS: '2000',
       // One load generator stands for 200 tenants: lift the per-key caps it would otherwise hit (100 sessions, 20 busy).
       THINKFLOW_MAX_SESSIONS_PER_KEY: '1000', THINKFLOW_MAX_RUNNING_PER_KEY: '1000',
@@ -98,7 +104,7 @@ async function latency(a: Api): Promise<{ e2e: number[]; queue: number[] }> {
 }
 
 /** `sessions` sessions in parallel, each sending its share of COMMANDS as turns of TURN appends. */
-async function throughput(a: Api, sessions: number, redis: Redis, servicePid: number) {
+async function throughput(a: Api, sessions: number, redis: PipelineRedis, servicePid: number) {
   const per = Math.max(1, Math.ceil(COMMANDS / sessions));
   const sids = await Promise.all(Array.from({ length: sessions }, () => a.session()));
   // Warm-up: one command per session creates its container outside the timed window.
@@ -130,9 +136,12 @@ async function throughput(a: Api, sessions: number, redis: Redis, servicePid: nu
   return { sessions, commands: per * sessions, seconds, rate: (per * sessions) / seconds, violations, lost, connections, sids, serviceCpu, clientCpu };
 }
 
-async function countConnections(redis: Redis): Promise<{ ours: number; total: number }> {
-  const list = (await redis.client('LIST')) as string;
-  const lines = list.split('\n').filter(Boolean);
+/** Every master's Redis (one, or each node of a Cluster). */
+const nodesOf = (redis: PipelineRedis) => ('nodes' in redis && typeof redis.nodes === 'function' ? (redis.nodes as (r: string) => PipelineRedis[])('master') : [redis]);
+
+async function countConnections(redis: PipelineRedis): Promise<{ ours: number; total: number }> {
+  const lists = await Promise.all(nodesOf(redis).map((n) => n.client('LIST') as Promise<string>));
+  const lines = lists.join('\n').split('\n').filter(Boolean);
   return { ours: lines.filter((l) => l.includes(PREFIX)).length, total: lines.length };
 }
 
@@ -148,47 +157,98 @@ const rssOf = (pid: number) => {
   return { rssMiB: kb('VmRSS') / 1024, peakMiB: kb('VmHWM') / 1024 };
 };
 
-async function main(): Promise<void> {
+type Figures = {
+  label: string; e2eP50: number; e2eP99: number; queueP50: number;
+  levels: { sessions: number; rate: number; violations: number; lost: number; cpuMs: number; connections: number }[];
+  rssMiB: number; idleConnections: number;
+};
+
+/** Every figure of one checkout's service (`root`), on a fresh prefix. */
+async function measure(root: string, label: string, redis: PipelineRedis): Promise<Figures> {
   const port = await freePort();
-  const service = await startService(port);
-  const redis = new Redis(REDIS_URL);
+  const service = await startService(port, root);
   const a = api(`http://127.0.0.1:${port}`);
-  const out: string[] = [];
-  const say = (l: string) => { out.push(l); process.stdout.write(`${l}\n`); };
+  const say = (l: string) => process.stdout.write(`[${label}] ${l}\n`);
+  const f: Figures = { label, e2eP50: 0, e2eP99: 0, queueP50: 0, levels: [], rssMiB: 0, idleConnections: 0 };
   try {
-    say(`pipeline bench: ${new Date().toISOString()}, ${(await import('node:os')).cpus().length} cores, node ${process.version}, real Redis + Docker sandboxes`);
     const lat = await latency(a);
+    Object.assign(f, { e2eP50: pct(lat.e2e, 50), e2eP99: pct(lat.e2e, 99), queueP50: pct(lat.queue, 50) });
     say(`1 KiB write, ${SAMPLES} sequential one-command turns: enqueue→start p50 ${pct(lat.queue, 50).toFixed(1)} ms p99 ${pct(lat.queue, 99).toFixed(1)} ms; ` +
-      `end to end (HTTP POST → 200) p50 ${pct(lat.e2e, 50).toFixed(1)} ms p99 ${pct(lat.e2e, 99).toFixed(1)} ms`);
+      `end to end (HTTP POST → 200) p50 ${f.e2eP50.toFixed(1)} ms p99 ${f.e2eP99.toFixed(1)} ms`);
     for (const level of LEVELS) {
       const r = await throughput(a, level, redis, service.pid!);
+      const cpuMs = (r.serviceCpu / r.commands) * 1000;
+      f.levels.push({ sessions: level, rate: r.rate, violations: r.violations, lost: r.lost, cpuMs, connections: r.connections.ours });
       say(`${String(level).padStart(3)} sessions: ${r.commands} appends of 1 KiB in ${r.seconds.toFixed(2)} s = ${r.rate.toFixed(0)} commands/s; ` +
         `ordering violations ${r.violations}, lost ${r.lost}; Redis connections ours ${r.connections.ours} (all clients ${r.connections.total}); ` +
-        `CPU: service ${((r.serviceCpu / r.commands) * 1000).toFixed(2)} ms/command (${((r.serviceCpu / r.seconds) * 100).toFixed(0)}% of a core), load generator ${((r.clientCpu / r.seconds) * 100).toFixed(0)}%`);
+        `CPU: service ${cpuMs.toFixed(2)} ms/command (${((r.serviceCpu / r.seconds) * 100).toFixed(0)}% of a core), load generator ${((r.clientCpu / r.seconds) * 100).toFixed(0)}%`);
       if (level === Math.max(...LEVELS)) {
-        const m = rssOf(service.pid!);
-        say(`service RSS after ${level} sessions: ${m.rssMiB.toFixed(0)} MiB (peak ${m.peakMiB.toFixed(0)} MiB)`);
+        f.rssMiB = rssOf(service.pid!).rssMiB;
         // Idle sessions must not hold connections: Workers close after THINKFLOW_WORKER_IDLE_MS (2 s here).
         await new Promise((r) => setTimeout(r, 4000));
-        const idle = await countConnections(redis);
-        say(`Redis connections once the ${level} sessions are idle (4 s later): ours ${idle.ours}`);
+        f.idleConnections = (await countConnections(redis)).ours;
+        say(`service RSS after ${level} sessions: ${f.rssMiB.toFixed(0)} MiB; Redis connections once they are idle (4 s later): ours ${f.idleConnections}`);
       }
       await Promise.all(r.sids.map((sid) => a.del(sid)));
     }
   } finally {
     service.kill('SIGTERM');
     await new Promise((r) => service.once('exit', r));
+    await cleanUp(redis);
+  }
+  return f;
+}
+
+async function cleanUp(redis: PipelineRedis): Promise<void> {
+  for (const node of nodesOf(redis)) {
     let cursor = '0';
     do {
-      const [next, keys] = await redis.scan(cursor, 'MATCH', `${PREFIX}:*`, 'COUNT', 1000);
+      const [next, keys] = await node.scan(cursor, 'MATCH', `${PREFIX}:*`, 'COUNT', 1000);
       cursor = next;
-      if (keys.length) await redis.unlink(...keys);
+      for (const k of keys) await node.unlink(k); // one by one: on a Cluster the keys are in different slots
     } while (cursor !== '0');
+  }
+  const ids = execFileSync('docker', ['ps', '-aq', '--filter', `name=^/${BOXES}`]).toString().split('\n').filter(Boolean);
+  if (ids.length) execFileSync('docker', ['rm', '-f', ...ids], { stdio: 'ignore' });
+  const vols = execFileSync('docker', ['volume', 'ls', '-q', '--filter', `name=^${BOXES}`]).toString().split('\n').filter(Boolean);
+  if (vols.length) execFileSync('docker', ['volume', 'rm', '-f', ...vols], { stdio: 'ignore' });
+}
+
+function table(all: Figures[]): string[] {
+  const row = (name: string, cell: (f: Figures) => string) => `${name.padEnd(44)}${all.map((f) => cell(f).padStart(22)).join('')}`;
+  const lines = [row('', (f) => f.label)];
+  lines.push(row('1 KiB write end to end p50 / p99 (ms)', (f) => `${f.e2eP50.toFixed(1)} / ${f.e2eP99.toFixed(1)}`));
+  lines.push(row('enqueue→start p50 (ms)', (f) => f.queueP50.toFixed(1)));
+  for (const [i, level] of LEVELS.entries()) {
+    lines.push(row(`${level} sessions: commands/s`, (f) => f.levels[i]!.rate.toFixed(0)));
+    lines.push(row(`${level} sessions: violations / lost`, (f) => `${f.levels[i]!.violations} / ${f.levels[i]!.lost}`));
+    lines.push(row(`${level} sessions: service CPU ms/command`, (f) => f.levels[i]!.cpuMs.toFixed(2)));
+  }
+  lines.push(row('service RSS at the top level (MiB)', (f) => f.rssMiB.toFixed(0)));
+  lines.push(row('Redis connections once idle', (f) => String(f.idleConnections)));
+  return lines;
+}
+
+async function main(): Promise<void> {
+  const cluster = values.cluster ? await startCluster() : null;
+  if (cluster) REDIS_URL = cluster.url;
+  const redis = createRedis(REDIS_URL, `tfbench-${tag}`);
+  try {
+    const os = await import('node:os');
+    console.log(`pipeline bench: ${new Date().toISOString()}, ${os.cpus().length} cores, node ${process.version}, ${cluster ? '3-master Redis Cluster' : 'one Redis'} + Docker sandboxes, load ${os.loadavg()[0]!.toFixed(1)}`);
+    const all: Figures[] = [];
+    if (values.before) all.push(await measure(values.before, 'before', redis));
+    all.push(await measure(ROOT.replace(/\/$/, ''), 'this checkout', redis));
+    console.log(`\n${table(all).join('\n')}`);
+    const mine = all.at(-1)!;
+    const top = mine.levels.at(-1)!;
+    const judge = (ok: boolean, text: string) => console.log(`${ok ? 'met' : 'NOT MET'}: ${text}`);
+    judge(mine.e2eP50 <= 5, `1 KiB write end to end p50 ≤ 5 ms (${mine.e2eP50.toFixed(1)})`);
+    judge(top.rate >= 1000, `≥ 1,000 commands/s at ${top.sessions} sessions (${top.rate.toFixed(0)})`);
+    judge(mine.levels.every((l) => l.violations === 0 && l.lost === 0), '0 ordering violations and 0 lost at every level');
+  } finally {
     redis.disconnect();
-    const ids = execFileSync('docker', ['ps', '-aq', '--filter', `name=^/${BOXES}`]).toString().split('\n').filter(Boolean);
-    if (ids.length) execFileSync('docker', ['rm', '-f', ...ids], { stdio: 'ignore' });
-    const vols = execFileSync('docker', ['volume', 'ls', '-q', '--filter', `name=^${BOXES}`]).toString().split('\n').filter(Boolean);
-    if (vols.length) execFileSync('docker', ['volume', 'rm', '-f', ...vols], { stdio: 'ignore' });
+    await cluster?.stop();
   }
 }
 

@@ -5,7 +5,7 @@
 // (PROTOCOL.md §5). The model stream, the pipeline and the event sink are
 // injected, so the whole turn runs in tests against scripted streams.
 import { TurnParser, type ParserOutput } from '../protocol/index.ts';
-import type { CommandHandle, JobEmit, LedgerRecord, Pipeline } from '../pipeline/index.ts';
+import type { CommandHandle, FinishWatch, JobEmit, LedgerRecord, Pipeline } from '../pipeline/index.ts';
 import { reasonOf, withIds } from '../log/index.ts';
 import { DeltaEvents } from './delta-events.ts';
 import { dispatch, startDispatch, type DispatchInput, type DispatchState, type DispatchVerdict, type StopReason } from './dispatcher.ts';
@@ -16,7 +16,7 @@ import type { JobControl } from './steering.ts';
 import { estimateUsage, type Usage } from './usage.ts';
 
 /** The part of the pipeline a turn uses. */
-export type TurnPipeline = Pick<Pipeline, 'parserOptions' | 'enqueue' | 'failTurn' | 'awaitResult' | 'drainTurn'> & Partial<Pick<Pipeline, 'maxCommandsPerTurn'>> & {
+export type TurnPipeline = Pick<Pipeline, 'parserOptions' | 'enqueue' | 'failTurn' | 'awaitResult' | 'drainTurn'> & Partial<Pick<Pipeline, 'maxCommandsPerTurn' | 'watchFinished'>> & {
   hub: Pick<Pipeline['hub'], 'subscribe'>;
 };
 
@@ -89,6 +89,7 @@ class TurnRun {
   #state: DispatchState;
   readonly #stop = new AbortController();
   readonly #handles: Promise<CommandHandle>[] = [];
+  #watch: FinishWatch | undefined;
   #needResult: Promise<CommandHandle> | null = null;
   readonly #parser: TurnParser;
   readonly #out: DeltaEvents;
@@ -117,6 +118,8 @@ class TurnRun {
     const unsubscribe = await pipeline.hub.subscribe(sessionId, (e) => {
       if (e.type === 'command_finished' && e.record) this.#halt({ type: 'command_finished', turn: e.record.turn, commandId: e.record.id, status: e.record.status });
     });
+    // Opened before the first command: the drain at the end then reads no status (finish-watch.ts).
+    this.#watch = await pipeline.watchFinished?.(sessionId);
     const onAbort = () => this.#halt({ type: 'aborted', reason: signal.reason });
     signal.addEventListener('abort', onAbort, { once: true });
     if (signal.aborted) onAbort();
@@ -129,6 +132,7 @@ class TurnRun {
     } finally {
       signal.removeEventListener('abort', onAbort);
       unsubscribe();
+      this.#watch?.close();
     }
     this.#report.commandsIssued = this.#state.issued;
     return this.#report;
@@ -267,7 +271,7 @@ class TurnRun {
     if (refused) throw (refused as PromiseRejectedResult).reason;
     if (signal.aborted) return;
     if (this.#needResult) await pipeline.awaitResult(await this.#needResult, signal);
-    report.records = await pipeline.drainTurn(sid, turn, signal);
+    report.records = await pipeline.drainTurn(sid, turn, signal, this.#watch);
     report.toolCalls = completed ? [...this.#calls.values()].filter((c) => c.name) : [];
     for (const [i, call] of report.toolCalls.entries()) {
       if (!call.id) call.id = `call_${turn}_${i}`;

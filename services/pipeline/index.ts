@@ -1,6 +1,7 @@
 // Public surface of the execution pipeline. Re-exports only.
 export { Pipeline } from './pipeline.ts';
 export type { CommandHandle } from './pipeline.ts';
+export type { FinishWatch } from './finish-watch.ts';
 export { createRedis, createSubscriber, deleteByPattern, isStorageFull } from './redis.ts';
 export type { PipelineRedis } from './redis.ts';
 export { RedisProbe, isRedisUnreachable } from './redis-probe.ts';

@@ -24,7 +24,8 @@ export type CreateOutcome =
   | { kind: 'duplicate'; index: number }
   | { kind: 'turn_failed'; marker: string };
 
-export type TransitionOutcome = { ok: true } | { ok: false; current: string } | { ok: false; turnFailed: string };
+/** `record`: the record as the transition left it (callers go on with it instead of rebuilding it). */
+export type TransitionOutcome = { ok: true; record: LedgerRecord } | { ok: false; current: string } | { ok: false; turnFailed: string };
 
 export type TransitionSpec = {
   from: LedgerStatus[];
@@ -126,7 +127,7 @@ export class Ledger {
       becomesFinal ? '1' : '0', FAILURE_STATUSES.has(spec.to) ? '1' : '0',
       k.eventChannel(sid), this.#eventsKeep, spec.events.length, ...events, ...pairs,
     )) as [number, string | number];
-    if (res[0] === ScriptCode.OK) return { ok: true };
+    if (res[0] === ScriptCode.OK) return { ok: true, record: next };
     if (res[0] === ScriptCode.TURN_FAILED) return { ok: false, turnFailed: String(res[1]) };
     return { ok: false, current: String(res[1]) };
   }

@@ -235,8 +235,8 @@ export class Pipeline {
   }
 
   /** Every command of the turn final (PROTOCOL.md §5.5), in ledger order. */
-  async drainTurn(sid: string, turn: number, signal?: AbortSignal): Promise<LedgerRecord[]> {
-    return this.awaitAll(sid, await this.ledger.turnIndexes(sid, turn), signal);
+  async drainTurn(sid: string, turn: number, signal?: AbortSignal, watch?: FinishWatch): Promise<LedgerRecord[]> {
+    return this.awaitAll(sid, await this.ledger.turnIndexes(sid, turn), signal, watch);
   }
 
   /**

@@ -80,7 +80,7 @@ export class Processor {
       await approvals.answer(state.token, 'reject', 'withdrawn: the command no longer waits', 'system');
       return;
     }
-    return this.#awaitApproval({ ...rec, status: 'awaiting_approval', approval: ledgerApproval(state) }, signal);
+    return this.#awaitApproval(moved.record, signal);
   }
 
   async #awaitApproval(rec: LedgerRecord, signal?: AbortSignal): Promise<void> {

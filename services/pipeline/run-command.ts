@@ -41,7 +41,7 @@ export async function runCommand(p: RunPorts, ctx: RunContext, approval: Approva
     started: { at, ...(opts.workerId ? { by: opts.workerId } : {}) }, ...(approval ? { approval } : {}),
   });
   if (!started.ok) return;
-  const running: LedgerRecord = { ...rec, status: 'running', started_at: at.toISOString(), executed_by: opts.workerId ?? null };
+  const running = started.record;
   const result = await execute(p, ctx, approval, at);
   p.lifecycle.observeExecution(rec.tool, result.duration_ms);
   const outcome = outcomeOf(rec.tool, result, opts.outputCapChars);
