@@ -142,12 +142,7 @@ export class Ledger {
    * the record and its full command, the turn's failure, the session's
    * deletion mark and running job, and its grants.
    */
-  /**
-   * What a worker reads to run a queued command, in one round trip. Not the
-   * turn's failure: `start` refuses, atomically, a command whose turn failed
-   * earlier (and the lifecycle then skips it); the processor reads it only
-   * before deciding a command that is not a plain `allow` (turnFailure).
-   */
+  /** What a worker reads to run a queued command, in one round trip (not the turn's failure: `start` refuses atomically). */
   async loadForExecution(sid: string, index: number) {
     const k = this.#keys;
     const out = (await this.#redis.pipeline()

@@ -14,6 +14,11 @@ import type { CommandJobData, SessionQueues } from './queues.ts';
 
 export type Current = { index: number };
 
+/** The process is shutting down: the run stops between two commands and goes back to the queue for another worker. */
+export class RunHandedBack extends Error {
+  constructor() { super('shutting down: the run goes back to the queue'); }
+}
+
 export type SessionRunDeps = {
   processor: Processor;
   queues: SessionQueues;
@@ -22,9 +27,10 @@ export type SessionRunDeps = {
 };
 
 /**
- * Runs one job. ApprovalWaitAborted (shutdown during an approval wait) is
- * rethrown with the command still at the head of the list: the caller hands
- * the job back to the queue and another worker resumes the wait.
+ * Runs one job. On shutdown it throws, with the next command at the head of
+ * the list, ApprovalWaitAborted (during an approval wait) or RunHandedBack
+ * (between two commands): the caller hands the job back to the queue, and
+ * another worker goes on.
  */
 export async function runSessionJob(d: SessionRunDeps, data: CommandJobData, signal: AbortSignal): Promise<void> {
   const { sid } = data;
@@ -46,6 +52,8 @@ export async function runSessionJob(d: SessionRunDeps, data: CommandJobData, sig
     }
     d.onCommand(undefined);
     step = await d.queues.next(sid, index);
+    // A graceful shutdown lets the running command finish, not the session's whole list.
+    if (signal.aborted && step.kind === 'command') throw new RunHandedBack();
   }
 }
 

@@ -7,7 +7,7 @@ import type { PipelineMetrics } from './metrics.ts';
 import type { Processor } from './processor.ts';
 import type { CommandJobData, SessionQueues } from './queues.ts';
 import { recoverOrphans } from './recovery.ts';
-import { closeFailedCommand, runSessionJob, type Current } from './session-run.ts';
+import { closeFailedCommand, RunHandedBack, runSessionJob, type Current } from './session-run.ts';
 import type { PipelineRedis } from './redis.ts';
 import { WorkerLiveness, type LivenessOptions } from './worker-liveness.ts';
 
@@ -150,9 +150,9 @@ export class WorkerPool {
         try {
           await runSessionJob(runDeps, job.data, this.#shutdown.signal);
         } catch (err) {
-          if (!(err instanceof ApprovalWaitAborted) || !token) throw err;
-          // Back to the head of the session's queue (RPUSH side): another worker resumes the wait.
-          withIds({ session_id: sid }).debug({ index: entry?.job?.index }, 'shutting down: the approval wait goes back to the queue');
+          if (!(err instanceof ApprovalWaitAborted || err instanceof RunHandedBack) || !token) throw err;
+          // Back to the head of the session's queue (RPUSH side): another worker goes on.
+          withIds({ session_id: sid }).debug({ index: entry?.job?.index }, 'shutting down: the run goes back to the queue');
           await job.moveToWait(token);
           throw new WaitingError();
         }
