@@ -11,6 +11,7 @@ import {
 } from './ledger-record.ts';
 import type { PipelineRedis } from './redis.ts';
 import { ScriptCode } from './script-codes.ts';
+import { executionLoad, parseGrants, type ExecutionLoad, type StoredGrant } from './execution-load.ts';
 
 // The Redis ledger of PROTOCOL.md §6. One hash per record (`status`, `base`,
 // `cmd`, `result`, `approval`, times, `injected`), ordered by a per-session
@@ -137,13 +138,8 @@ export class Ledger {
     return h.status ? recordFromHash(index, h) : null;
   }
 
-  /**
-   * Everything a worker needs to decide about one command, in one round trip:
-   * the record and its full command, the turn's failure, the session's
-   * deletion mark and running job, and its grants.
-   */
-  /** What a worker reads to run a queued command, in one round trip (not the turn's failure: `start` refuses atomically). */
-  async loadForExecution(sid: string, index: number) {
+  /** What a worker reads to run a queued command, in one round trip (execution-load.ts). */
+  async loadForExecution(sid: string, index: number): Promise<ExecutionLoad> {
     const k = this.#keys;
     const out = (await this.#redis.pipeline()
       .hgetall(k.record(sid, index))
@@ -151,16 +147,8 @@ export class Ledger {
       .lrange(k.grants(sid), 0, -1)
       .exec()) ?? [];
     for (const [err] of out) if (err) throw err;
-    const h = out[0]![1] as Record<string, string>;
     const [deletedAt, runningJob] = out[1]![1] as (string | null)[];
-    return {
-      record: h.status ? recordFromHash(index, h, false) : null,
-      command: h.cmd ? (JSON.parse(h.cmd) as Command) : null,
-      deleted: deletedAt !== null && deletedAt !== undefined,
-      /** the session's `running_job` field, for Sessions.withRunningJob */
-      runningJob: runningJob ?? null,
-      grants: parseGrants(out[2]![1] as string[]),
-    };
+    return executionLoad(index, out[0]![1] as Record<string, string>, deletedAt, runningJob, out[2]![1] as string[]);
   }
 
   /** The session's grants (from `approve_for_session` answers), as of now. */
@@ -289,11 +277,4 @@ export class Ledger {
     for (const i of indexes) p.hset(this.#keys.record(sid, i), 'injected', '1');
     await p.exec();
   }
-}
-
-type StoredGrant = Grant | { tool: 'network'; host: string; port: number };
-
-/** The command grants; the session's network grants (`approve_for_session` of a connection) share the list. */
-function parseGrants(raw: string[]): Grant[] {
-  return raw.map((g) => JSON.parse(g) as StoredGrant).filter((g): g is Grant => g.tool !== 'network');
 }

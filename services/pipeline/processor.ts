@@ -2,7 +2,7 @@ import type { Evaluation } from '../policy/index.ts';
 import type { Approvals } from './approvals.ts';
 import { ledgerApproval, type ApprovalState } from './approvals.ts';
 import type { CommandLifecycle } from './command-lifecycle.ts';
-import type { Ledger } from './ledger.ts';
+import type { ExecutionLoad } from './execution-load.ts';
 import type { LedgerRecord, LedgerResult } from './ledger-record.ts';
 import { admit } from './lifecycle/admit.ts';
 import { endedResult, internalResult, rejectedResult, SESSION_DELETED, skipReason } from './lifecycle/results.ts';
@@ -21,7 +21,7 @@ import type { Sessions } from './sessions.ts';
 export type ProcessorPorts = RunPorts & { sessions: Sessions; approvals: Approvals };
 export type ProcessorOptions = RunOptions & { approvalTtlS: number };
 
-type Loaded = Awaited<ReturnType<Ledger['loadForExecution']>>;
+type Loaded = ExecutionLoad;
 
 export class Processor {
   readonly #p: ProcessorPorts;
@@ -34,9 +34,9 @@ export class Processor {
 
   get lifecycle(): CommandLifecycle { return this.#p.lifecycle; }
 
-  async process(sid: string, index: number, signal?: AbortSignal): Promise<void> {
-    const ledger = this.#p.lifecycle.ledger;
-    const loaded = await ledger.loadForExecution(sid, index);
+  /** `load`: what the run's step read with the command's name (execution-load.ts); else it is read here. */
+  async process(sid: string, index: number, signal?: AbortSignal, load?: ExecutionLoad): Promise<void> {
+    const loaded = load ?? (await this.#p.lifecycle.ledger.loadForExecution(sid, index));
     const rec = loaded.record;
     if (!rec) return;
     switch (rec.status) {

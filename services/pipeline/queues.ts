@@ -3,6 +3,7 @@ import { log, withIds } from '../log/index.ts';
 import type { Keys } from './keys.ts';
 import type { PipelineRedis } from './redis.ts';
 import { ScriptCode } from './script-codes.ts';
+import { executionLoad, hashOf, type ExecutionLoad } from './execution-load.ts';
 
 // One BullMQ queue per session. Queue objects share the process's ioredis
 // connection (BullMQ does not close a shared connection), so hundreds of
@@ -21,8 +22,9 @@ import { ScriptCode } from './script-codes.ts';
  */
 export type CommandJobData = { sid: string; index?: number; turn?: number };
 
-/** What a run job does next (runNext-2.lua). */
-export type RunStep = { kind: 'command'; index: number } | { kind: 'empty' } | { kind: 'paused' };
+/** What a run job does next (runNext-5.lua). */
+/** `load` parses what the step read (it throws on a broken record: the run closes that command and goes on). */
+export type RunStep = { kind: 'command'; index: number; load: () => ExecutionLoad } | { kind: 'empty' } | { kind: 'paused' };
 
 /** One attempt, no retry: a retry would reorder the session and could repeat a side effect. */
 export const JOB_OPTIONS = { attempts: 1, removeOnComplete: true, removeOnFail: true } as const;
@@ -74,12 +76,16 @@ export class SessionQueues {
     await this.queue(sid).add('run', { sid }, { ...JOB_OPTIONS, jobId: `r${index}${tag}` });
   }
 
-  /** One step of a run job: drops `done` (the command it finished) from the run list, and names the next. */
+  /** One step of a run job: drops `done` (the command it finished) from the run list, names the next and reads it. */
   async next(sid: string, done: number | null): Promise<RunStep> {
-    const res = (await this.#redis.runNext(this.#keys.runList(sid), this.queue(sid).keys.meta!, done ?? '')) as [number, string?];
+    const k = this.#keys;
+    const res = (await this.#redis.runNext(
+      k.runList(sid), this.queue(sid).keys.meta!, k.sessionMeta(sid), k.grants(sid), k.recordPrefix(sid), done ?? '',
+    )) as [number, string?, string[]?, (string | null)?, (string | null)?, string[]?];
     if (res[0] === ScriptCode.PAUSED) return { kind: 'paused' };
     if (res[1] === undefined) return { kind: 'empty' };
-    return { kind: 'command', index: Number(res[1]) };
+    const index = Number(res[1]);
+    return { kind: 'command', index, load: () => executionLoad(index, hashOf(res[2] ?? []), res[3], res[4], res[5] ?? []) };
   }
 
   /** Commands not yet finished by a run job (the run list's length). */

@@ -42,10 +42,10 @@ export async function runSessionJob(d: SessionRunDeps, data: CommandJobData, sig
   }
   let step = await d.queues.next(sid, null);
   while (step.kind === 'command') {
-    const { index } = step;
+    const { index, load } = step;
     d.onCommand({ index });
     try {
-      await d.processor.process(sid, index, signal);
+      await d.processor.process(sid, index, signal, load());
     } catch (err) {
       if (err instanceof ApprovalWaitAborted) throw err;
       await closeFailedCommand(d.processor.lifecycle, sid, index, err as Error);

@@ -62,12 +62,13 @@ describe('run jobs', () => {
 
   it('a command whose processing throws is closed and the run goes on with the next turn', async () => {
     const sid = await session();
-    const ledger = rt.pipeline.ledger;
-    const original = ledger.loadForExecution.bind(ledger);
-    // Reading the second command's record fails once, outside the executor's own error handling.
-    const load = vi.spyOn(ledger, 'loadForExecution').mockImplementation(async (s: string, index: number) => {
-      if (s === sid && index === 2) throw new Error('simulated read failure');
-      return original(s, index);
+    const sessions = rt.pipeline.sessions;
+    const original = sessions.withRunningJob.bind(sessions);
+    let calls = 0;
+    // Deciding the second command throws once, outside the executor's own error handling.
+    const load = vi.spyOn(sessions, 'withRunningJob').mockImplementation(async (s: string, job: string | null) => {
+      if (s === sid && ++calls === 2) throw new Error('simulated read failure');
+      return original(s, job);
     });
     try {
       const out = await runCommandsTurn(rt.pipeline, sid, appends(1, 3));

@@ -4,11 +4,16 @@
   one atomic step, so an enqueue (createRecord's RPUSH, which reports the
   list's length) either sees this entry still there (and this run job goes on
   to its own entry) or sees the list empty (and starts a run job itself).
+  It also reads what the worker needs to run the next command (the reads of
+  Ledger.loadForExecution, execution-load.ts), so that costs no round trip.
 
   KEYS[1] run list (record indexes, ledger order)
   KEYS[2] the session's BullMQ queue meta hash: field `paused` while a job is paused
+  KEYS[3] session meta hash   KEYS[4] grants list
+  KEYS[5] record key prefix (keys.recordPrefix): the next record is KEYS[5] .. index (same tag, same slot)
   ARGV[1] index just finished ('' = none: the run job starts)
-  Returns {RC.OK} (list empty: the run job ends) | {RC.OK, next index} | {RC.PAUSED}
+  Returns {RC.OK} (list empty: the run job ends) | {RC.PAUSED}
+        | {RC.OK, next index, its record (flat HGETALL), meta deleted_at, meta running_job, grants}
   The head is dropped only when it is that index: a re-delivered run job never drops another's entry.
 ]]
 local head = redis.call('LRANGE', KEYS[1], 0, 1)
@@ -18,4 +23,6 @@ if ARGV[1] ~= '' and head[1] == ARGV[1] then
 end
 if not head[1] then return {RC.OK} end
 if redis.call('HEXISTS', KEYS[2], 'paused') == 1 then return {RC.PAUSED} end
-return {RC.OK, head[1]}
+local rec = KEYS[5] .. head[1]
+local meta = redis.call('HMGET', KEYS[3], 'deleted_at', 'running_job')
+return {RC.OK, head[1], redis.call('HGETALL', rec), meta[1], meta[2], redis.call('LRANGE', KEYS[4], 0, -1)}
