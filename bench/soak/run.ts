@@ -60,6 +60,9 @@ async function startService(port: number, redisUrl: string): Promise<ChildProces
       THINKFLOW_RETENTION_S: '60', THINKFLOW_WORKER_IDLE_MS: '2000',
       // One load generator stands for USERS tenants.
       THINKFLOW_MAX_SESSIONS_PER_KEY: '10000', THINKFLOW_MAX_RUNNING_PER_KEY: '10000', THINKFLOW_MAX_TURNS_PER_KEY: '10000',
+      // Longer than the load generator's own idle timeout (undici: 4 s), so the service never closes a kept-alive
+      // socket the client is about to reuse (the 600 s run of 2026-12-03 died on one such race at its end).
+      THINKFLOW_KEEPALIVE_TIMEOUT_MS: '65000',
       THINKFLOW_MAX_CONNECTIONS_PER_ADDRESS: '10000', THINKFLOW_STORE_BYTES_PER_KEY: String(2 * 1024 ** 3) },
   });
   await new Promise<void>((resolve, reject) => {
@@ -77,22 +80,31 @@ type Tally = { commands: number; lost: number; reordered: number; sessions: numb
 async function user(base: string, deadline: number, t: Tally): Promise<void> {
   const post = (p: string, body: string, type = 'application/json') => fetch(`${base}${p}`, { method: 'POST', headers: { 'content-type': type }, body });
   while (Date.now() < deadline) {
-    const sid = ((await (await post('/v1/sessions', '{}')).json()) as { session_id: string }).session_id;
-    let sent = 0;
-    for (let turn = 0; turn < TURNS && Date.now() < deadline; turn++) {
-      const body = Array.from({ length: APPENDS }, (_, i) => `<tf-append id="${i + 1}" path="log.txt">${String(++sent).padStart(6, '0')} ${KIB}\n</tf-append>`).join('\n');
-      const r = await post(`/v1/sessions/${sid}/commands`, body, 'text/plain');
-      if (r.status !== 200) { t.errors++; await r.text(); break; }
-      const { results } = (await r.json()) as { results: { status: string }[] };
-      t.commands += results.length;
-      t.lost += results.filter((x) => x.status !== 'succeeded').length;
-    }
-    const lines = (await (await fetch(`${base}/v1/sessions/${sid}/files/log.txt`)).text()).split('\n').filter(Boolean).map((l) => Number(l.slice(0, 6)));
-    t.lost += Math.max(0, sent - lines.length);
-    lines.forEach((n, i) => { if (n !== i + 1) t.reordered++; });
-    await fetch(`${base}/v1/sessions/${sid}`, { method: 'DELETE' });
-    t.sessions++;
+    // A request cut by its connection is counted as failed; the user goes on with a new session.
+    await session(base, post, deadline, t).catch((err: Error) => {
+      t.errors++;
+      process.stdout.write(`  a request failed: ${err.message} (${String((err.cause as Error | undefined)?.message ?? '')})\n`);
+    });
   }
+}
+
+/** One session of TURNS turns (or until the deadline), checked and deleted. */
+async function session(base: string, post: (p: string, body: string, type?: string) => Promise<Response>, deadline: number, t: Tally): Promise<void> {
+  const sid = ((await (await post('/v1/sessions', '{}')).json()) as { session_id: string }).session_id;
+  let sent = 0;
+  for (let turn = 0; turn < TURNS && Date.now() < deadline; turn++) {
+    const body = Array.from({ length: APPENDS }, (_, i) => `<tf-append id="${i + 1}" path="log.txt">${String(++sent).padStart(6, '0')} ${KIB}\n</tf-append>`).join('\n');
+    const r = await post(`/v1/sessions/${sid}/commands`, body, 'text/plain');
+    if (r.status !== 200) { t.errors++; await r.text(); break; }
+    const { results } = (await r.json()) as { results: { status: string }[] };
+    t.commands += results.length;
+    t.lost += results.filter((x) => x.status !== 'succeeded').length;
+  }
+  const lines = (await (await fetch(`${base}/v1/sessions/${sid}/files/log.txt`)).text()).split('\n').filter(Boolean).map((l) => Number(l.slice(0, 6)));
+  t.lost += Math.max(0, sent - lines.length);
+  lines.forEach((n, i) => { if (n !== i + 1) t.reordered++; });
+  await fetch(`${base}/v1/sessions/${sid}`, { method: 'DELETE' });
+  t.sessions++;
 }
 
 const rssMiB = (pid: number) => Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))![1]) / 1024;
