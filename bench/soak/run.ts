@@ -70,6 +70,18 @@ async function startService(port: number, redisUrl: string): Promise<ChildProces
     const onData = (d: Buffer) => { log += d.toString(); if (log.includes('listening on')) { child.stderr!.off('data', onData); child.stderr!.resume(); resolve(); } };
     child.stderr!.on('data', onData);
     child.once('exit', (c) => reject(new Error(`service exited (${c}): ${log}`)));
+    // What the service says after it started: errors and warnings only, and the last lines when it exits early.
+    let tail: string[] = [];
+    child.stderr!.on('data', (d: Buffer) => {
+      for (const line of d.toString().split('\n')) {
+        if (!line) continue;
+        tail = [...tail.slice(-40), line];
+        if (/"level":(50|60)/.test(line)) process.stdout.write(`  service: ${line.slice(0, 600)}\n`);
+      }
+    });
+    child.once('exit', (code, signal) => {
+      if (signal !== 'SIGTERM') process.stdout.write(`  service exited (code ${code}, signal ${signal}); its last lines:\n${tail.map((l) => `    ${l.slice(0, 600)}`).join('\n')}\n`);
+    });
   });
   return child;
 }
