@@ -6,6 +6,7 @@ import type { Keys } from './keys.ts';
 import type { PipelineMetrics } from './metrics.ts';
 import type { Processor } from './processor.ts';
 import type { CommandJobData, SessionQueues } from './queues.ts';
+import { guardLateConnectionErrors, workerConnections } from './late-connection-errors.ts';
 import { recoverOrphans } from './recovery.ts';
 import { closeFailedCommand, RunHandedBack, runSessionJob, type Current } from './session-run.ts';
 import type { PipelineRedis } from './redis.ts';
@@ -168,6 +169,7 @@ export class WorkerPool {
     );
     // Before it runs: its lock tokens (`<id>:<n>`) then name this process (worker-liveness.ts).
     (worker as { id: string }).id = this.#liveness.workerId();
+    guardLateConnectionErrors(workerConnections(worker), (err) => withIds({ session_id: sid }).warn({ err }, 'a closed session worker\'s connection failed late'));
     entry = { worker, busy: false, lastActive: Date.now() };
     this.#watchWorker(sid, entry);
     void worker.run().catch((err: unknown) => withIds({ session_id: sid }).warn({ err }, 'session worker stopped with an error'));
