@@ -2,7 +2,8 @@
 // `docker exec` doing the same work, plus container cold start.
 // `--update-results` also writes the `## Sandbox` section of bench/RESULTS.md;
 // `--workspace-fs-only` runs only the per-session filesystem rows (with
-// `--update-results`, writing only their section).
+// `--update-results`, writing only their section); `--channels-only` runs only
+// the executor channel rows (control socket vs attach stream, channels.ts).
 import Docker from 'dockerode';
 import { execFile } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
@@ -16,6 +17,7 @@ import { updateResults, WORKSPACE_FS_HEADING } from './results.ts';
 import { formatTable, measure, row, type Row } from './stats.ts';
 import { ADDED_P50_TARGET_MS, benchWorkspaceFs } from './workspace-fs.ts';
 import { benchEgress, EGRESS_HEADING } from './egress.ts';
+import { benchChannels, CHANNELS_HEADING } from './channels.ts';
 
 const N = Number(process.env.BENCH_N ?? 300);
 const COLD_N = Number(process.env.BENCH_COLD_N ?? 15);
@@ -24,6 +26,7 @@ const FS_N = Number(process.env.BENCH_FS_N ?? 60);
 const FS_ONLY = process.argv.includes('--workspace-fs-only');
 const EGRESS_ONLY = process.argv.includes('--egress-only');
 const EGRESS_N = Number(process.env.BENCH_EGRESS_N ?? 300);
+const CHANNELS_ONLY = process.argv.includes('--channels-only');
 const docker = new Docker();
 const prefix = `tfbench-${randomBytes(3).toString('hex')}-`;
 // The image as the service would pick it (THINKFLOW_SANDBOX_IMAGE through the env schema).
@@ -83,10 +86,23 @@ async function egressRows(): Promise<string> {
   return text;
 }
 
+async function channelRows(): Promise<boolean> {
+  const ch = await benchChannels(docker, { image, n: N, sessions: Number(process.env.BENCH_CHANNEL_SESSIONS ?? 20), perSession: 25, rounds: 6 });
+  const text = `${machine(await engineVersion())}\n\n${ch.text}`;
+  console.log(text);
+  if (process.argv.includes('--update-results')) await updateResults(`npm run bench:sandbox -- ${CHANNELS_ONLY ? '--channels-only ' : ''}--update-results`, text, CHANNELS_HEADING);
+  return ch.met;
+}
+
 async function main(): Promise<void> {
+  if (CHANNELS_ONLY) {
+    if (!(await channelRows())) process.exitCode = 1;
+    return;
+  }
   if (EGRESS_ONLY) {
     try {
       await egressRows();
+    const channelsMet = await channelRows();
     } finally {
       await manager.reap({ liveSessions: new Set() });
       await manager.close();
@@ -141,6 +157,7 @@ async function main(): Promise<void> {
 
     const fs = await benchWorkspaceFs(docker, { prefix, image, n: FS_N, warmup: 3, splitN: Math.min(FS_N, 20) });
     await egressRows();
+    const channelsMet = await channelRows();
 
     const header = `${machine(await engineVersion())}; n=${N} per row (CLI ${CLI_N}, cold start ${COLD_N}), sequential, after warm-up`;
     const output = `${header}\n\n${formatTable(rows)}`;
@@ -150,6 +167,7 @@ async function main(): Promise<void> {
       await updateResults('npm run bench:sandbox -- --update-results', `${header}\n\n\`\`\`\n${fs.text}\n\`\`\``, WORKSPACE_FS_HEADING);
     }
     const missed = rows.filter((r) => r.target !== undefined && r.p50 > r.target).map((r) => `${r.name} via ${r.via}`);
+    if (!channelsMet) missed.push('the executor control socket against the attach stream');
     if (!fs.met) missed.push(`session creation with a per-session filesystem: +${fs.addedP50.toFixed(2)} ms at p50 (target ≤ ${ADDED_P50_TARGET_MS})`);
     if (missed.length) {
       console.error(`missed targets: ${missed.join('; ')}`);

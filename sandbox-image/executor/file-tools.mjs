@@ -2,17 +2,26 @@
 // services/protocol/tools.ts judged by paths; a unit test checks they match).
 // Every path goes through resolveInside first; every replacement of a file is
 // temp file + rename.
-import { constants, createReadStream, createWriteStream } from 'node:fs';
-import { chmod, cp, lstat, mkdir, open, readdir, rename, stat, unlink, utimes, writeFile } from 'node:fs/promises';
+//
+// The tools call the file system synchronously. Commands run one at a time
+// (main.mjs), the workspace is a local filesystem, and every open refuses to
+// block (O_NONBLOCK, regular files only); a thread-pool round trip per call
+// cost about four times the calls themselves (0.81 against 0.21 ms of CPU for
+// a 1 KiB write measured on this project's 2-core machine), most of a write.
+import {
+  chmodSync, closeSync, constants, createReadStream, createWriteStream, fstatSync, mkdirSync, openSync, readFileSync,
+  readSync, renameSync, statSync, unlinkSync, utimesSync, writeFileSync,
+} from 'node:fs';
+import { cp, lstat, readdir } from 'node:fs/promises';
 import { pipeline } from 'node:stream/promises';
 import path from 'node:path';
 import { assertOpenedInside, resolveInside, ToolError } from './paths.mjs';
 
 let tmpCounter = 0;
 
-async function statOrNull(p) {
+function statOrNull(p) {
   try {
-    return await stat(p);
+    return statSync(p);
   } catch (err) {
     if (err.code === 'ENOENT') return null;
     throw err;
@@ -31,21 +40,21 @@ function requireRegular(st, p) {
  * FIFO or device swapped in after a check is refused, not waited on, and the
  * descriptor (not the name) is checked to lie inside the workspace.
  */
-async function openRegular(real, p, flags = constants.O_RDONLY) {
-  let fh;
+function openRegular(real, p, flags = constants.O_RDONLY) {
+  let fd;
   try {
-    fh = await open(real, flags | constants.O_NONBLOCK | constants.O_NOFOLLOW);
+    fd = openSync(real, flags | constants.O_NONBLOCK | constants.O_NOFOLLOW);
   } catch (err) {
     // ENXIO: a FIFO with no reader, opened for writing; ELOOP: a symlink swapped in.
     if (err.code === 'ENXIO' || err.code === 'ELOOP') throw new ToolError('not_a_regular_file', `${p} is not a regular file`);
     throw err;
   }
   try {
-    requireRegular(await fh.stat(), p);
-    assertOpenedInside(fh.fd, p);
-    return fh;
+    requireRegular(fstatSync(fd), p);
+    assertOpenedInside(fd, p);
+    return fd;
   } catch (err) {
-    await fh.close();
+    closeSync(fd);
     throw err;
   }
 }
@@ -63,18 +72,22 @@ async function treeBytes(dir) {
 
 /** Writes via a temporary file in the same directory, so readers never see half a file. */
 async function atomicReplace(real, fill) {
-  const existing = await statOrNull(real);
+  const existing = statOrNull(real);
   if (existing && existing.isDirectory()) throw new ToolError('is_directory', 'target is a directory');
   const dir = path.dirname(real);
-  await mkdir(dir, { recursive: true });
+  mkdirSync(dir, { recursive: true });
   // Created exclusively by fill() (flag 'wx'): a name planted in advance cannot redirect the write.
   const tmp = path.join(dir, `.${path.basename(real)}.tf-${process.pid}-${Date.now()}-${++tmpCounter}.tmp`);
   try {
     await fill(tmp);
-    if (existing) await chmod(tmp, existing.mode & 0o7777);
-    await rename(tmp, real);
+    if (existing) chmodSync(tmp, existing.mode & 0o7777);
+    renameSync(tmp, real);
   } catch (err) {
-    await unlink(tmp).catch(() => {});
+    try {
+      unlinkSync(tmp);
+    } catch {
+      // never made, or already gone: the error that matters is `err`
+    }
     throw err;
   }
 }
@@ -96,7 +109,7 @@ export async function write(cmd, limits, quota) {
   const content = cmd.content ?? '';
   reserve(quota, limits, Buffer.byteLength(content));
   const real = await resolveInside(cmd.path);
-  await atomicReplace(real, (tmp) => writeFile(tmp, content, { flag: 'wx' }));
+  await atomicReplace(real, (tmp) => writeFileSync(tmp, content, { flag: 'wx' }));
   return { bytes_written: Buffer.byteLength(content) };
 }
 
@@ -104,20 +117,20 @@ export async function append(cmd, limits, quota) {
   if (isEmpty(cmd.content)) throw new ToolError('empty_content', 'append needs non-empty content');
   reserve(quota, limits, Buffer.byteLength(cmd.content));
   const real = await resolveInside(cmd.path);
-  await mkdir(path.dirname(real), { recursive: true });
-  const fh = await openRegular(real, cmd.path, constants.O_WRONLY | constants.O_APPEND | constants.O_CREAT);
+  mkdirSync(path.dirname(real), { recursive: true });
+  const fd = openRegular(real, cmd.path, constants.O_WRONLY | constants.O_APPEND | constants.O_CREAT);
   try {
-    await fh.writeFile(cmd.content);
+    writeFileSync(fd, cmd.content);
   } finally {
-    await fh.close();
+    closeSync(fd);
   }
   return { bytes_written: Buffer.byteLength(cmd.content) };
 }
 
 export async function mkdirP(cmd) {
   const real = await resolveInside(cmd.path);
-  await mkdir(real, { recursive: true });
-  const st = await stat(real);
+  mkdirSync(real, { recursive: true });
+  const st = statSync(real);
   if (!st.isDirectory()) throw new ToolError('not_a_directory', 'path exists and is not a directory');
   return {};
 }
@@ -126,11 +139,11 @@ export async function touch(cmd) {
   const real = await resolveInside(cmd.path);
   const now = new Date();
   try {
-    await utimes(real, now, now);
+    utimesSync(real, now, now);
   } catch (err) {
     if (err.code !== 'ENOENT') throw err;
-    await mkdir(path.dirname(real), { recursive: true });
-    await writeFile(real, '', { flag: 'a' });
+    mkdirSync(path.dirname(real), { recursive: true });
+    writeFileSync(real, '', { flag: 'a' });
   }
   return {};
 }
@@ -138,11 +151,11 @@ export async function touch(cmd) {
 export async function copy(cmd, limits, quota) {
   if (isEmpty(cmd.dest)) throw new ToolError('bad_request', 'copy needs dest');
   const src = await resolveInside(cmd.path);
-  const srcStat = await statOrNull(src);
+  const srcStat = statOrNull(src);
   if (!srcStat) throw new ToolError('not_found', `${cmd.path}: no such file or directory`);
   if (!srcStat.isDirectory()) requireRegular(srcStat, cmd.path);
   let dest = await resolveInside(cmd.dest);
-  const destStat = await statOrNull(dest);
+  const destStat = statOrNull(dest);
   // cp(1) semantics: copying onto an existing directory puts the source inside it.
   if (destStat && destStat.isDirectory()) dest = await resolveInside(path.join(dest, path.basename(src)));
   if (dest === src) throw new ToolError('bad_request', 'source and destination are the same');
@@ -150,15 +163,15 @@ export async function copy(cmd, limits, quota) {
   if (!quota?.kernel) reserve(quota, limits, srcStat.isDirectory() ? await treeBytes(src) : srcStat.size);
   if (srcStat.isDirectory()) {
     if (dest.startsWith(src + '/')) throw new ToolError('bad_request', 'cannot copy a directory into itself');
-    await mkdir(path.dirname(dest), { recursive: true });
+    mkdirSync(path.dirname(dest), { recursive: true });
     await cp(src, dest, { recursive: true, force: true, verbatimSymlinks: true });
     return {};
   }
-  const from = await openRegular(src, cmd.path);
+  const from = openRegular(src, cmd.path);
   try {
-    await atomicReplace(dest, (tmp) => pipeline(createReadStream(null, { fd: from.fd, autoClose: false, start: 0 }), createWriteStream(tmp, { flags: 'wx' })));
+    await atomicReplace(dest, (tmp) => pipeline(createReadStream(null, { fd: from, autoClose: false, start: 0 }), createWriteStream(tmp, { flags: 'wx' })));
   } finally {
-    await from.close();
+    closeSync(from);
   }
   return { bytes_written: srcStat.size };
 }
@@ -166,12 +179,12 @@ export async function copy(cmd, limits, quota) {
 export async function edit(cmd, limits, quota) {
   if (isEmpty(cmd.old_text)) throw new ToolError('bad_request', 'edit needs non-empty old text');
   const real = await resolveInside(cmd.path);
-  const fh = await openRegular(real, cmd.path);
+  const fd = openRegular(real, cmd.path);
   let text;
   try {
-    text = await fh.readFile('utf8');
+    text = readFileSync(fd, 'utf8');
   } finally {
-    await fh.close();
+    closeSync(fd);
   }
   const first = text.indexOf(cmd.old_text);
   if (first < 0) throw new ToolError('edit_no_match', 'old text does not occur in the file');
@@ -184,7 +197,7 @@ export async function edit(cmd, limits, quota) {
   }
   const updated = text.slice(0, first) + (cmd.new_text ?? '') + text.slice(first + cmd.old_text.length);
   reserve(quota, limits, Buffer.byteLength(updated));
-  await atomicReplace(real, (tmp) => writeFile(tmp, updated, { flag: 'wx' }));
+  await atomicReplace(real, (tmp) => writeFileSync(tmp, updated, { flag: 'wx' }));
   return { bytes_written: Buffer.byteLength(updated) };
 }
 
@@ -192,15 +205,14 @@ export async function edit(cmd, limits, quota) {
 export async function read(cmd, limits) {
   const real = await resolveInside(cmd.path);
   const cap = limits.readCapBytes;
-  const fh = await openRegular(real, cmd.path);
+  const fd = openRegular(real, cmd.path);
   try {
-    const st = await fh.stat();
-    const buf = Buffer.alloc(Math.min(st.size, cap) + 1);
-    const { bytesRead } = await fh.read(buf, 0, buf.length, 0);
+    const buf = Buffer.alloc(Math.min(fstatSync(fd).size, cap) + 1);
+    const bytesRead = readSync(fd, buf, 0, buf.length, 0);
     const truncated = bytesRead > cap;
     return { stdout: utf8Prefix(buf.subarray(0, Math.min(bytesRead, cap))), stdout_truncated: truncated };
   } finally {
-    await fh.close();
+    closeSync(fd);
   }
 }
 

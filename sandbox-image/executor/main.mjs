@@ -1,5 +1,6 @@
 // ThinkFlow in-container executor. Started once per container (under tini),
-// it speaks JSON lines over the container's attached stdin/stdout:
+// it speaks JSON lines over the container's attached stdin/stdout and over
+// its control socket (control-channel.mjs), each answer on the request's channel:
 //   -> {"rid":"a1","op":"exec","command":{...},"limits":{...}}
 //   <- {"rid":"a1","result":{...}}
 // Other ops: ping, readPath, resolve {"paths"}, cancel {"target": rid}, cancelAll,
@@ -15,6 +16,7 @@ import { runBash } from './bash-tool.mjs';
 import { toFailure } from './errors.mjs';
 import * as files from './file-tools.mjs';
 import { startEgressRelay } from './egress-relay.mjs';
+import { lineSplitter, lineWriter, listenControlSocket } from './control-channel.mjs';
 import { dropToCommandUser } from './identity.mjs';
 import { DEFAULT_LIMITS } from './limits.mjs';
 import path from 'node:path';
@@ -58,9 +60,7 @@ let lastActivity = Date.now();
 let inflight = 0;
 let stdinEnded = false;
 
-function send(msg) {
-  process.stdout.write(JSON.stringify(msg) + '\n');
-}
+const sendStdout = lineWriter(process.stdout);
 
 async function execCommand(command, limits, signal, expect) {
   const tool = command && command.tool;
@@ -139,9 +139,9 @@ function cancelledBeforeStart(command) {
   return { tool: command && command.tool, path: command && command.path, ok: false, error_code: 'aborted', error: 'cancelled before it started' };
 }
 
-const uploads = uploadOps({ serial, send, quota });
+const uploads = uploadOps({ serial, quota });
 
-async function handle(req) {
+async function handle(req, send) {
   const rid = req.rid;
   const limits = { ...DEFAULT_LIMITS, ...(req.limits || {}) };
   switch (req.op) {
@@ -184,7 +184,7 @@ async function handle(req) {
     case 'uploadTouch':
     case 'uploadEnd':
       lastActivity = Date.now();
-      return uploads[req.op](req, limits);
+      return uploads[req.op](req, limits, send);
     case 'changes':
       lastActivity = Date.now();
       return send({ rid, result: workspaceOp(req.op) });
@@ -193,7 +193,7 @@ async function handle(req) {
   }
 }
 
-function onLine(line) {
+function onLine(line, send) {
   if (line.trim() === '') return;
   let req;
   try {
@@ -203,26 +203,14 @@ function onLine(line) {
     return;
   }
   inflight++;
-  handle(req)
+  handle(req, send)
     .catch((err) => send({ rid: req.rid, error: String((err && err.stack) || err) }))
     .finally(() => {
       if (--inflight === 0 && stdinEnded) process.exit(0);
     });
 }
 
-// Manual line splitting on Buffers: requests can be megabytes (large writes)
-// and must not be re-scanned as they grow.
-let pending = [];
-process.stdin.on('data', (chunk) => {
-  let start = 0;
-  for (let i = chunk.indexOf(10); i >= 0; i = chunk.indexOf(10, start)) {
-    pending.push(chunk.subarray(start, i));
-    onLine(Buffer.concat(pending).toString('utf8'));
-    pending = [];
-    start = i + 1;
-  }
-  if (start < chunk.length) pending.push(chunk.subarray(start));
-});
+process.stdin.on('data', lineSplitter((line) => onLine(line, sendStdout)));
 // stdin stays open across manager restarts (OpenStdin, StdinOnce=false);
 // EOF means the container is being torn down: finish what is running first.
 process.stdin.on('end', () => {
@@ -233,15 +221,15 @@ process.stdout.on('error', () => process.exit(0));
 // A restarted executor (new container start) finds no command of its own
 // running: anything of the command user left from before is an orphan.
 // So is an upload's staging directory (upload.mjs): it never became part of the workspace.
-// The relay listens before `ready`, so a first command finds it.
-Promise.all([killStrays(), relay.listening]).then(
+// The relay and the control socket listen before `ready`, so a first command finds them.
+Promise.all([killStrays(), relay.listening, listenControlSocket(onLine)]).then(
   () => {
     try {
       removeStaleStaging();
     } catch (err) {
       process.stderr.write(`executor: a stale upload staging directory could not be removed: ${err && err.message}\n`);
     }
-    send({ rid: null, type: 'ready', pid: process.pid });
+    sendStdout({ rid: null, type: 'ready', pid: process.pid });
   },
   (err) => {
     process.stderr.write(`executor: cannot clear leftover processes: ${err && err.message}\n`);

@@ -1,7 +1,6 @@
 // Path confinement, checked here in the container where the files are:
 // the host cannot see symlinks that the session's own commands created.
-import { lstat, readlink } from 'node:fs/promises';
-import { readlinkSync } from 'node:fs';
+import { lstatSync, readlinkSync } from 'node:fs';
 import path from 'node:path';
 
 export const WORKSPACE = process.env.THINKFLOW_WORKSPACE || '/workspace';
@@ -27,7 +26,7 @@ export async function resolveInside(p) {
   if (p.includes('\0')) throw new ToolError('bad_request', 'path contains a NUL byte');
   const lexical = path.resolve(WORKSPACE, p);
   if (!inside(lexical)) throw outside(p);
-  const real = await followLinks(lexical);
+  const real = followLinks(lexical);
   if (!inside(real)) throw outside(p);
   return real;
 }
@@ -38,8 +37,10 @@ function outside(p) {
 
 // Like realpath(3), but a component that does not exist ends the walk
 // instead of failing, and link targets are expanded component by component
-// so `..` inside a link target is honoured.
-async function followLinks(abs) {
+// so `..` inside a link target is honoured. Synchronous, like the file tools
+// (file-tools.mjs): on the workspace's local filesystem a thread-pool round
+// trip per component cost several times the lstat itself.
+function followLinks(abs) {
   const parts = abs.split('/').filter(Boolean);
   let cur = '/';
   let hops = 0;
@@ -53,7 +54,7 @@ async function followLinks(abs) {
     const next = path.join(cur, name);
     let st;
     try {
-      st = await lstat(next);
+      st = lstatSync(next);
     } catch (err) {
       if (err.code === 'ENOENT' || err.code === 'ENOTDIR') return path.resolve(next, ...parts);
       throw err;
@@ -63,7 +64,7 @@ async function followLinks(abs) {
       continue;
     }
     if (++hops > MAX_LINK_HOPS) throw new ToolError('io_error', 'too many levels of symbolic links');
-    const target = await readlink(next);
+    const target = readlinkSync(next);
     if (target.startsWith('/')) cur = '/';
     parts.unshift(...target.split('/').filter(Boolean));
   }

@@ -38,10 +38,9 @@ function failureOf(err) {
 
 /**
  * @param ctx.serial the executor's one execution slot (main.mjs)
- * @param ctx.send writes one response line
  * @param ctx.quota FilesystemQuota (kernel) or WorkspaceQuota (watched: the allowance is counted here)
  */
-export function uploadOps({ serial, send, quota }) {
+export function uploadOps({ serial, quota }) {
   let lease = null; // { staging, release, timer }
 
   function end(l) {
@@ -66,7 +65,7 @@ export function uploadOps({ serial, send, quota }) {
     finish(l, async () => {}).catch((err) => process.stderr.write(`executor: discarding an upload failed: ${err.message}\n`));
   }
 
-  function begin(req, limits) {
+  function begin(req, limits, send) {
     let settled = false;
     const timer = setTimeout(() => {
       settled = true;
@@ -95,13 +94,13 @@ export function uploadOps({ serial, send, quota }) {
     });
   }
 
-  function touch(req) {
+  function touch(req, _limits, send) {
     const held = lease !== null && lease.staging === req.staging;
     if (held) lease.timer.refresh();
     send({ rid: req.rid, result: { held } });
   }
 
-  async function finishRequest(req) {
+  async function finishRequest(req, _limits, send) {
     const l = lease;
     if (!l || l.staging !== req.staging) return send({ rid: req.rid, result: { failed: { code: 'upload_expired', message: 'the upload lease had ended (not touched in time)' } } });
     clearTimeout(l.timer);

@@ -18,6 +18,7 @@ export const ENV_DEFAULTS = {
   THINKFLOW_WORKSPACE_SPARES: 2,
   THINKFLOW_SANDBOX_IDLE_STOP_S: 600,
   THINKFLOW_EGRESS_DIR: '/var/lib/thinkflow/egress',
+  THINKFLOW_EXECUTOR_CHANNEL: 'socket',
 } as const;
 const D = ENV_DEFAULTS;
 
@@ -86,6 +87,8 @@ export const EnvSchema = z.object({
   THINKFLOW_WORKSPACE_DIR: z.string().min(1).default(D.THINKFLOW_WORKSPACE_DIR),
   /** per-session directories (0700) of the egress proxies' Unix sockets, each bind-mounted into its sandbox */
   THINKFLOW_EGRESS_DIR: z.string().min(1).default(D.THINKFLOW_EGRESS_DIR),
+  /** `socket`: requests go to the executor over its socket in the session's egress directory; `attach`: over dockerd's attach stream */
+  THINKFLOW_EXECUTOR_CHANNEL: z.enum(['socket', 'attach']).default(D.THINKFLOW_EXECUTOR_CHANNEL),
   THINKFLOW_WORKSPACE_INODES: z.coerce.number().int().min(1024).default(D.THINKFLOW_WORKSPACE_INODES),
   /** workspace images kept ready on a loop device per process (0: made on a session's first command) */
   THINKFLOW_WORKSPACE_SPARES: z.coerce.number().int().min(0).max(64).default(D.THINKFLOW_WORKSPACE_SPARES),
@@ -143,13 +146,11 @@ export type Config = {
   policyDir: string;
   approvalTtlS: number;
   redisPrefix: string;
-  maxJsonBytes: number;
-  maxCommandsBytes: number;
+  maxJsonBytes: number; maxCommandsBytes: number;
   /** THINKFLOW_MAX_UPLOAD_MB in bytes */
   maxUploadBytes: number;
   egress: { promptWaitS: number; maxConnections: number };
-  lockMs: number;
-  stalledIntervalMs: number;
+  lockMs: number; stalledIntervalMs: number;
   workerIdleMs: number;
   /** THINKFLOW_SHUTDOWN_GRACE_S */
   shutdownGraceS: number;
@@ -158,7 +159,7 @@ export type Config = {
   sandboxPrefix: string;
   /** name is null only with the built-in replay model (baseUrl null) */
   model: { baseUrl: string | null; apiKey: string | null; name: string | null; /** THINKFLOW_MODEL_IDLE_S in ms */ idleMs: number };
-  sandboxImage: string;
+  sandboxImage: string; executorChannel: 'socket' | 'attach';
   /** the tf-* parser of the service (jobs and /commands) */
   parser: { legacyTags: boolean; maxBodyBytes: number };
   eventsKeep: number;
@@ -253,8 +254,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     policyDir: e.THINKFLOW_POLICY_DIR,
     approvalTtlS: e.THINKFLOW_APPROVAL_TTL_S,
     redisPrefix: e.THINKFLOW_REDIS_PREFIX,
-    maxJsonBytes: e.THINKFLOW_MAX_JSON_BYTES,
-    maxCommandsBytes: e.THINKFLOW_MAX_COMMANDS_BYTES,
+    maxJsonBytes: e.THINKFLOW_MAX_JSON_BYTES, maxCommandsBytes: e.THINKFLOW_MAX_COMMANDS_BYTES,
     maxUploadBytes: e.THINKFLOW_MAX_UPLOAD_MB * 1024 * 1024,
     egress: { promptWaitS: e.THINKFLOW_EGRESS_PROMPT_WAIT_S, maxConnections: e.THINKFLOW_EGRESS_MAX_CONNECTIONS },
     lockMs: e.THINKFLOW_LOCK_MS,
@@ -265,7 +265,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     retentionS: e.THINKFLOW_RETENTION_S,
     sandboxPrefix: e.THINKFLOW_SANDBOX_PREFIX,
     model: { baseUrl: e.OPENAI_BASE_URL ?? null, apiKey: e.OPENAI_API_KEY ?? null, name: e.THINKFLOW_MODEL ?? null, idleMs: e.THINKFLOW_MODEL_IDLE_S * 1000 },
-    sandboxImage: e.THINKFLOW_SANDBOX_IMAGE,
+    sandboxImage: e.THINKFLOW_SANDBOX_IMAGE, executorChannel: e.THINKFLOW_EXECUTOR_CHANNEL,
     parser: { legacyTags: e.THINKFLOW_LEGACY_TAGS, maxBodyBytes: e.THINKFLOW_MAX_TAG_BODY_BYTES },
     eventsKeep: e.THINKFLOW_EVENTS_KEEP,
     logLevel: e.THINKFLOW_LOG_LEVEL,

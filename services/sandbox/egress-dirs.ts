@@ -75,7 +75,8 @@ export class EgressDirs {
     this.#root = path.resolve(o.dir);
     this.#prefix = o.namePrefix;
     // Said at start-up, not at a session's first command: every session would fail alike.
-    const longest = this.socketPath(SERVICE_ID_EXAMPLE);
+    // executor.sock (executor-socket.ts) is the longer of the two names in the directory.
+    const longest = path.join(this.dirOf(SERVICE_ID_EXAMPLE), 'executor.sock');
     if (Buffer.byteLength(longest) > MAX_SOCKET_PATH) {
       throw new Error(`egress directory ${this.#root} is too long for a Unix socket path (${longest} exceeds ${MAX_SOCKET_PATH} bytes): set THINKFLOW_EGRESS_DIR to a shorter path`);
     }

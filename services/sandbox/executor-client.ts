@@ -33,9 +33,9 @@ export type ExecutorClientOptions = {
 const STDERR_TAIL = 4096;
 
 /**
- * JSON lines over a hijacked `docker attach` stream. Request ids carry a
- * random per-client prefix: every attached client sees every response, and
- * must only pick up its own.
+ * JSON lines over the executor's control socket or a hijacked `docker attach`
+ * stream. Request ids carry a random per-client prefix: every attached client
+ * sees every response, and must only pick up its own.
  */
 export class ExecutorClient {
   readonly #stream: Duplex;
@@ -52,18 +52,24 @@ export class ExecutorClient {
   #closed = false;
   #stderrTail = '';
 
-  constructor(stream: Duplex, demux: Demux, options: ExecutorClientOptions = {}) {
+  /** `demux` splits a multiplexed `docker attach` stream; null for the control socket, which carries the executor's lines alone. */
+  constructor(stream: Duplex, demux: Demux | null, options: ExecutorClientOptions = {}) {
     this.#stream = stream;
     this.#maxFrameBytes = options.maxFrameBytes ?? 32 * 1024 ** 2;
     this.#onError = options.onError;
     this.#sessionId = options.sessionId;
-    const out = new PassThrough();
-    const err = new PassThrough();
-    demux(stream, out, err);
-    out.on('data', (chunk: Buffer) => this.#onData(chunk));
-    err.on('data', (chunk: Buffer) => {
-      this.#stderrTail = (this.#stderrTail + chunk.toString('utf8')).slice(-STDERR_TAIL);
-    });
+    if (demux) {
+      const out = new PassThrough();
+      const err = new PassThrough();
+      demux(stream, out, err);
+      out.on('data', (chunk: Buffer) => this.#onData(chunk));
+      err.on('data', (chunk: Buffer) => {
+        this.#stderrTail = (this.#stderrTail + chunk.toString('utf8')).slice(-STDERR_TAIL);
+      });
+      for (const s of [out, err]) s.on('error', (e: Error) => this.#broken(`sandbox executor stream failed: ${e.message}`));
+    } else {
+      stream.on('data', (chunk: Buffer) => this.#onData(chunk));
+    }
     const gone = () => this.#fail(new ExecutorUnavailableError(`sandbox executor went away${this.#diagnostics()}`));
     stream.on('end', gone);
     stream.on('close', gone);
@@ -71,7 +77,6 @@ export class ExecutorClient {
       this.#report(e);
       gone();
     });
-    for (const s of [out, err]) s.on('error', (e: Error) => this.#broken(`sandbox executor stream failed: ${e.message}`));
   }
 
   get alive(): boolean {

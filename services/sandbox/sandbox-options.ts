@@ -1,5 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { ENV_DEFAULTS } from '../config/index.ts';
+import type { ExecutorChannel } from './executor-socket.ts';
 
 /**
  * Cap on stdout and on stderr of a command, each: the executor's, and again
@@ -93,6 +94,12 @@ export interface SandboxOptions {
    * Set in the container's environment when it is created. @default 64
    */
   egressRelayMaxConnections?: number;
+  /**
+   * How requests reach the executor (THINKFLOW_EXECUTOR_CHANNEL): `socket`, its control socket in the
+   * session's directory (executor-socket.ts), or `attach`, dockerd's attach stream, which relays every byte twice.
+   * @default 'socket'
+   */
+  executorChannel?: ExecutorChannel;
   /** Largest line the host accepts from an executor; past it the container is declared broken. @default 33554432 */
   maxFrameBytes?: number;
   /** Host-side limit for a non-bash request (bash gets its timeout plus this). @default 30000 */
@@ -154,6 +161,7 @@ export function resolveSandboxOptions(o: SandboxOptions = {}): ResolvedSandboxOp
     workspaceSpares: o.workspaceSpares ?? ENV_DEFAULTS.THINKFLOW_WORKSPACE_SPARES,
     egressDir: o.egressDir ?? ENV_DEFAULTS.THINKFLOW_EGRESS_DIR,
     egressRelayMaxConnections: o.egressRelayMaxConnections ?? 64,
+    executorChannel: o.executorChannel ?? ENV_DEFAULTS.THINKFLOW_EXECUTOR_CHANNEL,
     maxFrameBytes: o.maxFrameBytes ?? 32 * MiB,
     requestTimeoutMs: o.requestTimeoutMs ?? 30_000,
     startTimeoutMs: o.startTimeoutMs ?? 30_000,

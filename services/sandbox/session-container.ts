@@ -2,6 +2,7 @@ import type Docker from 'dockerode';
 import type { Duplex } from 'node:stream';
 import { toContainerSpec } from './container-spec.ts';
 import { ExecutorClient } from './executor-client.ts';
+import { controlSocketPath, openControlSocket } from './executor-socket.ts';
 import { logSandboxError, sandboxLog } from './log.ts';
 import { containerName, LABEL_SESSION, labelsFor, volumeName } from './names.ts';
 import type { ResolvedSandboxOptions } from './sandbox-options.ts';
@@ -91,12 +92,22 @@ export async function connectSession(
     }
     // Written after start, the ping waits in the stdin pipe until the executor
     // reads it, so this works for a fresh start and for a running container.
-    await client.request('ping', {}, o.startTimeoutMs);
-    return client;
+    const pong = await client.request<{ startedAt?: number }>('ping', {}, o.startTimeoutMs);
+    return await toControlSocket(client, sessionId, o, pong.startedAt);
   } catch (err) {
     client.close();
     throw err;
   }
+}
+
+/** The attached client traded for one over the control socket when the options say so and the executor has one. */
+async function toControlSocket(attached: ExecutorClient, sessionId: string, o: ResolvedSandboxOptions, startedAt?: number): Promise<ExecutorClient> {
+  if (o.executorChannel !== 'socket') return attached;
+  const socketPath = controlSocketPath(o.egressDir, o.namePrefix, sessionId);
+  const client = await openControlSocket(socketPath, attached, { sessionId, maxFrameBytes: o.maxFrameBytes, startedAt, timeoutMs: o.startTimeoutMs });
+  if (!client) return attached;
+  attached.close(); // the container and its executor keep running; only dockerd's relay goes
+  return client;
 }
 
 /**

@@ -141,7 +141,7 @@ describe('another session\'s socket', () => {
     const otherProxy = await startFakeProxy(manager.egressSocketPath(other), upstream.port);
     try {
       const asRoot = await dockerExecRoot(containerName(prefix, sid), 'ls -A /var/lib/thinkflow/egress; grep -c " /var/lib/thinkflow/egress " /proc/self/mountinfo');
-      expect(asRoot).toBe('egress.sock\n1\n');
+      expect(asRoot).toBe('egress.sock\nexecutor.sock\n1\n');
       const r = await bash(sb, `ls /var/lib/thinkflow/egress; ${py(`
 import socket
 s = socket.socket(socket.AF_UNIX)

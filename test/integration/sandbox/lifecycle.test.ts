@@ -102,7 +102,8 @@ describe('one container per session', () => {
   });
 
   it('an executor that sends an oversized line is declared broken; the next command gets a fresh container on the same volume', async () => {
-    const m = newManager(prefix, { maxFrameBytes: 4 * 1024 * 1024 });
+    // On the attach stream, where root outside the executor can still write; the control socket's client is the same code (executor-client.test.ts).
+    const m = newManager(prefix, { maxFrameBytes: 4 * 1024 * 1024, executorChannel: 'attach' });
     const sb = await m.sandboxFor(sessionId());
     const name = containerName(prefix, sb.sessionId);
     await sb.execute(cmd({ tool: 'write', path: 'keep.txt', content: 'kept' }));
@@ -114,6 +115,20 @@ describe('one container per session', () => {
     expect(await running).toMatchObject({ ok: false, error_code: 'sandbox_broken' });
     expect(await sb.execute(cmd({ tool: 'read', path: 'keep.txt' }))).toMatchObject({ ok: true, stdout: 'kept' });
     expect((await docker.getContainer(name).inspect()).Id).not.toBe(firstId);
+    await m.close();
+  });
+
+  it('on the control socket, requests no longer pass the attach stream: 40 MiB on the container stdout touch nothing', async () => {
+    const m = newManager(prefix, { maxFrameBytes: 4 * 1024 * 1024 });
+    const sb = await m.sandboxFor(sessionId());
+    const name = containerName(prefix, sb.sessionId);
+    await sb.execute(cmd({ tool: 'write', path: 'keep.txt', content: 'kept' }));
+    const firstId = (await docker.getContainer(name).inspect()).Id;
+    const running = bash(sb, 'sleep 1; echo done', { timeout: 5 });
+    await new Promise((r) => setTimeout(r, 300));
+    await dockerExecRoot(name, 'head -c 40M /dev/zero > /proc/1/fd/1');
+    expect(await running).toMatchObject({ ok: true, stdout: 'done\n' });
+    expect((await docker.getContainer(name).inspect()).Id).toBe(firstId);
     await m.close();
   });
 

@@ -1,0 +1,76 @@
+import net from 'node:net';
+import path from 'node:path';
+import { egressHostDir } from './egress-dirs.ts';
+import { ExecutorClient } from './executor-client.ts';
+import { logSandboxError, sandboxLog } from './log.ts';
+
+/**
+ * The executor's control socket, in the session's directory beside the
+ * egress proxy's (the container sees it as /var/lib/thinkflow/egress/executor.sock,
+ * sandbox-image/executor/control-channel.mjs). Requests over it skip dockerd
+ * and the container's shim, which relay every byte of an attach stream.
+ */
+export const CONTROL_SOCKET_NAME = 'executor.sock';
+
+/** `socket` (the default) talks over the control socket once the container answers; `attach` keeps dockerd's attach stream. */
+export type ExecutorChannel = 'socket' | 'attach';
+export const EXECUTOR_CHANNELS = ['socket', 'attach'] as const;
+
+export function controlSocketPath(egressDir: string, namePrefix: string, sessionId: string): string {
+  return path.join(egressHostDir(egressDir, namePrefix, sessionId), CONTROL_SOCKET_NAME);
+}
+
+// The executor binds the socket before it reads its first request, so a container
+// that has answered has its socket; the few tries cover a connect refused under load.
+const ATTEMPTS = 5;
+const RETRY_MS = 20;
+// An executor up this long without a socket is from an image before the socket: it stays on attach.
+const OLD_IMAGE_AFTER_MS = 2_000;
+
+function dial(socketPath: string): Promise<net.Socket> {
+  return new Promise((resolve, reject) => {
+    const s = net.createConnection({ path: socketPath });
+    s.once('connect', () => {
+      s.removeListener('error', reject);
+      resolve(s);
+    });
+    s.once('error', reject);
+  });
+}
+
+/**
+ * A client over the control socket of a container whose executor has just
+ * answered on `attached`, or null when there is none (an executor of an older
+ * image, a setup without the session's directory): the caller keeps `attached`.
+ */
+export async function openControlSocket(
+  socketPath: string,
+  attached: ExecutorClient,
+  o: { sessionId: string; maxFrameBytes: number; startedAt?: number; timeoutMs: number },
+): Promise<ExecutorClient | null> {
+  for (let attempt = 1; attached.alive; attempt++) {
+    try {
+      const socket = await dial(socketPath);
+      socket.setNoDelay(true);
+      const client = new ExecutorClient(socket, null, {
+        maxFrameBytes: o.maxFrameBytes,
+        sessionId: o.sessionId,
+        onError: (err) => logSandboxError(o.sessionId, 'executor control socket failed', err),
+      });
+      await client.request('ping', {}, o.timeoutMs).catch((err: unknown) => {
+        client.close();
+        throw err;
+      });
+      return client;
+    } catch (err) {
+      const code = (err as NodeJS.ErrnoException).code;
+      const old = o.startedAt !== undefined && Date.now() - o.startedAt > OLD_IMAGE_AFTER_MS;
+      if (attempt >= ATTEMPTS || (code === 'ENOENT' && old) || (code !== 'ENOENT' && code !== 'ECONNREFUSED' && code !== 'EAGAIN')) {
+        sandboxLog(o.sessionId).warn({ err, socketPath }, 'executor control socket not reachable; the attach stream carries the requests');
+        return null;
+      }
+      await new Promise((r) => setTimeout(r, RETRY_MS * attempt));
+    }
+  }
+  return null;
+}

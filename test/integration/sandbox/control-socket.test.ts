@@ -1,0 +1,101 @@
+// The executor's control socket (sandbox-image/executor/control-channel.mjs,
+// services/sandbox/executor-socket.ts): the worker's requests go over it, not
+// dockerd's attach stream. It must be the host service's alone: a command of
+// the sandbox that reached it could ask the executor for anything.
+import { lstatSync } from 'node:fs';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { containerName, type Sandbox, type SandboxManager } from '../../../services/sandbox/index.ts';
+import { bash, cmd, docker, dockerExecRoot, newManager, reapAll, requireImage, sessionId, testPrefix } from './helpers.ts';
+
+const prefix = testPrefix('ctl');
+let manager: SandboxManager;
+let sid: string;
+let sb: Sandbox;
+
+const socketOf = (s: string) => path.join(path.dirname(manager.egressSocketPath(s)), 'executor.sock');
+
+// Every way a command could name the socket: its path, /proc/1/root, the executor's root and descriptors.
+const probe = `python3 -c '
+import os, socket
+tail = "var/lib/thinkflow/egress/executor.sock"
+def argv(pid):
+    try:
+        return open("/proc/%s/cmdline" % pid, "rb").read().split(b"\\0")[:2]
+    except OSError:
+        return []
+executor = [p for p in filter(str.isdigit, os.listdir("/proc")) if argv(p) == [b"node", b"/opt/thinkflow/executor/main.mjs"]]
+assert len(executor) == 1, executor
+pid = executor[0]
+paths = ["/" + tail, "/proc/1/root/" + tail, "/proc/%s/root/%s" % (pid, tail)]
+try:
+    fds = os.listdir("/proc/%s/fd" % pid)
+except OSError:
+    fds = [str(i) for i in range(64)]
+paths += ["/proc/%s/fd/%s" % (pid, fd) for fd in fds] + ["/proc/%s/fd/%s/executor.sock" % (pid, fd) for fd in fds]
+reached = []
+for p in paths:
+    s = socket.socket(socket.AF_UNIX)
+    try:
+        s.connect(p)
+        s.sendall(b"{\\"rid\\":\\"x\\",\\"op\\":\\"ping\\"}\\n")
+        reached.append(p)
+    except OSError:
+        pass
+print(len(paths) > 60, reached)'`;
+
+beforeAll(async () => {
+  await requireImage();
+  manager = newManager(prefix);
+  sid = sessionId();
+  sb = await manager.sandboxFor(sid);
+  await sb.execute(cmd({ tool: 'write', path: 'keep.txt', content: 'kept' }));
+});
+afterAll(async () => {
+  await reapAll(manager, prefix);
+});
+
+describe('the executor control socket', () => {
+  it('is in the session\'s directory, a socket of mode 0600 owned by the service\'s uid', () => {
+    const st = lstatSync(socketOf(sid));
+    expect(st.isSocket()).toBe(true);
+    expect(st.mode & 0o777).toBe(0o600);
+    expect(st.uid).toBe(process.geteuid!());
+  });
+
+  it('is closed to commands by every path a command can name', async () => {
+    const r = await bash(sb, probe);
+    expect(r.stderr).toBe('');
+    expect(r.stdout).toBe('True []\n');
+  });
+
+  it('while root in the container reaches it (so the refusal above is the permissions, not a wrong path)', async () => {
+    const out = await dockerExecRoot(containerName(prefix, sid), probe);
+    expect(out).toContain("'/var/lib/thinkflow/egress/executor.sock'");
+  });
+
+  it('a stopped container starts again with a fresh socket, and the files are there', async () => {
+    await docker.getContainer(containerName(prefix, sid)).stop({ t: 1 });
+    expect(await sb.execute(cmd({ tool: 'read', path: 'keep.txt' }))).toMatchObject({ ok: true, stdout: 'kept' });
+    // Served over the socket again: output thrown on the container's stdout reaches no request.
+    const running = bash(sb, 'sleep 0.5; echo done', { timeout: 5 });
+    await dockerExecRoot(containerName(prefix, sid), 'head -c 8M /dev/zero > /proc/1/fd/1');
+    expect(await running).toMatchObject({ ok: true, stdout: 'done\n' });
+  });
+
+  it('an executor without the socket (an image from before it) is served over the attach stream', async () => {
+    const other = sessionId();
+    const first = await manager.sandboxFor(other);
+    await first.execute(cmd({ tool: 'write', path: 'a.txt', content: 'a' }));
+    await dockerExecRoot(containerName(prefix, other), 'rm /var/lib/thinkflow/egress/executor.sock');
+    await new Promise((r) => setTimeout(r, 2_100)); // older than a fresh start's grace
+    const second = newManager(prefix);
+    try {
+      const sb2 = await second.sandboxFor(other);
+      expect(await sb2.execute(cmd({ tool: 'read', path: 'a.txt' }))).toMatchObject({ ok: true, stdout: 'a' });
+    } finally {
+      await second.close();
+      await manager.remove(other);
+    }
+  });
+});
