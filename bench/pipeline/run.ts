@@ -4,7 +4,8 @@
 // throughput at 1, 20 and 200 concurrent sessions with ordering/loss checks,
 // Redis connections in use at 200 sessions, and the service's RSS.
 // --before DIR measures another checkout's service (a worktree of the commit
-// before a change) in the same run, and prints both side by side; --cluster
+// before a change) in the same run, and prints both side by side, on the sandbox
+// image named by --before-image (built from that checkout) when given; --cluster
 // starts a 3-master Redis Cluster on loopback and runs the services on it.
 //   npm run bench:pipeline [-- --levels 1,20,200 --commands 2000 --samples 300 --before /tmp/tf-base --cluster]
 import { spawn, execFileSync, type ChildProcess } from 'node:child_process';
@@ -20,6 +21,7 @@ const { values } = parseArgs({ options: {
   samples: { type: 'string', default: '300' },
   turn: { type: 'string', default: '50' },
   before: { type: 'string' },
+  'before-image': { type: 'string' },
   cluster: { type: 'boolean', default: false },
 } });
 const LEVELS = values.levels!.split(',').map(Number);
@@ -47,7 +49,7 @@ async function freePort(): Promise<number> {
   });
 }
 
-async function startService(port: number, root: string): Promise<ChildProcess> {
+async function startService(port: number, root: string, image?: string): Promise<ChildProcess> {
   // BENCH_SERVICE_NODE_ARGS (e.g. "--cpu-prof") goes to the service's node, for profiling.
   const nodeArgs = (process.env.BENCH_SERVICE_NODE_ARGS ?? '').split(' ').filter(Boolean);
   const child = spawn(process.execPath, [...nodeArgs, `${root}/bin/thinkflow.mjs`, 'serve', '--role', 'all'], {
@@ -56,7 +58,8 @@ async function startService(port: number, root: string): Promise<ChildProcess> {
       // One load generator stands for 200 tenants: lift the per-key caps it would otherwise hit (100 sessions, 20 busy).
       THINKFLOW_MAX_SESSIONS_PER_KEY: '1000', THINKFLOW_MAX_RUNNING_PER_KEY: '1000',
       // 200 sessions of one key at once, each with its own connection.
-      THINKFLOW_MAX_TURNS_PER_KEY: '1000', THINKFLOW_MAX_CONNECTIONS_PER_ADDRESS: '1000' },
+      THINKFLOW_MAX_TURNS_PER_KEY: '1000', THINKFLOW_MAX_CONNECTIONS_PER_ADDRESS: '1000',
+      ...(image ? { THINKFLOW_SANDBOX_IMAGE: image } : {}) },
   });
   await new Promise<void>((resolve, reject) => {
     let log = '';
@@ -164,9 +167,9 @@ type Figures = {
 };
 
 /** Every figure of one checkout's service (`root`), on a fresh prefix. */
-async function measure(root: string, label: string, redis: PipelineRedis): Promise<Figures> {
+async function measure(root: string, label: string, redis: PipelineRedis, image?: string): Promise<Figures> {
   const port = await freePort();
-  const service = await startService(port, root);
+  const service = await startService(port, root, image);
   const a = api(`http://127.0.0.1:${port}`);
   const say = (l: string) => process.stdout.write(`[${label}] ${l}\n`);
   const f: Figures = { label, e2eP50: 0, e2eP99: 0, queueP50: 0, levels: [], rssMiB: 0, idleConnections: 0 };
@@ -237,7 +240,7 @@ async function main(): Promise<void> {
     const os = await import('node:os');
     console.log(`pipeline bench: ${new Date().toISOString()}, ${os.cpus().length} cores, node ${process.version}, ${cluster ? '3-master Redis Cluster' : 'one Redis'} + Docker sandboxes, load ${os.loadavg()[0]!.toFixed(1)}`);
     const all: Figures[] = [];
-    if (values.before) all.push(await measure(values.before, 'before', redis));
+    if (values.before) all.push(await measure(values.before, 'before', redis, values['before-image']));
     all.push(await measure(ROOT.replace(/\/$/, ''), 'this checkout', redis));
     console.log(`\n${table(all).join('\n')}`);
     const mine = all.at(-1)!;
