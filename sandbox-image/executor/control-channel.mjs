@@ -6,12 +6,14 @@
 // container's shim, which the attach stream costs.
 //
 // Commands cannot reach the socket: it lies below /var/lib/thinkflow (root
-// only, mode 0700 in the image), it is bound as root, and it is handed to the
-// owner of the mounted directory (the host's service) with mode 0600.
+// only, mode 0700 in the image), and it belongs to the owner of the mounted
+// directory (the host's service) with mode 0600. The host checks that the
+// executor answering on it is the one it pinged on the attach stream (the
+// `instance` of a ping), so a socket replaced in the directory leads nowhere.
 import fs from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
-import { asRoot } from './identity.mjs';
+import { asRoot, RUN_AS } from './identity.mjs';
 
 /** The socket as the container sees it: in the session's directory beside the egress proxy's. */
 export const CONTROL_SOCKET = '/var/lib/thinkflow/egress/executor.sock';
@@ -43,11 +45,27 @@ export function lineWriter(stream) {
   };
 }
 
+/** Runs `fn` with the effective uid `uid` (from root's): the socket is made as its directory's owner. */
+function asUser(uid, fn) {
+  if (uid === 0) return fn();
+  process.seteuid(uid);
+  try {
+    return fn();
+  } finally {
+    process.seteuid(0);
+  }
+}
+
 /**
  * Listens on `socketPath` and calls `onLine(line, send)` for each request of
  * each connection, `send` answering on that connection only. Resolves once
  * listening; resolves without a socket (logged) when the directory is not
- * mounted, so the attached channel alone still serves.
+ * mounted or not usable, so the attached channel alone still serves.
+ *
+ * The socket is bound as the directory's owner (the host's service; root in
+ * the container has no CAP_DAC_OVERRIDE to write in another uid's directory)
+ * and left to it alone (0600). A directory of the command user is refused:
+ * its socket would be the commands' too.
  */
 export function listenControlSocket(onLine, socketPath = CONTROL_SOCKET) {
   const dir = path.dirname(socketPath);
@@ -58,19 +76,28 @@ export function listenControlSocket(onLine, socketPath = CONTROL_SOCKET) {
     conn.on('data', lineSplitter((line) => onLine(line, send)));
   });
   return new Promise((resolve) => {
-    server.once('error', (err) => {
-      log(`cannot listen on ${socketPath}: ${err.code || err.message}; only the attached channel serves`);
+    let listening = false;
+    server.on('error', (err) => {
+      log(`${listening ? 'failed' : `cannot listen on ${socketPath}`}: ${err.code || err.message}; the attached channel still serves`);
       resolve(null);
     });
-    let owner;
     try {
-      // Bound and handed over as root; listen() binds synchronously, so root is held only for these calls.
+      // Root only for these calls; listen() binds synchronously.
       asRoot(() => {
-        owner = fs.statSync(dir).uid;
-        fs.rmSync(socketPath, { force: true }); // left by the container's previous start
-        server.listen(socketPath);
-        fs.chownSync(socketPath, owner, 0);
-        fs.chmodSync(socketPath, 0o600);
+        const owner = fs.statSync(dir).uid;
+        if (owner === RUN_AS.uid) throw Object.assign(new Error(`${dir} belongs to the command user`), { code: 'EOWNER' });
+        // Through a descriptor of the directory: its owner may not traverse the root-only /var/lib/thinkflow.
+        const fd = fs.openSync(dir, fs.constants.O_RDONLY | fs.constants.O_DIRECTORY);
+        const via = `/proc/self/fd/${fd}/${path.basename(socketPath)}`;
+        try {
+          asUser(owner, () => {
+            fs.rmSync(via, { force: true }); // left by the container's previous start
+            server.listen(via);
+            fs.chmodSync(via, 0o600);
+          });
+        } finally {
+          fs.closeSync(fd);
+        }
       });
     } catch (err) {
       if (err.code !== 'ENOENT') log(`cannot prepare ${socketPath}: ${err.code || err.message}`);
@@ -78,6 +105,9 @@ export function listenControlSocket(onLine, socketPath = CONTROL_SOCKET) {
       resolve(null);
       return;
     }
-    server.once('listening', () => resolve(server));
+    server.once('listening', () => {
+      listening = true;
+      resolve(server);
+    });
   });
 }

@@ -19,6 +19,7 @@ import { startEgressRelay } from './egress-relay.mjs';
 import { lineSplitter, lineWriter, listenControlSocket } from './control-channel.mjs';
 import { dropToCommandUser } from './identity.mjs';
 import { DEFAULT_LIMITS } from './limits.mjs';
+import { randomBytes } from 'node:crypto';
 import path from 'node:path';
 import { resolveInside, ToolError, WORKSPACE } from './paths.mjs';
 import { FilesystemQuota } from './fs-quota.mjs';
@@ -56,6 +57,8 @@ function slots(n) {
 const viewSlots = slots(2);
 const running = new Map(); // rid -> AbortController, for cancel
 const startedAt = Date.now();
+// Which executor this is: the host compares it across channels (control-channel.mjs).
+const instance = randomBytes(12).toString('hex');
 let lastActivity = Date.now();
 let inflight = 0;
 let stdinEnded = false;
@@ -147,7 +150,7 @@ async function handle(req, send) {
   switch (req.op) {
     case 'ping':
       // A command still running counts as activity now: the reaper must not take it for idle.
-      return send({ rid, result: { pong: true, pid: process.pid, startedAt, lastActivity: running.size > 0 || uploads.active() ? Date.now() : lastActivity } });
+      return send({ rid, result: { pong: true, pid: process.pid, instance, startedAt, lastActivity: running.size > 0 || uploads.active() ? Date.now() : lastActivity } });
     case 'cancel':
       running.get(req.target)?.abort();
       return send({ rid, result: { cancelled: running.has(req.target) } });

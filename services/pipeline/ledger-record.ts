@@ -154,19 +154,22 @@ export function buildBase(args: {
  */
 export function recordFromHash(index: number, h: Record<string, string>, validate = true): LedgerRecord {
   if (!h.base || !h.status) throw new Error(`ledger record ${index} is incomplete`);
-  const base = JSON.parse(h.base) as LedgerBase;
-  const result = h.result ? (JSON.parse(h.result) as LedgerResult) : EMPTY_RESULT;
-  const raw = {
-    ...BODY_DEFAULTS, ...base, ...EMPTY_RESULT, ...result,
-    index,
-    status: h.status,
+  const raw = assembleRecord(index, JSON.parse(h.base) as LedgerBase, h.result ? (JSON.parse(h.result) as LedgerResult) : null, {
+    status: h.status as LedgerStatus,
     approval: h.approval ? JSON.parse(h.approval) : null,
     injected: h.injected === '1',
     started_at: h.started_at || null,
     finished_at: h.finished_at || null,
     executed_by: h.executed_by || null,
-  };
-  return validate ? LedgerRecord.parse(raw) : (raw as LedgerRecord);
+  });
+  return validate ? LedgerRecord.parse(raw) : raw;
+}
+
+type RecordState = Pick<LedgerRecord, 'status' | 'approval' | 'injected' | 'started_at' | 'finished_at' | 'executed_by'>;
+
+/** A record from its parts as stored (the base, the result, the state fields); no schema check: the caller vouches for them. */
+export function assembleRecord(index: number, base: LedgerBase, result: LedgerResult | null, state: RecordState): LedgerRecord {
+  return { ...BODY_DEFAULTS, ...base, ...EMPTY_RESULT, ...(result ?? {}), index, ...state } as LedgerRecord;
 }
 
 /** UTF-16-safe cap on a captured stream; the flag says something was cut. */

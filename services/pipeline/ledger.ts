@@ -6,7 +6,7 @@ import type { LedgerEventType, PublicApproval } from './events.ts';
 import type { Keys } from './keys.ts';
 import type { CreatedStatus } from './lifecycle/table.ts';
 import {
-  EMPTY_RESULT, FAILURE_STATUSES, FINAL_STATUSES, buildBase, recordFromHash,
+  EMPTY_RESULT, FAILURE_STATUSES, FINAL_STATUSES, assembleRecord, buildBase, recordFromHash,
   type EvaluationData, type LedgerApproval, type LedgerRecord, type LedgerResult, type LedgerStatus,
 } from './ledger-record.ts';
 import type { PipelineRedis } from './redis.ts';
@@ -71,11 +71,10 @@ export class Ledger {
     const baseJson = JSON.stringify(base);
     const resultJson = result ? JSON.stringify(result) : '';
     // The record as it will read right after this script; the script fills in the index.
-    // Built from what this call writes: no schema parse (it runs once per command).
-    const rendered = recordFromHash(1, {
-      base: baseJson, status: args.status, injected: '0',
-      ...(result ? { result: resultJson } : {}), ...(finishedAt ? { finished_at: finishedAt } : {}),
-    }, false);
+    // Built from what this call writes: no schema parse and no JSON read back (it runs once per command).
+    const rendered = assembleRecord(1, base, result, {
+      status: args.status, approval: null, injected: false, started_at: null, finished_at: finishedAt, executed_by: null,
+    });
     const { index: _placeholder, ...record } = rendered;
     const type: LedgerEventType = final ? 'command_finished' : 'command_queued';
     if (!final) await this.#busy.mark(sid);
@@ -176,7 +175,8 @@ export class Ledger {
     return (out ?? []).map(([err, v]) => (err ? null : ((v as LedgerStatus | null) ?? null)));
   }
 
-  async many(sid: string, indexes: number[]): Promise<LedgerRecord[]> {
+  /** `validate` false: records this code wrote and reads back on the command path (a turn's answer), not checked against the schema again. */
+  async many(sid: string, indexes: number[], validate = true): Promise<LedgerRecord[]> {
     if (indexes.length === 0) return [];
     const p = this.#redis.pipeline();
     for (const i of indexes) p.hgetall(this.#keys.record(sid, i));
@@ -185,7 +185,7 @@ export class Ledger {
     out.forEach(([err, h], j) => {
       if (err) throw err;
       const hash = h as Record<string, string>;
-      if (hash.status) records.push(recordFromHash(indexes[j]!, hash));
+      if (hash.status) records.push(recordFromHash(indexes[j]!, hash, validate));
     });
     return records;
   }

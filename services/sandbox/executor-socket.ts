@@ -1,3 +1,4 @@
+import { lstatSync } from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
 import { egressHostDir } from './egress-dirs.ts';
@@ -38,18 +39,42 @@ function dial(socketPath: string): Promise<net.Socket> {
   });
 }
 
+/** Why a path is not the service's own socket (a link, another file, another owner), or null when it is. */
+function notOurSocket(socketPath: string): string | null {
+  let st;
+  try {
+    st = lstatSync(socketPath);
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code ?? String(err);
+  }
+  if (!st.isSocket()) return st.isSymbolicLink() ? 'a symbolic link' : 'not a socket';
+  const self = process.geteuid?.();
+  return self !== undefined && st.uid !== self ? `owned by uid ${st.uid}` : null;
+}
+
 /**
  * A client over the control socket of a container whose executor has just
- * answered on `attached`, or null when there is none (an executor of an older
- * image, a setup without the session's directory): the caller keeps `attached`.
+ * answered on `attached` with `o.instance`, or null when there is none (an
+ * executor of an older image, a setup without the session's directory): the
+ * caller keeps `attached`. The directory is writable from inside the
+ * container (by its root), so what answers on the socket must prove it is the
+ * executor that answered on the attach stream: same `instance`, or the socket
+ * is dropped.
  */
 export async function openControlSocket(
   socketPath: string,
   attached: ExecutorClient,
-  o: { sessionId: string; maxFrameBytes: number; startedAt?: number; timeoutMs: number },
+  o: { sessionId: string; maxFrameBytes: number; instance?: string; startedAt?: number; timeoutMs: number },
 ): Promise<ExecutorClient | null> {
+  const log = sandboxLog(o.sessionId);
+  if (o.instance === undefined) return null; // an executor from before the socket
   for (let attempt = 1; attached.alive; attempt++) {
     try {
+      const odd = notOurSocket(socketPath);
+      if (odd !== null && odd !== 'ENOENT') {
+        log.warn({ socketPath, found: odd }, 'executor control socket is not the service\'s own socket; the attach stream carries the requests');
+        return null;
+      }
       const socket = await dial(socketPath);
       socket.setNoDelay(true);
       const client = new ExecutorClient(socket, null, {
@@ -57,16 +82,19 @@ export async function openControlSocket(
         sessionId: o.sessionId,
         onError: (err) => logSandboxError(o.sessionId, 'executor control socket failed', err),
       });
-      await client.request('ping', {}, o.timeoutMs).catch((err: unknown) => {
+      const pong = await client.request<{ instance?: string }>('ping', {}, o.timeoutMs).catch((err: unknown) => {
         client.close();
         throw err;
       });
-      return client;
+      if (pong.instance === o.instance) return client;
+      client.close();
+      log.warn({ socketPath, expected: o.instance, answered: pong.instance ?? null }, 'another executor answered on the control socket; the attach stream carries the requests');
+      return null;
     } catch (err) {
       const code = (err as NodeJS.ErrnoException).code;
       const old = o.startedAt !== undefined && Date.now() - o.startedAt > OLD_IMAGE_AFTER_MS;
       if (attempt >= ATTEMPTS || (code === 'ENOENT' && old) || (code !== 'ENOENT' && code !== 'ECONNREFUSED' && code !== 'EAGAIN')) {
-        sandboxLog(o.sessionId).warn({ err, socketPath }, 'executor control socket not reachable; the attach stream carries the requests');
+        log.warn({ err, socketPath }, 'executor control socket not reachable; the attach stream carries the requests');
         return null;
       }
       await new Promise((r) => setTimeout(r, RETRY_MS * attempt));

@@ -2,7 +2,7 @@
 // services/sandbox/executor-socket.ts): the worker's requests go over it, not
 // dockerd's attach stream. It must be the host service's alone: a command of
 // the sandbox that reached it could ask the executor for anything.
-import { lstatSync } from 'node:fs';
+import { chownSync, existsSync, lstatSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { containerName, type Sandbox, type SandboxManager } from '../../../services/sandbox/index.ts';
@@ -96,6 +96,53 @@ describe('the executor control socket', () => {
     } finally {
       await second.close();
       await manager.remove(other);
+    }
+  });
+
+  it('a socket replaced from inside the container by a link to another session\'s never serves this session', async () => {
+    const a = sessionId();
+    const b = sessionId();
+    const sbA = await manager.sandboxFor(a);
+    const sbB = await manager.sandboxFor(b);
+    await sbA.execute(cmd({ tool: 'write', path: 'whoami.txt', content: 'A' }));
+    await sbB.execute(cmd({ tool: 'write', path: 'whoami.txt', content: 'B' }));
+    // Root in A (an escalation this test grants) can write its host directory: it points its socket at B's.
+    const other = path.basename(path.dirname(manager.egressSocketPath(b)));
+    await dockerExecRoot(containerName(prefix, a), `ln -sfn ../${other}/executor.sock /var/lib/thinkflow/egress/executor.sock`);
+    const worker = newManager(prefix); // the next worker to connect to A (a restart, another process)
+    try {
+      const again = await worker.sandboxFor(a);
+      expect(await bash(again, 'cat whoami.txt')).toMatchObject({ ok: true, stdout: 'A' });
+      // and a real socket of B's moved in place of A's: answered by another executor, so dropped too
+      await dockerExecRoot(containerName(prefix, a), 'rm /var/lib/thinkflow/egress/executor.sock');
+      const worker2 = newManager(prefix);
+      try {
+        const { renameSync } = await import('node:fs');
+        renameSync(socketOf(b), socketOf(a));
+        expect(await bash(await worker2.sandboxFor(a), 'cat whoami.txt')).toMatchObject({ ok: true, stdout: 'A' });
+      } finally {
+        await worker2.close();
+      }
+    } finally {
+      await worker.close();
+      await manager.remove(a);
+      await manager.remove(b);
+    }
+  });
+
+  it('is bound as the owner of the session\'s directory (a service that is not root), and not at all in one of the command user\'s', async () => {
+    for (const [uid, bound] of [[4242, true], [1000, false]] as const) {
+      const s = sessionId();
+      await manager.prepareEgress(s);
+      chownSync(path.dirname(manager.egressSocketPath(s)), uid, uid);
+      try {
+        const box = await manager.sandboxFor(s); // served over the attach stream: the socket is not this (root) service's
+        expect(await box.execute(cmd({ tool: 'write', path: 'x.txt', content: 'x' }))).toMatchObject({ ok: true });
+        expect(existsSync(socketOf(s))).toBe(bound);
+        if (bound) expect([lstatSync(socketOf(s)).uid, lstatSync(socketOf(s)).mode & 0o777]).toEqual([uid, 0o600]);
+      } finally {
+        await manager.remove(s);
+      }
     }
   });
 });
