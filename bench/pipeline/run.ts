@@ -91,19 +91,27 @@ function api(base: string) {
 }
 type Api = ReturnType<typeof api>;
 
-async function latency(a: Api): Promise<{ e2e: number[]; queue: number[] }> {
+async function latency(a: Api): Promise<{ e2e: number[]; queue: number[]; phases: string }> {
   const sid = await a.session();
   for (let i = 1; i <= 20; i++) await a.turn(sid, `<tf-write id="1" path="warm.txt">${KIB}</tf-write>`);
   const e2e: number[] = [];
+  const wall: [number, number][] = []; // wall-clock ms around each request, to place the ledger's timestamps
   for (let i = 1; i <= SAMPLES; i++) {
+    const w0 = Date.now();
     const t0 = performance.now();
     const out = await a.turn(sid, `<tf-write id="1" path="lat/${i}.txt">${KIB}</tf-write>`);
     e2e.push(performance.now() - t0);
+    wall.push([w0, Date.now()]);
     if (out.results[0]?.status !== 'succeeded') throw new Error(`latency write ${i}: ${JSON.stringify(out)}`);
   }
-  const queue = (await a.ledger(sid)).slice(20).map((e) => Date.parse(e.started_at!) - Date.parse(e.enqueued_at));
+  const entries = (await a.ledger(sid)).slice(20);
+  const queue = entries.map((e) => Date.parse(e.started_at!) - Date.parse(e.enqueued_at));
+  // Where the time of one request goes, from the ledger's own timestamps (ms resolution): p50 of each phase.
+  const phase = (f: (e: Entry, w: [number, number]) => number) => pct(entries.map((e, i) => f(e, wall[i]!)), 50);
+  const phases = `request → recorded ${phase((e, w) => Date.parse(e.enqueued_at) - w[0])} ms, recorded → started ${phase((e) => Date.parse(e.started_at!) - Date.parse(e.enqueued_at))} ms, ` +
+    `started → finished ${phase((e) => Date.parse(e.finished_at!) - Date.parse(e.started_at!))} ms, finished → answered ${phase((e, w) => w[1] - Date.parse(e.finished_at!))} ms (p50 each)`;
   await a.del(sid);
-  return { e2e, queue };
+  return { e2e, queue, phases };
 }
 
 /** `sessions` sessions in parallel, each sending its share of COMMANDS as turns of TURN appends. */
@@ -177,7 +185,7 @@ async function measure(root: string, label: string, redis: PipelineRedis, image?
     const lat = await latency(a);
     Object.assign(f, { e2eP50: pct(lat.e2e, 50), e2eP99: pct(lat.e2e, 99), queueP50: pct(lat.queue, 50) });
     say(`1 KiB write, ${SAMPLES} sequential one-command turns: enqueue→start p50 ${pct(lat.queue, 50).toFixed(1)} ms p99 ${pct(lat.queue, 99).toFixed(1)} ms; ` +
-      `end to end (HTTP POST → 200) p50 ${f.e2eP50.toFixed(1)} ms p99 ${f.e2eP99.toFixed(1)} ms`);
+      `end to end (HTTP POST → 200) p50 ${f.e2eP50.toFixed(1)} ms p99 ${f.e2eP99.toFixed(1)} ms; ${lat.phases}`);
     for (const level of LEVELS) {
       const r = await throughput(a, level, redis, service.pid!);
       const cpuMs = (r.serviceCpu / r.commands) * 1000;

@@ -19,6 +19,7 @@ export const ENV_DEFAULTS = {
   THINKFLOW_SANDBOX_IDLE_STOP_S: 600,
   THINKFLOW_EGRESS_DIR: '/var/lib/thinkflow/egress',
   THINKFLOW_EXECUTOR_CHANNEL: 'socket',
+  THINKFLOW_SANDBOX_START_CONCURRENCY: 4,
 } as const;
 const D = ENV_DEFAULTS;
 
@@ -89,6 +90,8 @@ export const EnvSchema = z.object({
   THINKFLOW_EGRESS_DIR: z.string().min(1).default(D.THINKFLOW_EGRESS_DIR),
   /** `socket`: requests go to the executor over its socket in the session's egress directory; `attach`: over dockerd's attach stream */
   THINKFLOW_EXECUTOR_CHANNEL: z.enum(['socket', 'attach']).default(D.THINKFLOW_EXECUTOR_CHANNEL),
+  /** containers a worker process opens at once (create, start, first answer); more sessions wait their turn */
+  THINKFLOW_SANDBOX_START_CONCURRENCY: z.coerce.number().int().min(1).max(64).default(D.THINKFLOW_SANDBOX_START_CONCURRENCY),
   THINKFLOW_WORKSPACE_INODES: z.coerce.number().int().min(1024).default(D.THINKFLOW_WORKSPACE_INODES),
   /** workspace images kept ready on a loop device per process (0: made on a session's first command) */
   THINKFLOW_WORKSPACE_SPARES: z.coerce.number().int().min(0).max(64).default(D.THINKFLOW_WORKSPACE_SPARES),
@@ -135,8 +138,7 @@ export type Role = (typeof ROLES)[number];
 export type ApiKeys = Map<string, Role>;
 
 export type Config = {
-  port: number;
-  host: string;
+  port: number; host: string;
   redisUrl: string;
   role: 'api' | 'worker' | 'all';
   /** null = dev mode (no keys): loopback only */
@@ -154,12 +156,11 @@ export type Config = {
   workerIdleMs: number;
   /** THINKFLOW_SHUTDOWN_GRACE_S */
   shutdownGraceS: number;
-  recordBodyBytes: number;
-  retentionS: number;
+  recordBodyBytes: number; retentionS: number;
   sandboxPrefix: string;
   /** name is null only with the built-in replay model (baseUrl null) */
   model: { baseUrl: string | null; apiKey: string | null; name: string | null; /** THINKFLOW_MODEL_IDLE_S in ms */ idleMs: number };
-  sandboxImage: string; executorChannel: 'socket' | 'attach';
+  sandboxImage: string; executorChannel: 'socket' | 'attach'; sandboxStartConcurrency: number;
   /** the tf-* parser of the service (jobs and /commands) */
   parser: { legacyTags: boolean; maxBodyBytes: number };
   eventsKeep: number;
@@ -245,8 +246,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     throw new Error('invalid environment: THINKFLOW_MODEL is unset but OPENAI_BASE_URL is set: name the model the endpoint should run (there is no default)');
   }
   return {
-    port: e.PORT,
-    host: e.HOST,
+    port: e.PORT, host: e.HOST,
     redisUrl: e.REDIS_URL,
     role: e.THINKFLOW_ROLE,
     apiKeys: parseApiKeys(e.THINKFLOW_API_KEYS),
@@ -261,11 +261,10 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     stalledIntervalMs: e.THINKFLOW_STALLED_INTERVAL_MS,
     workerIdleMs: e.THINKFLOW_WORKER_IDLE_MS,
     shutdownGraceS: e.THINKFLOW_SHUTDOWN_GRACE_S,
-    recordBodyBytes: e.THINKFLOW_RECORD_BODY_BYTES,
-    retentionS: e.THINKFLOW_RETENTION_S,
+    recordBodyBytes: e.THINKFLOW_RECORD_BODY_BYTES, retentionS: e.THINKFLOW_RETENTION_S,
     sandboxPrefix: e.THINKFLOW_SANDBOX_PREFIX,
     model: { baseUrl: e.OPENAI_BASE_URL ?? null, apiKey: e.OPENAI_API_KEY ?? null, name: e.THINKFLOW_MODEL ?? null, idleMs: e.THINKFLOW_MODEL_IDLE_S * 1000 },
-    sandboxImage: e.THINKFLOW_SANDBOX_IMAGE, executorChannel: e.THINKFLOW_EXECUTOR_CHANNEL,
+    sandboxImage: e.THINKFLOW_SANDBOX_IMAGE, executorChannel: e.THINKFLOW_EXECUTOR_CHANNEL, sandboxStartConcurrency: e.THINKFLOW_SANDBOX_START_CONCURRENCY,
     parser: { legacyTags: e.THINKFLOW_LEGACY_TAGS, maxBodyBytes: e.THINKFLOW_MAX_TAG_BODY_BYTES },
     eventsKeep: e.THINKFLOW_EVENTS_KEEP,
     logLevel: e.THINKFLOW_LOG_LEVEL,

@@ -65,7 +65,7 @@ export async function createRuntime(config: Config, overrides: RuntimeOverrides 
   const manager = overrides.sandboxes || remote ? null : new SandboxManager({
     namePrefix: config.sandboxPrefix, image: config.sandboxImage, workspaceQuotaBytes: config.workspaceQuotaMb * 1024 * 1024,
     workspaceFs: config.workspace.fs, workspaceDir: config.workspace.dir, workspaceInodes: config.workspace.inodes, workspaceSpares: config.workspace.spares,
-    egressDir: config.egressDir, egressRelayMaxConnections: config.egress.maxConnections, executorChannel: config.executorChannel,
+    egressDir: config.egressDir, egressRelayMaxConnections: config.egress.maxConnections, executorChannel: config.executorChannel, startConcurrency: config.sandboxStartConcurrency,
     idleStopMs: config.sandboxIdleStopS * 1000, reapIntervalMs: config.sandboxReapIntervalS * 1000,
   });
   const remoteSandboxes = remote ? new RemoteSandboxes({ redis, keys, subscriber }, config.sandboxCalls) : null;

@@ -7,6 +7,7 @@ import { reapSandboxes, type ReapResult } from './reaper.ts';
 import { resolveSandboxOptions, type ResolvedSandboxOptions, type SandboxOptions } from './sandbox-options.ts';
 import { connectOnImage, connectSession, probeActivity } from './session-container.ts';
 import { withSessionLock } from './session-lock.ts';
+import { StartSlots } from './start-slots.ts';
 import type { Sandbox } from './types.ts';
 import { sandboxLog, settled } from './log.ts';
 import { teardownSession } from './teardown.ts';
@@ -36,6 +37,7 @@ export class SandboxManager {
   #timer?: NodeJS.Timeout;
   #fs?: Promise<WorkspaceImages | null>;
   readonly #egress: EgressDirs;
+  readonly #starts: StartSlots;
   /** Archives, baselines, change lists and patches of the sessions' workspaces, made in their containers. */
   readonly workspace = new SandboxWorkspaceOut(() => this.#docker, () => this.options.namePrefix, (sid) => this.sandboxFor(sid) as Promise<DockerSandbox>);
 
@@ -44,6 +46,7 @@ export class SandboxManager {
     this.#docker = docker ?? new Docker();
     this.options = resolveSandboxOptions(rest);
     this.#egress = new EgressDirs({ dir: this.options.egressDir, namePrefix: this.options.namePrefix });
+    this.#starts = new StartSlots(this.options.startConcurrency);
   }
 
   /**
@@ -238,7 +241,7 @@ export class SandboxManager {
     }
     entry.connecting ??= this.#exclusive(sessionId, async () => {
       if (entry.client?.alive) return entry.client;
-      const client = await this.#open(sessionId);
+      const client = await this.#starts.run(() => this.#open(sessionId));
       entry.client = client;
       if (this.#entries.get(sessionId) !== entry) client.close(); // removed meanwhile
       return client;

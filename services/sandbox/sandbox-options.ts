@@ -104,8 +104,10 @@ export interface SandboxOptions {
   maxFrameBytes?: number;
   /** Host-side limit for a non-bash request (bash gets its timeout plus this). @default 30000 */
   requestTimeoutMs?: number;
-  /** Limit for a container to start and report ready. @default 30000 */
+  /** Limit for a container to start and report ready (counted once its start has a slot). @default 30000 */
   startTimeoutMs?: number;
+  /** Sessions whose containers are being opened at once by this process; the rest wait their turn (THINKFLOW_SANDBOX_START_CONCURRENCY). @default 4 */
+  startConcurrency?: number;
   /** Prefix of container and volume names. @default 'thinkflow-' */
   namePrefix?: string;
   /** Sessions unused for longer than this are reaped. @default 86400000 (24 h) */
@@ -165,6 +167,7 @@ export function resolveSandboxOptions(o: SandboxOptions = {}): ResolvedSandboxOp
     maxFrameBytes: o.maxFrameBytes ?? 32 * MiB,
     requestTimeoutMs: o.requestTimeoutMs ?? 30_000,
     startTimeoutMs: o.startTimeoutMs ?? 30_000,
+    startConcurrency: o.startConcurrency ?? ENV_DEFAULTS.THINKFLOW_SANDBOX_START_CONCURRENCY,
     namePrefix: o.namePrefix ?? ENV_DEFAULTS.THINKFLOW_SANDBOX_PREFIX,
     idleTtlMs: o.idleTtlMs ?? 86_400_000,
     idleStopMs: o.idleStopMs ?? ENV_DEFAULTS.THINKFLOW_SANDBOX_IDLE_STOP_S * 1000,
