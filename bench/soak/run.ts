@@ -104,17 +104,20 @@ async function user(base: string, deadline: number, t: Tally): Promise<void> {
 async function session(base: string, post: (p: string, body: string, type?: string) => Promise<Response>, deadline: number, t: Tally): Promise<void> {
   const sid = ((await (await post('/v1/sessions', '{}')).json()) as { session_id: string }).session_id;
   let sent = 0;
+  let failed = 0;
   for (let turn = 0; turn < TURNS && Date.now() < deadline; turn++) {
     const body = Array.from({ length: APPENDS }, (_, i) => `<tf-append id="${i + 1}" path="log.txt">${String(++sent).padStart(6, '0')} ${KIB}\n</tf-append>`).join('\n');
     const r = await post(`/v1/sessions/${sid}/commands`, body, 'text/plain');
     if (r.status !== 200) { t.errors++; await r.text(); break; }
     const { results } = (await r.json()) as { results: { status: string }[] };
     t.commands += results.length;
-    t.lost += results.filter((x) => x.status !== 'succeeded').length;
+    failed += results.filter((x) => x.status !== 'succeeded').length + (APPENDS - results.length);
   }
   const lines = (await (await fetch(`${base}/v1/sessions/${sid}/files/log.txt`)).text()).split('\n').filter(Boolean).map((l) => Number(l.slice(0, 6)));
-  t.lost += Math.max(0, sent - lines.length);
-  lines.forEach((n, i) => { if (n !== i + 1) t.reordered++; });
+  // Lost: every command that did not succeed, and any that said it did but left no line.
+  t.lost += failed + Math.max(0, sent - failed - lines.length);
+  // Out of order: a line not after the one before it (a failed command leaves a gap, not a disorder).
+  lines.forEach((n, i) => { if (i > 0 && n <= lines[i - 1]!) t.reordered++; });
   await fetch(`${base}/v1/sessions/${sid}`, { method: 'DELETE' });
   t.sessions++;
 }
