@@ -15,8 +15,11 @@ import net from 'node:net';
 import path from 'node:path';
 import { asRoot, RUN_AS } from './identity.mjs';
 
-/** The socket as the container sees it: in the session's directory beside the egress proxy's. */
-export const CONTROL_SOCKET = '/var/lib/thinkflow/egress/executor.sock';
+/**
+ * The socket as the container sees it: in the session's directory beside the egress proxy's.
+ * THINKFLOW_CONTROL_SOCKET moves it for an executor run outside a container (bench/sandbox/executor-cpu.ts).
+ */
+export const CONTROL_SOCKET = process.env.THINKFLOW_CONTROL_SOCKET || '/var/lib/thinkflow/egress/executor.sock';
 
 const log = (msg) => process.stderr.write(`executor: control socket: ${msg}\n`);
 

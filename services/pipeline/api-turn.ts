@@ -1,10 +1,12 @@
 import { z } from 'zod';
 import type { Command, ParseError, ParserOutput } from '../protocol/index.ts';
 import { ToolName, TurnParser } from '../protocol/index.ts';
+import { withIds } from '../log/index.ts';
 import { PipelineError } from './errors.ts';
 import { LedgerStatus, type LedgerRecord } from './ledger-record.ts';
 import { parseErrorLabel } from './lifecycle/results.ts';
 import type { CommandHandle, Pipeline } from './pipeline.ts';
+import type { SessionMeta } from './sessions.ts';
 
 // One REST turn (`POST /v1/sessions/:id/commands`, flow `api`): parse the whole
 // body, enqueue commands in completion order, treat a parse error as a failed
@@ -71,14 +73,19 @@ export function turnItems(outputs: readonly ParserOutput[]): ({ command: Command
 }
 
 export async function runParsedTurn(
-  p: Pipeline, sid: string, items: ({ command: Command } | { error: ParseError })[], signal?: AbortSignal,
+  p: Pipeline, sid: string, items: ({ command: Command } | { error: ParseError })[], signal?: AbortSignal, known?: SessionMeta,
 ): Promise<ApiTurnResult> {
-  await p.session(sid);
-  const turn = await p.nextTurn(sid);
+  const meta = known ?? (await p.session(sid));
+  // Opened before the first enqueue, it sees every finish: the wait reads no status.
+  // Subscribed while the turn number is taken (two round trips at once, not one after the other).
+  const watching = p.watchFinished(sid);
+  const turn = await p.nextTurn(sid, meta).catch(async (err: unknown) => {
+    await watching.then((w) => w.close(), (e: unknown) => withIds({ session_id: sid }).warn({ err: e }, 'the finish watch of a refused turn failed too'));
+    throw err;
+  });
+  const watch = await watching;
   const handles: CommandHandle[] = [];
   const errors: ParseError[] = [];
-  // Opened before the first enqueue, it sees every finish: the wait reads no status.
-  const watch = await p.watchFinished(sid);
   try {
     for (const item of items) {
       if ('error' in item) {

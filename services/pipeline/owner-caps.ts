@@ -61,14 +61,14 @@ export class OwnerCaps {
     if (owner === null) return;
     const key = this.#keys.ownerLive(owner);
     const now = Date.now();
+    // GT: a new member is added (and counted in `added`), a present one only moves forward: one round trip either way.
     const [, added, count] = await this.#exec(
-      this.#redis.multi().zremrangebyscore(key, '-inf', now - this.limits.liveWindowMs).zadd(key, 'NX', now, sid).zcard(key),
+      this.#redis.multi().zremrangebyscore(key, '-inf', now - this.limits.liveWindowMs).zadd(key, 'GT', now, sid).zcard(key),
     );
     if (Number(added) === 1 && Number(count) > this.limits.maxRunning) {
       await this.#redis.zrem(key, sid);
       throw tooMany('THINKFLOW_MAX_RUNNING_PER_KEY', this.limits.maxRunning, 'sessions with a live container; idle ones are stopped after THINKFLOW_SANDBOX_IDLE_STOP_S, or delete one');
     }
-    if (Number(added) !== 1) await this.#redis.zadd(key, now, sid);
   }
 
   /**

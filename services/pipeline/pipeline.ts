@@ -172,9 +172,9 @@ export class Pipeline {
     return meta;
   }
 
-  /** A new turn number for the session (one POST, or one model call); refused once its key is over its storage budget. */
-  async nextTurn(sid: string): Promise<number> {
-    await this.storage.assert((await this.session(sid)).owner);
+  /** A new turn number for the session (one POST, or one model call); refused once its key is over its storage budget. `known`: its meta, read moments ago by the caller. */
+  async nextTurn(sid: string, known?: SessionMeta): Promise<number> {
+    await this.storage.assert((known ?? (await this.session(sid))).owner);
     return this.#d.redis.incr(this.#d.keys.turnCounter(sid));
   }
 

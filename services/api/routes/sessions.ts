@@ -175,7 +175,7 @@ async function runTurn(c: Context<AppEnv>, p: Pipeline): Promise<Response> {
   const signal = c.req.raw.signal;
   await p.caps.claimLive(meta.owner, meta.session_id);
   try {
-    const out = await runParsedTurn(p, meta.session_id, items, signal);
+    const out = await runParsedTurn(p, meta.session_id, items, signal, meta);
     return c.json({ results: out.results, errors: out.errors }, 200);
   } catch (err) {
     // The client went away while its turn ran: the turn goes on (the ledger
