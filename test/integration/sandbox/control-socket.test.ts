@@ -6,7 +6,7 @@ import { chownSync, existsSync, lstatSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { containerName, type Sandbox, type SandboxManager } from '../../../services/sandbox/index.ts';
-import { bash, cmd, docker, dockerExecRoot, newManager, reapAll, requireImage, sessionId, testPrefix } from './helpers.ts';
+import { bash, cmd, docker, dockerExecRoot, newManager, reapAll, requireImage, sessionId, testPrefix, EXECUTOR_PID_PY } from './helpers.ts';
 
 const prefix = testPrefix('ctl');
 let manager: SandboxManager;
@@ -19,14 +19,7 @@ const socketOf = (s: string) => path.join(path.dirname(manager.egressSocketPath(
 const probe = `python3 -c '
 import os, socket
 tail = "var/lib/thinkflow/egress/executor.sock"
-def argv(pid):
-    try:
-        return open("/proc/%s/cmdline" % pid, "rb").read().split(b"\\0")[:2]
-    except OSError:
-        return []
-executor = [p for p in filter(str.isdigit, os.listdir("/proc")) if argv(p) == [b"node", b"/opt/thinkflow/executor/main.mjs"]]
-assert len(executor) == 1, executor
-pid = executor[0]
+${EXECUTOR_PID_PY}
 paths = ["/" + tail, "/proc/1/root/" + tail, "/proc/%s/root/%s" % (pid, tail)]
 try:
     fds = os.listdir("/proc/%s/fd" % pid)

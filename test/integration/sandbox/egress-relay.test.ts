@@ -9,7 +9,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { containerName, type Sandbox, type SandboxManager } from '../../../services/sandbox/index.ts';
 import { BIG_BYTES, BIG_SHA256, PACKUMENT_NAME, startFakeProxy, startUpstream, type FakeProxy, type Upstream } from './egress-fixtures.ts';
-import { bash, docker, dockerExecRoot, newManager, reapAll, requireImage, sessionId, testPrefix } from './helpers.ts';
+import { bash, docker, dockerExecRoot, newManager, reapAll, requireImage, sessionId, testPrefix, EXECUTOR_PID_PY } from './helpers.ts';
 
 const prefix = testPrefix('egress');
 let manager: SandboxManager;
@@ -164,14 +164,7 @@ describe('the relay\'s own way to the socket', () => {
   const probe = py(`
 import os, socket
 tail = "var/lib/thinkflow/egress/egress.sock"
-def argv(pid):
-    try:
-        return open("/proc/%s/cmdline" % pid, "rb").read().split(b"\\0")[:2]
-    except OSError:
-        return []
-executor = [p for p in filter(str.isdigit, os.listdir("/proc")) if argv(p) == [b"node", b"/opt/thinkflow/executor/main.mjs"]]
-assert len(executor) == 1, executor
-pid = executor[0]
+${EXECUTOR_PID_PY}
 paths = ["/proc/1/root/" + tail, "/proc/%s/root/%s" % (pid, tail)]
 try:
     fds, listing = os.listdir("/proc/%s/fd" % pid), "listed"
