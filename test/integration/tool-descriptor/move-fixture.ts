@@ -32,8 +32,8 @@ export async function move(cmd) {
   if (destStat && destStat.isDirectory()) dest = await resolveInside(path.join(dest, path.basename(src)));
   if (dest === src) throw new ToolError('bad_request', 'source and destination are the same');
   if (srcStat.isDirectory() && dest.startsWith(src + '/')) throw new ToolError('bad_request', 'cannot move a directory into itself');
-  await mkdir(path.dirname(dest), { recursive: true });
-  await rename(src, dest);
+  mkdirSync(path.dirname(dest), { recursive: true });
+  renameSync(src, dest);
   return {};
 }
 `;
