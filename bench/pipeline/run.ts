@@ -14,6 +14,7 @@ import { createServer } from 'node:net';
 import { parseArgs } from 'node:util';
 import { createRedis, type PipelineRedis } from '../../services/pipeline/redis.ts';
 import { startCluster } from '../../test/integration/redis-cluster.ts';
+import { commsMs, containersMs, DOCKER_COMMS, machineMs, processMs, REDIS_COMMS } from '../machine-cpu.ts';
 
 const { values } = parseArgs({ options: {
   levels: { type: 'string', default: '1,20,200' },
@@ -120,6 +121,8 @@ async function throughput(a: Api, sessions: number, redis: PipelineRedis, servic
   const sids = await Promise.all(Array.from({ length: sessions }, () => a.session()));
   // Warm-up: one command per session creates its container outside the timed window.
   await Promise.all(sids.map((sid) => a.turn(sid, '<tf-touch id="1" path="log.txt" />')));
+  const boxIds = execFileSync('docker', ['ps', '-q', '--no-trunc', '--filter', `name=^/${BOXES}`]).toString().split('\n').filter(Boolean);
+  const split0 = cpuSplit(servicePid, boxIds);
   const t0 = performance.now();
   const cpu0 = cpuOf(servicePid);
   const own0 = process.cpuUsage();
@@ -133,6 +136,7 @@ async function throughput(a: Api, sessions: number, redis: PipelineRedis, servic
   const serviceCpu = cpuOf(servicePid) - cpu0;
   const own = process.cpuUsage(own0);
   const clientCpu = (own.user + own.system) / 1e6;
+  const split = perCommand(split0, cpuSplit(servicePid, boxIds), per * sessions);
   const connections = await countConnections(redis);
   let violations = 0;
   let lost = 0;
@@ -144,8 +148,25 @@ async function throughput(a: Api, sessions: number, redis: PipelineRedis, servic
     lines.forEach((n, i) => { if (n !== i + 1) violations += 1; });
     lost += Math.max(0, per - lines.length);
   }
-  return { sessions, commands: per * sessions, seconds, rate: (per * sessions) / seconds, violations, lost, connections, sids, serviceCpu, clientCpu };
+  return { sessions, commands: per * sessions, seconds, rate: (per * sessions) / seconds, violations, lost, connections, sids, serviceCpu, clientCpu, split };
 }
+
+type CpuSplit = { machine: number; service: number; redis: number; docker: number; containers: number; bench: number };
+
+/** CPU ms so far: the machine, the service, every redis-server, Docker's daemons and shims, the sessions' containers, this process. */
+function cpuSplit(servicePid: number, boxIds: string[]): CpuSplit {
+  const own = process.cpuUsage();
+  return { machine: machineMs(), service: processMs(servicePid), redis: commsMs(REDIS_COMMS), docker: commsMs(DOCKER_COMMS), containers: containersMs(boxIds), bench: (own.user + own.system) / 1000 };
+}
+
+/** ms per command of each share, and what is left of the machine's (the kernel's softirqs, other processes). */
+function perCommand(a: CpuSplit, b: CpuSplit, commands: number): CpuSplit & { other: number } {
+  const d = Object.fromEntries(Object.keys(a).map((k) => [k, (b[k as keyof CpuSplit] - a[k as keyof CpuSplit]) / commands])) as CpuSplit;
+  return { ...d, other: d.machine - d.service - d.redis - d.docker - d.containers - d.bench };
+}
+
+const splitText = (s: CpuSplit & { other: number }) =>
+  `machine ${s.machine.toFixed(2)} = service ${s.service.toFixed(2)} + Redis ${s.redis.toFixed(2)} + containers ${s.containers.toFixed(2)} + Docker ${s.docker.toFixed(2)} + bench ${s.bench.toFixed(2)} + other ${s.other.toFixed(2)} ms/command`;
 
 /** Every master's Redis (one, or each node of a Cluster). */
 const nodesOf = (redis: PipelineRedis) => ('nodes' in redis && typeof redis.nodes === 'function' ? (redis.nodes as (r: string) => PipelineRedis[])('master') : [redis]);
@@ -170,7 +191,7 @@ const rssOf = (pid: number) => {
 
 type Figures = {
   label: string; e2eP50: number; e2eP99: number; queueP50: number;
-  levels: { sessions: number; rate: number; violations: number; lost: number; cpuMs: number; connections: number }[];
+  levels: { sessions: number; rate: number; violations: number; lost: number; cpuMs: number; connections: number; split: CpuSplit & { other: number } }[];
   rssMiB: number; idleConnections: number;
 };
 
@@ -189,10 +210,10 @@ async function measure(root: string, label: string, redis: PipelineRedis, image?
     for (const level of LEVELS) {
       const r = await throughput(a, level, redis, service.pid!);
       const cpuMs = (r.serviceCpu / r.commands) * 1000;
-      f.levels.push({ sessions: level, rate: r.rate, violations: r.violations, lost: r.lost, cpuMs, connections: r.connections.ours });
+      f.levels.push({ sessions: level, rate: r.rate, violations: r.violations, lost: r.lost, cpuMs, connections: r.connections.ours, split: r.split });
       say(`${String(level).padStart(3)} sessions: ${r.commands} appends of 1 KiB in ${r.seconds.toFixed(2)} s = ${r.rate.toFixed(0)} commands/s; ` +
         `ordering violations ${r.violations}, lost ${r.lost}; Redis connections ours ${r.connections.ours} (all clients ${r.connections.total}); ` +
-        `CPU: service ${cpuMs.toFixed(2)} ms/command (${((r.serviceCpu / r.seconds) * 100).toFixed(0)}% of a core), load generator ${((r.clientCpu / r.seconds) * 100).toFixed(0)}%`);
+        `CPU: service ${cpuMs.toFixed(2)} ms/command (${((r.serviceCpu / r.seconds) * 100).toFixed(0)}% of a core), load generator ${((r.clientCpu / r.seconds) * 100).toFixed(0)}%; ${splitText(r.split)}`);
       if (level === Math.max(...LEVELS)) {
         f.rssMiB = rssOf(service.pid!).rssMiB;
         // Idle sessions must not hold connections: Workers close after THINKFLOW_WORKER_IDLE_MS (2 s here).
@@ -234,6 +255,7 @@ function table(all: Figures[]): string[] {
     lines.push(row(`${level} sessions: commands/s`, (f) => f.levels[i]!.rate.toFixed(0)));
     lines.push(row(`${level} sessions: violations / lost`, (f) => `${f.levels[i]!.violations} / ${f.levels[i]!.lost}`));
     lines.push(row(`${level} sessions: service CPU ms/command`, (f) => f.levels[i]!.cpuMs.toFixed(2)));
+    lines.push(row(`${level} sessions: machine / Redis / containers ms/cmd`, (f) => { const s = f.levels[i]!.split; return `${s.machine.toFixed(2)} / ${s.redis.toFixed(2)} / ${s.containers.toFixed(2)}`; }));
   }
   lines.push(row('service RSS at the top level (MiB)', (f) => f.rssMiB.toFixed(0)));
   lines.push(row('Redis connections once idle', (f) => String(f.idleConnections)));

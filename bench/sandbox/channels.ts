@@ -8,58 +8,14 @@
 // executors included), read from /proc/stat.
 import Docker from 'dockerode';
 import { randomBytes } from 'node:crypto';
-import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import type { Command } from '../../services/protocol/index.ts';
 import { containerName, SandboxManager, type Sandbox } from '../../services/sandbox/index.ts';
 import { percentile } from './stats.ts';
+import { commsMs, containersMs, DOCKER_COMMS, machineMs } from '../machine-cpu.ts';
 
 export const CHANNELS_HEADING = 'Sandbox: the executor channel, control socket vs attach stream';
 const KiB = 'x'.repeat(1023) + '\n';
 type Channel = 'socket' | 'attach';
-
-/** Busy and total jiffies of the whole machine. */
-function machineTicks(): { busy: number; total: number } {
-  const cpu = readFileSync('/proc/stat', 'utf8').split('\n')[0]!.trim().split(/\s+/).slice(1).map(Number);
-  const idle = cpu[3]! + cpu[4]!; // idle + iowait
-  const total = cpu.slice(0, 8).reduce((a, b) => a + b, 0); // user..steal, not guest (counted in user)
-  return { busy: total - idle, total };
-}
-
-const DOCKER_COMMS = new Set(['dockerd', 'containerd', 'containerd-shim', 'containerd-shim-runc-v2', 'docker-proxy']);
-
-/** CPU ms so far of Docker's own processes (dockerd, containerd, the shims), from /proc. */
-function dockerMs(): number {
-  let ticks = 0;
-  for (const pid of readdirSync('/proc').filter((n) => /^\d+$/.test(n))) {
-    try {
-      const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-      const close = stat.lastIndexOf(')');
-      if (!DOCKER_COMMS.has(stat.slice(stat.indexOf('(') + 1, close))) continue;
-      const f = stat.slice(close + 2).split(' ');
-      ticks += Number(f[11]) + Number(f[12]); // utime, stime
-    } catch {
-      continue; // gone meanwhile
-    }
-  }
-  return ticks * 10;
-}
-
-/** CPU ms so far of the given containers (cgroup v1 cpuacct, or v2 cpu.stat), the executors and their commands. */
-function containersMs(ids: string[]): number {
-  let ns = 0;
-  for (const id of ids) {
-    for (const [file, parse] of [
-      [`/sys/fs/cgroup/cpuacct/docker/${id}/cpuacct.usage`, (t: string) => Number(t)],
-      [`/sys/fs/cgroup/system.slice/docker-${id}.scope/cpu.stat`, (t: string) => Number(/usage_usec (\d+)/.exec(t)?.[1] ?? 0) * 1000],
-    ] as const) {
-      if (existsSync(file)) {
-        ns += parse(readFileSync(file, 'utf8'));
-        break;
-      }
-    }
-  }
-  return ns / 1e6;
-}
 
 type Tally = { lat: number[]; cmds: number; wallMs: number; procUs: number; machineMs: number; dockerMs: number; containerMs: number };
 
@@ -78,10 +34,9 @@ async function latencyRound(sb: Sandbox, n: number, t: Tally): Promise<void> {
 }
 
 async function loadRound(sbs: Sandbox[], ids: string[], perSession: number, t: Tally): Promise<void> {
-  const hz = 100; // USER_HZ on Linux
-  const d0 = dockerMs();
+  const d0 = commsMs(DOCKER_COMMS);
   const c0 = containersMs(ids);
-  const m0 = machineTicks();
+  const m0 = machineMs();
   const p0 = process.cpuUsage();
   const w0 = performance.now();
   await Promise.all(sbs.map(async (sb) => {
@@ -90,8 +45,8 @@ async function loadRound(sbs: Sandbox[], ids: string[], perSession: number, t: T
   t.wallMs += performance.now() - w0;
   const p = process.cpuUsage(p0);
   t.procUs += p.user + p.system;
-  t.machineMs += ((machineTicks().busy - m0.busy) * 1000) / hz;
-  t.dockerMs += dockerMs() - d0;
+  t.machineMs += machineMs() - m0;
+  t.dockerMs += commsMs(DOCKER_COMMS) - d0;
   t.containerMs += containersMs(ids) - c0;
   t.cmds += sbs.length * perSession;
 }

@@ -6,7 +6,7 @@
 // the executor runs meanwhile and the walk's changes of directory are its
 // own; a change list of 10,000 files takes about a tenth of a second. The
 // parsed manifest is kept until the baseline is replaced.
-import { assertPrivateArea, baselineSettled, NoBaseline, openBaseline } from './baseline-store.mjs';
+import { assertPrivateArea, baselineSettled, knownSettled, NoBaseline, openBaseline } from './baseline-store.mjs';
 import { listChanges } from './changes.mjs';
 import { asRoot } from './identity.mjs';
 import { WORKSPACE } from './paths.mjs';
@@ -18,6 +18,7 @@ const MAX_ANSWER_CHARS = 8 * 1024 * 1024;
 
 /** True when the workspace has no baseline and none failed; false too where baselines are not supported (no private area). */
 export function baselineMissing() {
+  if (knownSettled()) return false;
   try {
     return asRoot(() => {
       assertPrivateArea();

@@ -169,7 +169,9 @@ type RecordState = Pick<LedgerRecord, 'status' | 'approval' | 'injected' | 'star
 
 /** A record from its parts as stored (the base, the result, the state fields); no schema check: the caller vouches for them. */
 export function assembleRecord(index: number, base: LedgerBase, result: LedgerResult | null, state: RecordState): LedgerRecord {
-  return { ...BODY_DEFAULTS, ...base, ...EMPTY_RESULT, ...(result ?? {}), index, ...state } as LedgerRecord;
+  // Object.assign, not a spread of five overlapping objects: V8's spread left its fast path on the overlaps and took
+  // 0.1 ms a call (10 % of a worker's CPU per command, bench/RESULTS.md "Issue 22, fourth pass"); this takes 0.004.
+  return Object.assign({}, BODY_DEFAULTS, base, EMPTY_RESULT, result, { index }, state) as LedgerRecord;
 }
 
 /** UTF-16-safe cap on a captured stream; the flag says something was cut. */

@@ -3,7 +3,8 @@
 // what the workspace-out programs read as root is not cut short by the
 // sweep of the command user's processes after each command.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { Readable } from 'node:stream';
+import { Readable } from 'node:stream';
+import tar from 'tar-stream';
 import type { Sandbox, SandboxManager } from '../../../services/sandbox/index.ts';
 import { bash, cmd, newManager, reapAll, requireImage, sessionId, testPrefix } from './helpers.ts';
 
@@ -87,5 +88,23 @@ describe('a command that needs the baseline', () => {
     await manager.workspace.ensureBaseline(fresh);
     expect((await box.execute(write, { needsBaseline: true })).ok).toBe(true);
     expect((await manager.workspace.changes(fresh)).changes).toEqual([{ path: 'x.txt', change: 'added', bytes: 1 }]);
+  });
+
+  it('is asked again after an upload drops the baseline, though the executor had seen it settled', async () => {
+    const fresh = sessionId();
+    const box = await manager.sandboxFor(fresh);
+    const write = (path: string) => cmd({ tool: 'write', path, content: 'x' });
+    await manager.workspace.ensureBaseline(fresh);
+    expect((await box.execute(write('before.txt'), { needsBaseline: true })).ok).toBe(true); // the executor keeps "settled" now
+    const pack = tar.pack();
+    pack.entry({ name: 'uploaded.txt' }, 'u');
+    pack.finalize();
+    const chunks: Buffer[] = [];
+    for await (const c of pack as AsyncIterable<Buffer>) chunks.push(c);
+    await box.uploadArchive(Readable.from([Buffer.concat(chunks)]), { check: () => null });
+    expect(await box.execute(write('after.txt'), { needsBaseline: true })).toMatchObject({ ok: false, error_code: 'baseline_missing' });
+    await manager.workspace.ensureBaseline(fresh);
+    expect((await box.execute(write('after.txt'), { needsBaseline: true })).ok).toBe(true);
+    expect((await manager.workspace.changes(fresh)).changes).toEqual([{ path: 'after.txt', change: 'added', bytes: 1 }]);
   });
 });
