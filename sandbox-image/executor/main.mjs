@@ -57,6 +57,8 @@ function slots(n) {
 const viewSlots = slots(2);
 const running = new Map(); // rid -> AbortController, for cancel
 const startedAt = Date.now();
+// Whether the control socket listens: a ping says so, and the host dials it only then (executor-socket.ts).
+let controlListening = false;
 // Which executor this is: the host compares it across channels (control-channel.mjs).
 const instance = randomBytes(12).toString('hex');
 let lastActivity = Date.now();
@@ -150,7 +152,7 @@ async function handle(req, send) {
   switch (req.op) {
     case 'ping':
       // A command still running counts as activity now: the reaper must not take it for idle.
-      return send({ rid, result: { pong: true, pid: process.pid, instance, startedAt, lastActivity: running.size > 0 || uploads.active() ? Date.now() : lastActivity } });
+      return send({ rid, result: { pong: true, pid: process.pid, instance, startedAt, control: controlListening, lastActivity: running.size > 0 || uploads.active() ? Date.now() : lastActivity } });
     case 'cancel':
       running.get(req.target)?.abort();
       return send({ rid, result: { cancelled: running.has(req.target) } });
@@ -226,7 +228,12 @@ process.stdout.on('error', () => process.exit(0));
 // So is an upload's staging directory (upload.mjs): it never became part of the workspace.
 // The relay and the control socket listen before `ready`, so a first command finds them.
 Promise.all([killStrays(), relay.listening, listenControlSocket(onLine)]).then(
-  () => {
+  ([, , server]) => {
+    if (server) {
+      controlListening = true;
+      server.on('error', () => (controlListening = false));
+      server.on('close', () => (controlListening = false));
+    }
     try {
       removeStaleStaging();
     } catch (err) {

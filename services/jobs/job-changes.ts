@@ -7,12 +7,12 @@ import type { ChangeCounts, JobView } from './job-schemas.ts';
 // paths) and the links a pipeline follows to take the result.
 
 /** Counts by kind; null when the workspace could not be compared (logged; GET …/changes answers why). */
-export async function countChanges(pipeline: Pick<Pipeline, 'sandboxes' | 'sessions'>, sid: string, logger: Logger): Promise<ChangeCounts | null> {
+export async function countChanges(pipeline: Pick<Pipeline, 'sandboxes' | 'isDeleted'>, sid: string, logger: Logger): Promise<ChangeCounts | null> {
   const out = pipeline.sandboxes.workspace;
   if (!out) return null;
   try {
     // Asking a deleted session's sandbox would make it again.
-    if (await pipeline.sessions.isDeleted(sid)) return null;
+    if (await pipeline.isDeleted(sid)) return null;
     const { changes } = await out.changes(sid);
     const counts: ChangeCounts = { added: 0, modified: 0, deleted: 0 };
     for (const c of changes) counts[c.change]++;

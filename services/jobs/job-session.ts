@@ -27,7 +27,7 @@ export async function openJobSession(d: Deps, request: Request, owner: string | 
   const p = d.pipeline;
   const sessionId = newSessionId();
   // The job's session will have a live container: it counts against the key's cap of those.
-  await p.caps.claimLive(owner, sessionId);
+  await p.live.claimLive(owner, sessionId);
   let meta: SessionMeta;
   try {
     meta = await p.createSession({
@@ -36,7 +36,7 @@ export async function openJobSession(d: Deps, request: Request, owner: string | 
       ...(request.validate ? { validator: validatorCommand(request.validate, 1) } : {}),
     });
   } catch (err) {
-    await p.caps.releaseLive(owner, sessionId);
+    await p.live.releaseLive(owner, sessionId);
     throw err;
   }
   const settings = { job_id: jobId, project: meta.project, approval: meta.approval, policy: meta.policy };
@@ -46,7 +46,7 @@ export async function openJobSession(d: Deps, request: Request, owner: string | 
 
 async function onExisting(d: Deps, request: Request, sid: string, owner: string | null, jobId: string, tightenOnly: boolean): Promise<JobSession> {
   const p = d.pipeline;
-  const meta = await p.sessions.get(sid, true);
+  const meta = await p.sessionMeta(sid);
   // Only the key's own sessions, whatever its role: another key's is not found.
   if (!meta || meta.owner !== owner) throw new PipelineError('session_not_found', `session ${sid} not found`);
   if (meta.deleted_at) throw new PipelineError('session_deleted', `session ${sid} was deleted`);
@@ -58,7 +58,7 @@ async function onExisting(d: Deps, request: Request, sid: string, owner: string 
   const effective = { ...meta, ...settings };
   if (request.files) checkSeeds(p.gate, effective, request.files);
   if (request.validate) checkValidator(p.gate, effective, validatorCommand(request.validate, 1));
-  await p.caps.claimLive(owner, sid);
+  await p.live.claimLive(owner, sid);
   await p.claims.claimJob(sid, settings);
   const [records, seq] = await d.redis.mget(d.keys.ledgerCounter(sid), d.keys.eventSeq(sid));
   return { sessionId: sid, settings, ledgerFrom: Number(records ?? 0), fromSeq: Number(seq ?? 0) };

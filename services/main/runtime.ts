@@ -99,8 +99,9 @@ export async function createRuntime(config: Config, overrides: RuntimeOverrides 
   if (runWorker) {
     const approvals = new Approvals(redis, keys);
     approvals.attachSubscriber(subscriber);
+    const side = pipeline.workerSide();
     const gateOfEgress = new EgressGate({
-      sessions: pipeline.sessions, ledger: pipeline.ledger, gate, approvals, events: pipeline.events, log: pipeline.network,
+      sessions: side.sessions, ledger: side.ledger, gate, approvals, events: pipeline.events, log: pipeline.network,
       promptWaitS: config.egress.promptWaitS,
     });
     egress = gateOfEgress;
@@ -114,7 +115,7 @@ export async function createRuntime(config: Config, overrides: RuntimeOverrides 
       listeners = new EgressListeners(proxy, (sid) => manager.egressSocketPath(sid));
     }
     const processor = new Processor(
-      { lifecycle: pipeline.lifecycle, sessions: pipeline.sessions, approvals, gate, sandboxes, caps: pipeline.caps, ...(listeners ? { egress: listeners } : {}) },
+      { lifecycle: side.lifecycle, sessions: side.sessions, approvals, gate, sandboxes, caps: side.caps, ...(listeners ? { egress: listeners } : {}) },
       { approvalTtlS: config.approvalTtlS, workerId: `${hostname()}:${process.pid}` },
     );
     pool = new WorkerPool(

@@ -88,17 +88,19 @@ export class CommandLifecycle {
       fields: fieldsOf(t.to, input),
       dropCommand: t.dropCommand === 'always' || (t.dropCommand === 'if_large' && hasCutBody(rec)),
     }, input.eventJobId ?? null);
-    if (out.ok) this.#observe(rec, t.to, input);
+    if (out.ok) this.#observe(out.record, input);
     if ((out.ok && t.skipsRest) || 'turnFailed' in out) await this.skipRestOfTurn(rec.session, rec.turn);
     return out;
   }
 
-  #observe(rec: LedgerRecord, to: LedgerStatus, input: ApplyInput): void {
+  /** `rec`: the record as the transition left it (its new status, its result). */
+  #observe(rec: LedgerRecord, input: ApplyInput): void {
     const m = this.#d.metrics;
+    const to = rec.status;
     if (to === 'running' && input.started) m.queueWait.observe((input.started.at.getTime() - Date.parse(rec.enqueued_at)) / 1000);
     if (to === 'running' || to === 'awaiting_approval') return;
     m.commandsFinished.inc({ status: to, tool: rec.tool });
-    if (to !== 'succeeded' && to !== 'skipped') logEnded({ ...rec, ...input.result, status: to }, input.jobId ?? input.eventJobId);
+    if (to !== 'succeeded' && to !== 'skipped') logEnded(rec, input.jobId ?? input.eventJobId);
   }
 
   /** Time spent in the sandbox, observed whether or not the finish wins its race. */

@@ -1,6 +1,6 @@
 // Public surface of the execution pipeline. Re-exports only.
 export { Pipeline } from './pipeline.ts';
-export type { CommandHandle } from './pipeline.ts';
+export type { CommandHandle, LedgerReads, LiveSlots, WorkerSide } from './pipeline.ts';
 export type { FinishWatch } from './finish-watch.ts';
 export { createRedis, createSubscriber, deleteByPattern, isStorageFull } from './redis.ts';
 export type { PipelineRedis } from './redis.ts';

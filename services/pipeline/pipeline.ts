@@ -1,4 +1,3 @@
-import type { Redis } from 'ioredis';
 import { PolicyLoosensError, type ApprovalMode } from '../policy/index.ts';
 import type { Command, CommandFlow, ParserOptions } from '../protocol/index.ts';
 import { log, reasonOf, withIds } from '../log/index.ts';
@@ -10,17 +9,15 @@ import { EventHub } from './event-reader.ts';
 import { EventWriter } from './event-writer.ts';
 import { resetBaseline } from './baseline.ts';
 import type { Sandboxes } from './sandboxes.ts';
-import type { Keys } from './keys.ts';
-import { OwnerCaps, type OwnerCapLimits } from './owner-caps.ts';
+import { OwnerCaps } from './owner-caps.ts';
 import { Ledger } from './ledger.ts';
 import { SessionRetention } from './retention.ts';
 import { StorageBudget } from './storage-budget.ts';
-import { type LedgerRecord, type LedgerStatus } from './ledger-record.ts';
+import type { LedgerRecord } from './ledger-record.ts';
 import { awaitFinal, FinishWatch } from './finish-watch.ts';
 import { admitReadingGrants } from './lifecycle/admit.ts';
 import { enqueueErrorResult } from './lifecycle/results.ts';
 import { deleteSession } from './session-delete.ts';
-import type { PipelineMetrics } from './metrics.ts';
 import type { PolicyGate } from './policy-gate.ts';
 import { SessionQueues } from './queues.ts';
 import { checkValidator } from './validator-check.ts';
@@ -28,56 +25,32 @@ import { SessionClaims } from './session-claims.ts';
 import { checkSeeds } from './seed-check.ts';
 import { withNetworkRecords, type LedgerEntry } from './egress/ledger-view.ts';
 import { NetworkLog } from './egress/network-log.ts';
-import type { PipelineRedis } from './redis.ts';
 import { newSessionId, Sessions, type SessionMeta } from './sessions.ts';
+import type { LedgerReads, LiveSlots, PipelineDeps, SeededFile, WorkerSide, CommandHandle } from './pipeline-ports.ts';
+
+export type { CommandHandle, LedgerReads, LiveSlots, PipelineDeps, SeededFile, WorkerSide } from './pipeline-ports.ts';
 
 // The pipeline as callers see it (REST routes now, the model-driven job runner later): sessions,
 // enqueue in stream order, await one command or a whole turn, the ledger and its injected marks.
 // Execution itself happens in the WorkerPool, in whichever process holds the session's queue.
-
-export type CommandHandle = { sessionId: string; turn: number; id: string; index: number; status: LedgerStatus };
-
-export type PipelineDeps = {
-  redis: PipelineRedis;
-  /** the process's subscriber connection (owned by the caller, shared with the worker pool) */
-  subscriber: Redis;
-  keys: Keys;
-  sandboxes: Sandboxes;
-  gate: PolicyGate;
-  metrics: PipelineMetrics;
-  /** THINKFLOW_RECORD_BODY_BYTES: a command's bodies kept in its record and events */
-  bodyBytes: number;
-  /** THINKFLOW_RETENTION_S: a deleted session's keys expire this long after DELETE */
-  retentionS: number;
-  /** per-key caps; omitted = no caps (internal callers, benchmarks) */
-  ownerCaps?: OwnerCapLimits;
-  /** events kept per session stream; 0 = all, while the session exists (THINKFLOW_EVENTS_KEEP) */
-  eventsKeep?: number;
-  /** how the session's tf-* text is parsed (THINKFLOW_LEGACY_TAGS, THINKFLOW_MAX_TAG_BODY_BYTES) */
-  parser?: ParserOptions;
-  /** commands in one turn, REST or model (THINKFLOW_MAX_COMMANDS_PER_TURN); omitted = no cap */
-  maxCommandsPerTurn?: number;
-  /** Redis bytes per key (THINKFLOW_STORE_BYTES_PER_KEY, storage-budget.ts); omitted = no budget */
-  storeBytesPerKey?: number;
-};
-
-/** A file written into a new session's workspace before any command (not a command: never in the ledger). */
-export type SeededFile = { path: string; bytes: number };
 
 function seedCommand(path: string, content: string): Command {
   return { id: 'seed', tool: 'write', path, content, allow_empty: true, need_result: false };
 }
 
 export class Pipeline {
-  readonly ledger: Ledger;
-  readonly lifecycle: CommandLifecycle;
-  readonly sessions: Sessions;
+  readonly #ledger: Ledger;
+  readonly #lifecycle: CommandLifecycle;
+  readonly #sessions: Sessions;
+  /** read-only views of the ledger (LedgerReads): the API's cards, the tests */
+  readonly records: LedgerReads;
+  readonly live: LiveSlots;
   readonly approvals: Approvals;
   readonly queues: SessionQueues;
   readonly hub: EventHub;
   /** the session event stream's one writer (files_seeded here; the job runner's events) */
   readonly events: EventWriter;
-  readonly caps: OwnerCaps;
+  readonly #caps: OwnerCaps;
   readonly retention: SessionRetention;
   readonly storage: StorageBudget;
   readonly claims: SessionClaims; // one upload or one job at a time per session
@@ -90,9 +63,9 @@ export class Pipeline {
 
   constructor(deps: PipelineDeps) {
     this.#d = deps;
-    this.ledger = new Ledger(deps.redis, deps.keys, { bodyBytes: deps.bodyBytes, eventsKeep: deps.eventsKeep ?? 0 });
-    this.lifecycle = new CommandLifecycle({ ledger: this.ledger, metrics: deps.metrics, sandboxes: deps.sandboxes });
-    this.sessions = new Sessions(deps.redis, deps.keys);
+    this.#ledger = new Ledger(deps.redis, deps.keys, { bodyBytes: deps.bodyBytes, eventsKeep: deps.eventsKeep ?? 0 });
+    this.#lifecycle = new CommandLifecycle({ ledger: this.#ledger, metrics: deps.metrics, sandboxes: deps.sandboxes });
+    this.#sessions = new Sessions(deps.redis, deps.keys);
     this.approvals = new Approvals(deps.redis, deps.keys);
     this.queues = new SessionQueues(deps.redis, deps.keys);
     this.hub = new EventHub(deps.subscriber, deps.keys);
@@ -101,7 +74,14 @@ export class Pipeline {
     this.storage = new StorageBudget(deps.redis, deps.keys, deps.storeBytesPerKey ?? Infinity);
     this.claims = new SessionClaims(deps.redis, deps.keys);
     this.network = new NetworkLog(deps.redis, deps.keys);
-    this.caps = new OwnerCaps(deps.redis, deps.keys, deps.ownerCaps ?? { maxSessions: Infinity, maxRunning: Infinity, liveWindowMs: 0 });
+    this.#caps = new OwnerCaps(deps.redis, deps.keys, deps.ownerCaps ?? { maxSessions: Infinity, maxRunning: Infinity, liveWindowMs: 0 });
+    this.records = this.#ledger;
+    this.live = this.#caps;
+  }
+
+  /** For the composition root only: what a worker process's Processor and EgressGate are built with. */
+  workerSide(): WorkerSide {
+    return { lifecycle: this.#lifecycle, sessions: this.#sessions, caps: this.#caps, ledger: this.#ledger };
   }
 
   get sandboxes(): Sandboxes { return this.#d.sandboxes; }
@@ -135,10 +115,10 @@ export class Pipeline {
     if (input.files) checkSeeds(this.#d.gate, draft, input.files);
     if (input.validator) checkValidator(this.#d.gate, draft, input.validator);
     await this.storage.assert(input.owner);
-    const slot = await this.caps.reserveSession(input.owner);
+    const slot = await this.#caps.reserveSession(input.owner);
     let meta: SessionMeta;
     try {
-      meta = await this.sessions.create(fields);
+      meta = await this.#sessions.create(fields);
     } catch (err) {
       await slot.cancel();
       throw err;
@@ -166,8 +146,17 @@ export class Pipeline {
     return seeded;
   }
 
+  /** The session as stored now (deleted ones too, with `deleted_at`); null when there is none. */
+  sessionMeta(sid: string): Promise<SessionMeta | null> {
+    return this.#sessions.get(sid, true);
+  }
+
+  isDeleted(sid: string): Promise<boolean> {
+    return this.#sessions.isDeleted(sid);
+  }
+
   async session(sid: string): Promise<SessionMeta> {
-    const meta = await this.sessions.get(sid, true);
+    const meta = await this.#sessions.get(sid, true);
     if (!meta) throw new PipelineError('session_not_found', `session ${sid} not found`);
     return meta;
   }
@@ -195,12 +184,12 @@ export class Pipeline {
   }
 
   async #enqueue(sid: string, turn: number, command: Command, flow: CommandFlow): Promise<CommandHandle> {
-    const live = await this.sessions.getLive(sid);
+    const live = await this.#sessions.getLive(sid);
     if (!live) throw new PipelineError('session_not_found', `session ${sid} not found`);
     const { session, deleted } = live;
     if (deleted) throw new PipelineError('session_deleted', `session ${sid} was deleted`);
-    const admission = await admitReadingGrants(this.#d.gate, session, command, () => this.ledger.grants(sid));
-    const out = await this.lifecycle.create({ session: sid, turn, command, flow, admission, jobId: session.job_id });
+    const admission = await admitReadingGrants(this.#d.gate, session, command, () => this.#ledger.grants(sid));
+    const out = await this.#lifecycle.create({ session: sid, turn, command, flow, admission, jobId: session.job_id });
     if (out.kind === 'duplicate') throw new PipelineError('duplicate_id', `command id ${command.id} already used in turn ${turn}`);
     const rec = out.record;
     if (rec.status === 'queued') await this.#queue(rec, session.job_id, out.wasIdle);
@@ -217,7 +206,7 @@ export class Pipeline {
     } catch (err) {
       // Never leave a `queued` record without a run job: it would hold its turn open forever.
       withIds({ job_id: jobId, session_id: rec.session, command_id: rec.id }).error({ err }, 'enqueue failed');
-      await this.lifecycle.apply(rec, 'fail', { result: enqueueErrorResult(reasonOf(err)), jobId });
+      await this.#lifecycle.apply(rec, 'fail', { result: enqueueErrorResult(reasonOf(err)), jobId });
       throw err;
     }
     // Wake worker processes when the session goes from idle to busy (the pool's reconcile covers any gap within seconds).
@@ -226,7 +215,7 @@ export class Pipeline {
 
   /** A parse error (or any failure without a record) fails the turn from here on. */
   failTurn(sid: string, turn: number, label: string): Promise<void> {
-    return this.lifecycle.failTurn(sid, turn, label);
+    return this.#lifecycle.failTurn(sid, turn, label);
   }
 
   async awaitResult(handle: CommandHandle, signal?: AbortSignal): Promise<LedgerRecord> {
@@ -236,7 +225,7 @@ export class Pipeline {
 
   /** Every command of the turn final (PROTOCOL.md §5.5), in ledger order. */
   async drainTurn(sid: string, turn: number, signal?: AbortSignal, watch?: FinishWatch): Promise<LedgerRecord[]> {
-    return this.awaitAll(sid, await this.ledger.turnIndexes(sid, turn), signal, watch);
+    return this.awaitAll(sid, await this.#ledger.turnIndexes(sid, turn), signal, watch);
   }
 
   /**
@@ -244,7 +233,7 @@ export class Pipeline {
    * opened with watchFinished before these commands were enqueued.
    */
   awaitAll(sid: string, indexes: number[], signal?: AbortSignal, watch?: FinishWatch): Promise<LedgerRecord[]> {
-    return awaitFinal({ ledger: this.ledger, hub: this.hub }, sid, indexes, signal, watch);
+    return awaitFinal({ ledger: this.#ledger, hub: this.hub }, sid, indexes, signal, watch);
   }
 
   /** Sees every command of the session that finishes from now on (close it when done). */
@@ -252,23 +241,23 @@ export class Pipeline {
     return FinishWatch.open(this.hub, sid);
   }
 
-  entries(sid: string): Promise<LedgerRecord[]> { return this.ledger.list(sid); }
+  entries(sid: string): Promise<LedgerRecord[]> { return this.#ledger.list(sid); }
   /** The ledger as GET …/ledger shows it: the command records with the session's network records in place. */
-  async ledgerEntries(sid: string): Promise<LedgerEntry[]> { return withNetworkRecords(await this.ledger.list(sid), await this.network.list(sid)); }
-  uninjected(sid: string): Promise<LedgerRecord[]> { return this.ledger.uninjected(sid); }
-  markInjected(sid: string, indexes: number[]): Promise<void> { return this.ledger.markInjected(sid, indexes); }
+  async ledgerEntries(sid: string): Promise<LedgerEntry[]> { return withNetworkRecords(await this.#ledger.list(sid), await this.network.list(sid)); }
+  uninjected(sid: string): Promise<LedgerRecord[]> { return this.#ledger.uninjected(sid); }
+  markInjected(sid: string, indexes: number[]): Promise<void> { return this.#ledger.markInjected(sid, indexes); }
 
   /** The sessions with work, busiest first (operators' `/admin/queues`). */
   queueOverview(limit: number): Promise<QueueRow[]> {
-    return queueOverview({ redis: this.#d.redis, keys: this.#d.keys, queues: this.queues, sessions: this.sessions }, limit);
+    return queueOverview({ redis: this.#d.redis, keys: this.#d.keys, queues: this.queues, sessions: this.#sessions }, limit);
   }
 
   /** See `deleteSession` in session-delete.ts. */
   async deleteSession(sid: string): Promise<void> {
     const meta = await this.session(sid);
     await deleteSession({
-      sessions: this.sessions, ledger: this.ledger, lifecycle: this.lifecycle, approvals: this.approvals,
-      sandboxes: this.#d.sandboxes, caps: this.caps, retention: this.retention, storage: this.storage,
+      sessions: this.#sessions, ledger: this.#ledger, lifecycle: this.#lifecycle, approvals: this.approvals,
+      sandboxes: this.#d.sandboxes, caps: this.#caps, retention: this.retention, storage: this.storage,
     }, sid, meta.owner);
   }
 

@@ -18,7 +18,7 @@ import type { Sessions } from './sessions.ts';
 // `signal` only cuts approval waits short (ApprovalWaitAborted): the caller
 // then hands the job back to the queue, still at its head.
 
-export type ProcessorPorts = RunPorts & { sessions: Sessions; approvals: Approvals };
+export type ProcessorPorts = RunPorts & { sessions: Pick<Sessions, 'get' | 'withRunningJob'>; approvals: Approvals };
 export type ProcessorOptions = RunOptions & { approvalTtlS: number };
 
 type Loaded = ExecutionLoad;

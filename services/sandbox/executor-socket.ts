@@ -21,12 +21,9 @@ export function controlSocketPath(egressDir: string, namePrefix: string, session
   return path.join(egressHostDir(egressDir, namePrefix, sessionId), CONTROL_SOCKET_NAME);
 }
 
-// The executor binds the socket before it reads its first request, so a container
-// that has answered has its socket; the few tries cover a connect refused under load.
+// The executor's ping says whether its socket listens (`control`); the few tries cover a connect refused under load.
 const ATTEMPTS = 5;
 const RETRY_MS = 20;
-// An executor up this long without a socket is from an image before the socket: it stays on attach.
-const OLD_IMAGE_AFTER_MS = 2_000;
 
 function dial(socketPath: string): Promise<net.Socket> {
   return new Promise((resolve, reject) => {
@@ -54,9 +51,9 @@ function notOurSocket(socketPath: string): string | null {
 
 /**
  * A client over the control socket of a container whose executor has just
- * answered on `attached` with `o.instance`, or null when there is none (an
- * executor of an older image, a setup without the session's directory): the
- * caller keeps `attached`. The directory is writable from inside the
+ * answered on `attached` with `o.instance` and `o.control` (its socket
+ * listens), or null when there is none (an executor of an older image, a
+ * setup without the session's directory): the caller keeps `attached`. The directory is writable from inside the
  * container (by its root), so what answers on the socket must prove it is the
  * executor that answered on the attach stream: same `instance`, or the socket
  * is dropped.
@@ -64,10 +61,10 @@ function notOurSocket(socketPath: string): string | null {
 export async function openControlSocket(
   socketPath: string,
   attached: ExecutorClient,
-  o: { sessionId: string; maxFrameBytes: number; instance?: string; startedAt?: number; timeoutMs: number },
+  o: { sessionId: string; maxFrameBytes: number; instance?: string; control?: boolean; timeoutMs: number },
 ): Promise<ExecutorClient | null> {
   const log = sandboxLog(o.sessionId);
-  if (o.instance === undefined) return null; // an executor from before the socket
+  if (o.instance === undefined || o.control !== true) return null; // no socket: an older image, or it could not listen (it logged why)
   for (let attempt = 1; attached.alive; attempt++) {
     try {
       const odd = notOurSocket(socketPath);
@@ -92,8 +89,7 @@ export async function openControlSocket(
       return null;
     } catch (err) {
       const code = (err as NodeJS.ErrnoException).code;
-      const old = o.startedAt !== undefined && Date.now() - o.startedAt > OLD_IMAGE_AFTER_MS;
-      if (attempt >= ATTEMPTS || (code === 'ENOENT' && old) || (code !== 'ENOENT' && code !== 'ECONNREFUSED' && code !== 'EAGAIN')) {
+      if (attempt >= ATTEMPTS || (code !== 'ECONNREFUSED' && code !== 'EAGAIN')) {
         log.warn({ err, socketPath }, 'executor control socket not reachable; the attach stream carries the requests');
         return null;
       }

@@ -92,7 +92,7 @@ export async function connectSession(
     }
     // Written after start, the ping waits in the stdin pipe until the executor
     // reads it, so this works for a fresh start and for a running container.
-    const pong = await client.request<{ startedAt?: number; instance?: string }>('ping', {}, o.startTimeoutMs);
+    const pong = await client.request<{ instance?: string; control?: boolean }>('ping', {}, o.startTimeoutMs);
     return await toControlSocket(client, sessionId, o, pong);
   } catch (err) {
     client.close();
@@ -101,7 +101,7 @@ export async function connectSession(
 }
 
 /** The attached client traded for one over the control socket when the options say so and the executor has one. */
-async function toControlSocket(attached: ExecutorClient, sessionId: string, o: ResolvedSandboxOptions, pong: { startedAt?: number; instance?: string }): Promise<ExecutorClient> {
+async function toControlSocket(attached: ExecutorClient, sessionId: string, o: ResolvedSandboxOptions, pong: { instance?: string; control?: boolean }): Promise<ExecutorClient> {
   if (o.executorChannel !== 'socket') return attached;
   const socketPath = controlSocketPath(o.egressDir, o.namePrefix, sessionId);
   const client = await openControlSocket(socketPath, attached, { sessionId, maxFrameBytes: o.maxFrameBytes, ...pong, timeoutMs: o.startTimeoutMs });

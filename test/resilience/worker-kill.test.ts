@@ -73,7 +73,7 @@ describe('kill -9 of a worker process under load', () => {
     const survivor = b;
     // Killed while it runs commands: some session's last record is `running` on it.
     const victimBy = new RegExp(`:${victim.pid}$`);
-    const ledger = api.runtime.pipeline.ledger;
+    const ledger = api.runtime.pipeline.records;
     await until('a command running on the victim', async () => {
       const tails = await Promise.all(sids.map((sid) => ledger.tail(sid, 1)));
       return tails.some(([r]) => r?.status === 'running' && victimBy.test(r.executed_by ?? '')) ? true : undefined;

@@ -38,7 +38,7 @@ export type RecentEntry = {
 type Head = { id: string; tool: string; target: string };
 
 export type CardViewDeps = {
-  pipeline: Pick<Pipeline, 'approvals' | 'ledger' | 'sessions'>;
+  pipeline: Pick<Pipeline, 'approvals' | 'records' | 'sessionMeta'>;
   gate: Pick<PolicyGate, 'explainBash'>;
   pool: ViewPool;
   /** counts the views this process computes, by result */
@@ -80,7 +80,7 @@ export class CardViews {
 
   /** The session's last entries but this one, from cached heads and the small fields that change. */
   async recent(sid: string, except: number): Promise<RecentEntry[]> {
-    const l = this.#d.pipeline.ledger;
+    const l = this.#d.pipeline.records;
     const indexes = (await l.lastIndexes(sid, RECENT + 1)).filter((i) => i !== except).slice(-RECENT);
     const [states, heads] = await Promise.all([l.states(sid, indexes), Promise.all(indexes.map((i) => this.#head(sid, i)))]);
     const out: RecentEntry[] = [];
@@ -112,9 +112,9 @@ export class CardViews {
 
   async #compute(a: ApprovalState): Promise<CardView> {
     const p = this.#d.pipeline;
-    const [raw, grants, session] = await Promise.all([p.ledger.rawBase(a.session_id, a.index), p.approvals.grantOf(a.token), p.sessions.get(a.session_id)]);
+    const [raw, grants, session] = await Promise.all([p.records.rawBase(a.session_id, a.index), p.approvals.grantOf(a.token), p.sessionMeta(a.session_id)]);
     // Bodies past THINKFLOW_RECORD_BODY_BYTES are only in the full command (kept while it waits).
-    const full = raw && cutBodies(raw) ? await p.ledger.rawCommand(a.session_id, a.index) : null;
+    const full = raw && cutBodies(raw) ? await p.records.rawCommand(a.session_id, a.index) : null;
     let s: BaseSummary | null = null;
     let failed: string | null = null;
     if (raw) {
@@ -152,7 +152,7 @@ export class CardViews {
     const key = `${sid}:${index}`;
     const hit = this.#heads.get(key);
     if (hit) return hit;
-    const raw = await this.#d.pipeline.ledger.rawBase(sid, index);
+    const raw = await this.#d.pipeline.records.rawBase(sid, index);
     if (!raw) return null;
     const h = headOf(await this.#d.pool.summarize(raw, false));
     this.#heads.set(key, h);

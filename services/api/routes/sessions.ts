@@ -21,9 +21,9 @@ import { filePathOf } from './raw-path.ts';
 export type SessionRoutesDeps = { pipeline: Pipeline; maxJsonBytes: number; maxCommandsBytes: number; turns: TurnCaps; idempotency: IdempotencyStore };
 
 /** Loads a session the caller may see: a submitter sees only its own (404 for others', never 403). */
-export async function visibleSession(c: Context<AppEnv>, p: Pick<Pipeline, 'sessions'>): Promise<SessionMeta> {
+export async function visibleSession(c: Context<AppEnv>, p: Pick<Pipeline, 'sessionMeta'>): Promise<SessionMeta> {
   const sid = c.req.param('id') ?? '';
-  const meta = await p.sessions.get(sid, true);
+  const meta = await p.sessionMeta(sid);
   const me = c.var.principal;
   if (!meta || (me.role === 'submitter' && meta.owner !== me.id)) {
     throw new AppError(404, 'session_not_found', `session ${sid} not found`);
@@ -111,7 +111,7 @@ export function sessionRoutes(d: SessionRoutesDeps): OpenAPIHono<AppEnv> {
     const seeds = body.files && Object.keys(body.files).length ? body.files : null;
     // Seeding starts the session's container: it takes a live slot first, like a job does.
     const sessionId = newSessionId();
-    if (seeds) await p.caps.claimLive(owner, sessionId);
+    if (seeds) await p.live.claimLive(owner, sessionId);
     let meta: SessionMeta;
     try {
       meta = await p.createSession({
@@ -120,7 +120,7 @@ export function sessionRoutes(d: SessionRoutesDeps): OpenAPIHono<AppEnv> {
         ...(body.files ? { files: body.files } : {}),
       });
     } catch (err) {
-      if (seeds) await p.caps.releaseLive(owner, sessionId);
+      if (seeds) await p.live.releaseLive(owner, sessionId);
       throw err;
     }
     if (seeds) await seed(p, meta.session_id, seeds, c.req.raw.signal);
@@ -173,7 +173,7 @@ async function runTurn(c: Context<AppEnv>, p: Pipeline): Promise<Response> {
   const items = turnItems(parseTurnBody(await c.req.text(), p.maxCommandsPerTurn, p.parserOptions));
   await p.claims.assertNotUploading(meta.session_id);
   const signal = c.req.raw.signal;
-  await p.caps.claimLive(meta.owner, meta.session_id);
+  await p.live.claimLive(meta.owner, meta.session_id);
   try {
     const out = await runParsedTurn(p, meta.session_id, items, signal, meta);
     return c.json({ results: out.results, errors: out.errors }, 200);
@@ -194,7 +194,7 @@ async function readPath(c: Context<AppEnv>, p: Pipeline): Promise<Response> {
   const outside = () => new AppError(403, 'path_outside_workspace', 'path is outside the workspace', { details: { path: raw } });
   if (!norm.ok) throw outside();
   // Reading starts the session's container when it is stopped: a live slot first (no side door around the cap).
-  await p.caps.claimLive(meta.owner, meta.session_id);
+  await p.live.claimLive(meta.owner, meta.session_id);
   const got = await readInSandbox(p, meta.session_id, norm.path);
   switch (got.kind) {
     case 'outside': throw outside();

@@ -73,7 +73,7 @@ async function reachable(c: Context<AppEnv>, p: Pipeline): Promise<{ sid: string
   requireLive(meta);
   const out = p.sandboxes.workspace;
   if (!out) throw new AppError(503, 'sandbox_unavailable', 'this service has no sandbox workspaces to read');
-  await p.caps.claimLive(meta.owner, meta.session_id);
+  await p.live.claimLive(meta.owner, meta.session_id);
   return { sid: meta.session_id, out };
 }
 

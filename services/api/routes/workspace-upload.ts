@@ -61,7 +61,7 @@ async function upload(c: Context<AppEnv>, d: WorkspaceUploadDeps): Promise<Respo
     throw tooLarge(d.maxUploadBytes);
   }
   // Extraction starts the session's container: a live slot first, as for any command.
-  await p.caps.claimLive(meta.owner, meta.session_id);
+  await p.live.claimLive(meta.owner, meta.session_id);
   const body = cappedBody(c, d.maxUploadBytes);
   let answer: { status: number; payload: unknown };
   try {

@@ -24,7 +24,7 @@ export type GateDecision =
   | { allow: false; status: 403; message: string };
 
 export type EgressGateDeps = {
-  sessions: Sessions; ledger: Ledger; gate: PolicyGate;
+  sessions: Pick<Sessions, 'get'>; ledger: Pick<Ledger, 'networkGrants' | 'tail'>; gate: PolicyGate;
   approvals: Approvals; events: EventWriter; log: NetworkLog;
   /** THINKFLOW_EGRESS_PROMPT_WAIT_S: how long a prompted connection waits for an operator */
   promptWaitS: number;

@@ -65,7 +65,7 @@ async function run(c: typeof a, sid: string, cmd: string): Promise<{ status: str
 /** The session's place under the key's caps (Redis sets of API.md's per-key caps). */
 async function capsHeld(sid: string): Promise<{ session: boolean; live: boolean }> {
   const { redis, keys, pipeline } = svc.handle.runtime;
-  const owner = (await pipeline.sessions.get(sid, true))!.owner!;
+  const owner = (await pipeline.sessionMeta(sid))!.owner!;
   return {
     session: (await redis.sismember(keys.ownerSessions(owner), sid)) === 1,
     live: (await redis.zscore(keys.ownerLive(owner), sid)) !== null,

@@ -98,7 +98,8 @@ describe('pipeline core (fake sandboxes)', () => {
   it('a re-delivered job whose record says running is marked interrupted, not run again', async () => {
     const sid = await session();
     const turn = await rt.pipeline.nextTurn(sid);
-    const ledger = rt.pipeline.ledger;
+    const side = rt.pipeline.workerSide();
+    const ledger = side.lifecycle.ledger;
     // Write the record as a dead worker would have left it: running, no job in any queue.
     const created = await ledger.create({
       session: sid, turn, command: { id: '1', tool: 'bash', cmd: 'echo side-effect', need_result: false }, flow: 'api',
@@ -108,7 +109,7 @@ describe('pipeline core (fake sandboxes)', () => {
     expect((await ledger.transition(created.record, { from: ['queued'], to: 'running', events: ['command_started'] })).ok).toBe(true);
     const before = fake.log.length;
     await new Processor(
-      { lifecycle: rt.pipeline.lifecycle, sessions: rt.pipeline.sessions, approvals: rt.pipeline.approvals, gate: rt.gate, sandboxes: fake },
+      { lifecycle: side.lifecycle, sessions: side.sessions, approvals: rt.pipeline.approvals, gate: rt.gate, sandboxes: fake },
       { approvalTtlS: 60 },
     ).process(sid, created.index);
     expect(fake.log.length).toBe(before);

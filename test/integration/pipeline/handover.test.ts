@@ -32,7 +32,7 @@ describe('graceful shutdown during an approval wait', () => {
     const t0 = Date.now();
     await a.pool!.close();
     expect(Date.now() - t0).toBeLessThan(3000);
-    expect((await a.pipeline.ledger.get(sid, h1.index))!.status).toBe('awaiting_approval');
+    expect((await a.pipeline.records.get(sid, h1.index))!.status).toBe('awaiting_approval');
 
     const b = await createRuntime(cfg, { sandboxes: fakeB });
     runtimes.push(b);
@@ -49,7 +49,7 @@ describe('graceful shutdown during an approval wait', () => {
     const turn = await rt.pipeline.nextTurn(sid);
     // What an API process that died between "write queued" and "start a run job" leaves behind:
     for (const id of ['1', '2']) {
-      const made = await rt.pipeline.ledger.create({
+      const made = await rt.pipeline.workerSide().lifecycle.ledger.create({
         session: sid, turn, command: { id, tool: 'bash', cmd: `echo ${id}`, need_result: false }, flow: 'api',
         evaluation: { decision: 'allow', matched_rules: [], reason: '' }, status: 'queued',
       });
@@ -69,7 +69,7 @@ describe('graceful shutdown during an approval wait', () => {
     expect(Date.now() - t0).toBeLessThan(10_000);
     expect([a!.status, b!.status]).toEqual(['succeeded', 'succeeded']);
     expect(fake.log.map((l) => l.id)).toEqual(['1', '2']);
-    expect(await rt.pipeline.ledger.openCount(sid)).toBe(0);
+    expect(await rt.pipeline.records.openCount(sid)).toBe(0);
     expect(await rt.pipeline.queues.pendingRuns(sid)).toBe(0);
   });
 
@@ -85,6 +85,6 @@ describe('graceful shutdown during an approval wait', () => {
     expect(a).toMatchObject({ status: 'failed', error_code: 'lost_before_queue' });
     expect(b).toMatchObject({ status: 'skipped' });
     expect(fake.log).toEqual([]);
-    expect(await rt.pipeline.ledger.openCount(sid)).toBe(0);
+    expect(await rt.pipeline.records.openCount(sid)).toBe(0);
   });
 });

@@ -62,7 +62,7 @@ describe('run jobs', () => {
 
   it('a command whose processing throws is closed and the run goes on with the next turn', async () => {
     const sid = await session();
-    const sessions = rt.pipeline.sessions;
+    const sessions = rt.pipeline.workerSide().sessions;
     const original = sessions.withRunningJob.bind(sessions);
     let calls = 0;
     // Deciding the second command throws once, outside the executor's own error handling.

@@ -81,7 +81,6 @@ describe('the executor control socket', () => {
     const first = await manager.sandboxFor(other);
     await first.execute(cmd({ tool: 'write', path: 'a.txt', content: 'a' }));
     await dockerExecRoot(containerName(prefix, other), 'rm /var/lib/thinkflow/egress/executor.sock');
-    await new Promise((r) => setTimeout(r, 2_100)); // older than a fresh start's grace
     const second = newManager(prefix);
     try {
       const sb2 = await second.sandboxFor(other);

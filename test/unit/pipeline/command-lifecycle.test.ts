@@ -32,9 +32,10 @@ function memoryLedger(records: LedgerRecord[]) {
       const cur = byIndex.get(rec.index)!;
       if (!spec.from.includes(cur.status)) return { ok: false, current: cur.status };
       if (spec.unlessTurnFailed && failure && failure.index < rec.index) return { ok: false, turnFailed: String(failure.index) };
-      Object.assign(cur, spec.fields?.result ?? {}, { status: spec.to });
+      const { result, ...fields } = spec.fields ?? {};
+      Object.assign(cur, result ?? {}, fields, { status: spec.to });
       if (FAILURE_STATUSES.has(spec.to) && (!failure || rec.index < failure.index)) failure = { index: rec.index, id: rec.id };
-      return { ok: true };
+      return { ok: true, record: { ...cur } };
     },
     async turnFailure() { return failure; },
     async turnIndexes() { return [...byIndex.keys()]; },
@@ -64,7 +65,7 @@ describe('CommandLifecycle', () => {
   it('a failure is one compare-and-set from the status read, counted once, and skips the queued rest of the turn', async () => {
     const { ledger, life, finished } = setup([record(1, 'running'), record(2, 'queued'), record(3, 'queued'), record(4, 'succeeded')]);
     const out = await life.apply(record(1, 'running'), 'fail', { result: endedResult('boom', 'internal') });
-    expect(out).toEqual({ ok: true });
+    expect(out).toMatchObject({ ok: true, record: { index: 1, status: 'failed', error: 'boom', error_code: 'internal' } });
     expect(ledger.specs[0]).toMatchObject({ from: ['running'], to: 'failed', events: ['command_finished'], dropCommand: false, unlessTurnFailed: false });
     expect(ledger.specs[0]!.fields).toMatchObject({ result: { error: 'boom', error_code: 'internal' }, finished_at: expect.any(String) });
     expect([2, 3, 4].map((i) => ledger.get(i)!.status)).toEqual(['skipped', 'skipped', 'succeeded']);
