@@ -6,8 +6,9 @@
 // --before DIR measures another checkout's service (a worktree of the commit
 // before a change) in the same run, and prints both side by side, on the sandbox
 // image named by --before-image (built from that checkout) when given; --cluster
-// starts a 3-master Redis Cluster on loopback and runs the services on it.
-//   npm run bench:pipeline [-- --levels 1,20,200 --commands 2000 --samples 300 --before /tmp/tf-base --cluster]
+// starts a 3-master Redis Cluster on loopback and runs the services on it; --redis both
+// measures on one Redis, then on the Cluster, in the same run.
+//   npm run bench:pipeline [-- --levels 1,20,200 --commands 2000 --samples 300 --before /tmp/tf-base --cluster | --redis both]
 import { spawn, execFileSync, type ChildProcess } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { createServer } from 'node:net';
@@ -24,6 +25,7 @@ const { values } = parseArgs({ options: {
   before: { type: 'string' },
   'before-image': { type: 'string' },
   cluster: { type: 'boolean', default: false },
+  redis: { type: 'string', default: 'one' },
 } });
 const LEVELS = values.levels!.split(',').map(Number);
 const COMMANDS = Number(values.commands);
@@ -262,26 +264,35 @@ function table(all: Figures[]): string[] {
   return lines;
 }
 
-async function main(): Promise<void> {
-  const cluster = values.cluster ? await startCluster() : null;
-  if (cluster) REDIS_URL = cluster.url;
+/** Both checkouts' figures on one Redis target (the machine's, or a Cluster started on loopback here). */
+async function onTarget(target: 'one' | 'cluster', all: Figures[]): Promise<void> {
+  const cluster = target === 'cluster' ? await startCluster() : null;
+  REDIS_URL = cluster?.url ?? process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
   const redis = createRedis(REDIS_URL, `tfbench-${tag}`);
+  const where = cluster ? ' (Cluster)' : '';
   try {
-    const os = await import('node:os');
-    console.log(`pipeline bench: ${new Date().toISOString()}, ${os.cpus().length} cores, node ${process.version}, ${cluster ? '3-master Redis Cluster' : 'one Redis'} + Docker sandboxes, load ${os.loadavg()[0]!.toFixed(1)}`);
-    const all: Figures[] = [];
-    if (values.before) all.push(await measure(values.before, 'before', redis, values['before-image']));
-    all.push(await measure(ROOT.replace(/\/$/, ''), 'this checkout', redis));
-    console.log(`\n${table(all).join('\n')}`);
-    const mine = all.at(-1)!;
-    const top = mine.levels.at(-1)!;
-    const judge = (ok: boolean, text: string) => console.log(`${ok ? 'met' : 'NOT MET'}: ${text}`);
-    judge(mine.e2eP50 <= 5, `1 KiB write end to end p50 ≤ 5 ms (${mine.e2eP50.toFixed(1)})`);
-    judge(top.rate >= 1000, `≥ 1,000 commands/s at ${top.sessions} sessions (${top.rate.toFixed(0)})`);
-    judge(mine.levels.every((l) => l.violations === 0 && l.lost === 0), '0 ordering violations and 0 lost at every level');
+    if (values.before) all.push(await measure(values.before, `before${where}`, redis, values['before-image']));
+    all.push(await measure(ROOT.replace(/\/$/, ''), `this checkout${where}`, redis));
   } finally {
     redis.disconnect();
     await cluster?.stop();
+  }
+}
+
+async function main(): Promise<void> {
+  // --redis both: the same figures on one Redis and on a 3-master Cluster, in one run.
+  const targets = values.cluster ? ['cluster' as const] : values.redis === 'both' ? ['one' as const, 'cluster' as const] : ['one' as const];
+  const os = await import('node:os');
+  console.log(`pipeline bench: ${new Date().toISOString()}, ${os.cpus().length} cores, node ${process.version}, ${targets.join(' + ')} Redis + Docker sandboxes, load ${os.loadavg()[0]!.toFixed(1)}`);
+  const all: Figures[] = [];
+  for (const t of targets) await onTarget(t, all);
+  console.log(`\n${table(all).join('\n')}`);
+  const judge = (ok: boolean, text: string) => console.log(`${ok ? 'met' : 'NOT MET'}: ${text}`);
+  for (const mine of all.filter((f) => f.label.startsWith('this checkout'))) {
+    const top = mine.levels.at(-1)!;
+    judge(mine.e2eP50 <= 5, `${mine.label}: 1 KiB write end to end p50 ≤ 5 ms (${mine.e2eP50.toFixed(1)})`);
+    judge(top.rate >= 1000, `${mine.label}: ≥ 1,000 commands/s at ${top.sessions} sessions (${top.rate.toFixed(0)})`);
+    judge(mine.levels.every((l) => l.violations === 0 && l.lost === 0), `${mine.label}: 0 ordering violations and 0 lost at every level`);
   }
 }
 

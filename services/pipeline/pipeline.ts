@@ -146,9 +146,9 @@ export class Pipeline {
     return seeded;
   }
 
-  /** The session as stored now (deleted ones too, with `deleted_at`); null when there is none. */
-  sessionMeta(sid: string): Promise<SessionMeta | null> {
-    return this.#sessions.get(sid, true);
+  /** The session (deleted ones too, with `deleted_at`), read fresh unless `fresh` is false (the cached meta, its running job read); null when there is none. */
+  sessionMeta(sid: string, fresh = true): Promise<SessionMeta | null> {
+    return this.#sessions.get(sid, fresh);
   }
 
   isDeleted(sid: string): Promise<boolean> {

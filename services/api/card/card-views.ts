@@ -112,7 +112,7 @@ export class CardViews {
 
   async #compute(a: ApprovalState): Promise<CardView> {
     const p = this.#d.pipeline;
-    const [raw, grants, session] = await Promise.all([p.records.rawBase(a.session_id, a.index), p.approvals.grantOf(a.token), p.sessionMeta(a.session_id)]);
+    const [raw, grants, session] = await Promise.all([p.records.rawBase(a.session_id, a.index), p.approvals.grantOf(a.token), p.sessionMeta(a.session_id, false)]);
     // Bodies past THINKFLOW_RECORD_BODY_BYTES are only in the full command (kept while it waits).
     const full = raw && cutBodies(raw) ? await p.records.rawCommand(a.session_id, a.index) : null;
     let s: BaseSummary | null = null;
