@@ -6,7 +6,7 @@ import type { ExecutionLoad } from './execution-load.ts';
 import type { LedgerRecord, LedgerResult } from './ledger-record.ts';
 import { admit } from './lifecycle/admit.ts';
 import { endedResult, internalResult, rejectedResult, SESSION_DELETED, skipReason } from './lifecycle/results.ts';
-import { runCommand, type RunContext, type RunOptions, type RunPorts } from './run-command.ts';
+import { runCommand, type OnFinishSent, type RunContext, type RunOptions, type RunPorts } from './run-command.ts';
 import type { Sessions } from './sessions.ts';
 
 // What a worker does with one job. The ledger status read first decides
@@ -35,19 +35,20 @@ export class Processor {
   get lifecycle(): CommandLifecycle { return this.#p.lifecycle; }
 
   /** `load`: what the run's step read with the command's name (execution-load.ts); else it is read here. */
-  async process(sid: string, index: number, signal?: AbortSignal, load?: ExecutionLoad): Promise<void> {
+  /** `onFinishSent`: see run-command.ts; called only when the command runs now (not after an approval wait). */
+  async process(sid: string, index: number, signal?: AbortSignal, load?: ExecutionLoad, onFinishSent?: OnFinishSent): Promise<void> {
     const loaded = load ?? (await this.#p.lifecycle.ledger.loadForExecution(sid, index));
     const rec = loaded.record;
     if (!rec) return;
     switch (rec.status) {
-      case 'queued': return this.#queued(rec, loaded, signal);
+      case 'queued': return this.#queued(rec, loaded, signal, onFinishSent);
       case 'awaiting_approval': return this.#awaitApproval(rec, signal);
       case 'running': return this.#p.lifecycle.interrupt(rec);
       default: return; // final already (e.g. skipped eagerly)
     }
   }
 
-  async #queued(rec: LedgerRecord, loaded: Loaded, signal?: AbortSignal): Promise<void> {
+  async #queued(rec: LedgerRecord, loaded: Loaded, signal?: AbortSignal, onFinishSent?: OnFinishSent): Promise<void> {
     const { command } = loaded;
     const life = this.#p.lifecycle;
     const session = await this.#p.sessions.withRunningJob(rec.session, loaded.runningJob);
@@ -58,7 +59,7 @@ export class Processor {
     // grants only loosen) unless a symlink makes the path another one: that
     // is checked right before the side effect anyway. `start` itself refuses
     // it if its turn failed at an earlier command (it is then skipped).
-    if (rec.decision === 'allow') return this.#run(ctx, null);
+    if (rec.decision === 'allow') return this.#run(ctx, null, onFinishSent);
     const failure = await life.ledger.turnFailure(rec.session, rec.turn);
     if (failure && failure.index < rec.index) { await life.skip(rec, skipReason(failure)); return; }
     const admission = admit(this.#p.gate, session, command, loaded.grants);
@@ -106,7 +107,7 @@ export class Processor {
     await this.#p.lifecycle.apply(rec, 'fail', { result });
   }
 
-  #run(ctx: RunContext, approval: ApprovalState | null): Promise<void> {
-    return runCommand(this.#p, ctx, approval, this.#opts);
+  #run(ctx: RunContext, approval: ApprovalState | null, onFinishSent?: OnFinishSent): Promise<void> {
+    return runCommand(this.#p, ctx, approval, this.#opts, onFinishSent);
   }
 }

@@ -7,7 +7,7 @@ import { ensureBaseline } from './baseline.ts';
 import type { CommandLifecycle } from './command-lifecycle.ts';
 import type { EgressListeners } from './egress/egress-listeners.ts';
 import type { Sandboxes } from './sandboxes.ts';
-import type { LedgerRecord } from './ledger-record.ts';
+import type { LedgerRecord, LedgerStatus } from './ledger-record.ts';
 import { failedRun, outcomeOf } from './lifecycle/outcome.ts';
 import { eventFor } from './lifecycle/table.ts';
 import type { OwnerCaps } from './owner-caps.ts';
@@ -30,11 +30,16 @@ export type RunPorts = {
   egress?: Pick<EgressListeners, 'ready'>;
 };
 export type RunOptions = { workerId?: string; outputCapChars?: number };
+/**
+ * Called in the same tick as the final transition is sent, with the status it writes: what the caller sends then
+ * (the run's next step) goes to Redis in the same write (ioredis pipelines a tick's commands).
+ */
+export type OnFinishSent = (status: LedgerStatus) => void;
 export type RunContext = { rec: LedgerRecord; session: SessionMeta; grants: Grant[]; command: Command };
 
 type Judge = (resolved: Command) => PathVerdict;
 
-export async function runCommand(p: RunPorts, ctx: RunContext, approval: ApprovalState | null, opts: RunOptions): Promise<void> {
+export async function runCommand(p: RunPorts, ctx: RunContext, approval: ApprovalState | null, opts: RunOptions, onFinishSent?: OnFinishSent): Promise<void> {
   const { rec, session } = ctx;
   const at = new Date();
   const started = await p.lifecycle.apply(rec, 'start', {
@@ -45,7 +50,9 @@ export async function runCommand(p: RunPorts, ctx: RunContext, approval: Approva
   const result = await execute(p, ctx, approval, at);
   p.lifecycle.observeExecution(rec.tool, result.duration_ms);
   const outcome = outcomeOf(rec.tool, result, opts.outputCapChars);
-  await p.lifecycle.apply(running, eventFor(outcome.status), { result: outcome.result, jobId: session.job_id });
+  const finishing = p.lifecycle.apply(running, eventFor(outcome.status), { result: outcome.result, jobId: session.job_id });
+  onFinishSent?.(outcome.status);
+  await finishing;
 }
 
 async function execute(p: RunPorts, ctx: RunContext, approval: ApprovalState | null, startedAt: Date): Promise<ExecutionResult> {

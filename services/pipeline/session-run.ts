@@ -3,7 +3,7 @@ import { ApprovalWaitAborted } from './approvals.ts';
 import type { CommandLifecycle } from './command-lifecycle.ts';
 import { queueErrorResult } from './lifecycle/results.ts';
 import type { Processor } from './processor.ts';
-import type { CommandJobData, SessionQueues } from './queues.ts';
+import type { CommandJobData, RunStep, SessionQueues } from './queues.ts';
 
 // What a Worker does with one job of a session's queue: a run job works
 // through the session's run list, one command after the other, until it is
@@ -44,14 +44,24 @@ export async function runSessionJob(d: SessionRunDeps, data: CommandJobData, sig
   while (step.kind === 'command') {
     const { index, load } = step;
     d.onCommand({ index });
+    // After a success the next step goes out with the finish, in one Redis write: runNext runs after the finish
+    // (one connection, in order), drops this command's entry and reads the next one's record as it is then. After
+    // any other end the turn's rest is being skipped meanwhile, so the step is read once that is done.
+    let early: Promise<RunStep> | null = null;
+    const onFinishSent = (status: string) => {
+      if (status !== 'succeeded') return;
+      early = d.queues.next(sid, index);
+      early.catch(() => {}); // awaited below; a rejection there is the run's, as a late read's would be
+    };
     try {
-      await d.processor.process(sid, index, signal, load());
+      await d.processor.process(sid, index, signal, load(), onFinishSent);
     } catch (err) {
+      early = null;
       if (err instanceof ApprovalWaitAborted) throw err;
       await closeFailedCommand(d.processor.lifecycle, sid, index, err as Error);
     }
     d.onCommand(undefined);
-    step = await d.queues.next(sid, index);
+    step = await (early ?? d.queues.next(sid, index));
     // A graceful shutdown lets the running command finish, not the session's whole list.
     if (signal.aborted && step.kind === 'command') throw new RunHandedBack();
   }
