@@ -100,7 +100,7 @@ export class Ledger {
     const sid = record.session;
     const at = new Date().toISOString();
     const f = spec.fields ?? {};
-    // Object.assign, not spreads: V8's spread of overlapping objects is 20× slower (ledger-record.ts, assembleRecord).
+    // Object.assign, as in assembleRecord: there, V8's spread of five overlapping objects cost 0.1 ms a call (here it measured the same either way).
     const next: LedgerRecord = Object.assign({}, record, f.result, {
       status: spec.to,
       approval: f.approval ?? record.approval,
