@@ -16,9 +16,7 @@ import type { JobControl } from './steering.ts';
 import { estimateUsage, type Usage } from './usage.ts';
 
 /** The part of the pipeline a turn uses. */
-export type TurnPipeline = Pick<Pipeline, 'parserOptions' | 'enqueue' | 'failTurn' | 'awaitResult' | 'drainTurn'> & Partial<Pick<Pipeline, 'maxCommandsPerTurn' | 'watchFinished'>> & {
-  hub: Pick<Pipeline['hub'], 'subscribe'>;
-};
+export type TurnPipeline = Pick<Pipeline, 'parserOptions' | 'enqueue' | 'failTurn' | 'awaitResult' | 'drainTurn'> & Partial<Pick<Pipeline, 'maxCommandsPerTurn' | 'watchFinished'>> & { hub: Pick<Pipeline['hub'], 'subscribe'> };
 
 export interface TurnDeps {
   pipeline: TurnPipeline;
@@ -154,7 +152,7 @@ class TurnRun {
     if (decision.kind === 'stop') this.#stop.abort(decision.reason);
   }
 
-  async #apply(d: DispatchVerdict): Promise<void> {
+  async #apply(d: DispatchVerdict, parsedAt?: Date): Promise<void> {
     const { pipeline } = this.deps;
     const { sessionId: sid, turn } = this.input;
     switch (d.kind) {
@@ -171,7 +169,7 @@ class TurnRun {
         return;
       case 'enqueue': {
         await this.#out.event({ type: 'command_parsed', turn, stream: d.stream, command: d.command });
-        const handle = pipeline.enqueue(sid, turn, d.command, d.stream);
+        const handle = pipeline.enqueue(sid, turn, d.command, d.stream, parsedAt);
         this.#handles.push(handle);
         if (d.stop) {
           this.#needResult = handle;
@@ -182,7 +180,8 @@ class TurnRun {
   }
 
   async #feed(outputs: readonly ParserOutput[]): Promise<void> {
-    for (const output of outputs) await this.#apply(this.#decide({ type: 'parsed', output }));
+    const parsedAt = new Date(); // the records' parsed_at: the feed that produced these (their closing tags) returned just now
+    for (const output of outputs) await this.#apply(this.#decide({ type: 'parsed', output }), parsedAt);
   }
 
   /** Streams the call; true when it ended by itself, false when the dispatcher or an abort stopped it. */
@@ -282,14 +281,14 @@ class TurnRun {
   async #runNative(call: NativeToolCall): Promise<NativeResult> {
     const { pipeline } = this.deps;
     const { sessionId: sid, turn, signal, flow } = this.input;
-    const parsed = commandFromToolCall(call.id, call.name, call.arguments, flow.nativeTools);
+    const [parsed, parsedAt] = [commandFromToolCall(call.id, call.name, call.arguments, flow.nativeTools), new Date()];
     if (!parsed.ok) {
       this.#log(call.id).debug({ reason: parsed.error, tool: call.name }, 'native tool call refused; the model is told why');
       return { call, record: null, error: parsed.error };
     }
     await this.#out.event({ type: 'command_parsed', turn, stream: 'native', command: parsed.command });
     try {
-      const handle = await pipeline.enqueue(sid, turn, parsed.command, 'native');
+      const handle = await pipeline.enqueue(sid, turn, parsed.command, 'native', parsedAt);
       return { call, record: await pipeline.awaitResult(handle, signal), error: null };
     } catch (err) {
       // The model hears why in the tool result and decides; the job goes on.

@@ -68,12 +68,15 @@ export async function runCommandsTurn(p: Pipeline, sid: string, text: string, op
   return runParsedTurn(p, sid, turnItems(parseTurnBody(text, p.maxCommandsPerTurn, p.parserOptions)), opts.signal);
 }
 
-export function turnItems(outputs: readonly ParserOutput[]): ({ command: Command } | { error: ParseError })[] {
-  return outputs.map((o) => (o.type === 'command' ? { command: o.command } : { error: o.error }));
+export type TurnItem = { command: Command; parsedAt?: Date } | { error: ParseError };
+
+/** The parsed body as a turn's items; `parsedAt`: when the body was parsed (now, for a body parsed just before). */
+export function turnItems(outputs: readonly ParserOutput[], parsedAt = new Date()): TurnItem[] {
+  return outputs.map((o) => (o.type === 'command' ? { command: o.command, parsedAt } : { error: o.error }));
 }
 
 export async function runParsedTurn(
-  p: Pipeline, sid: string, items: ({ command: Command } | { error: ParseError })[], signal?: AbortSignal, known?: SessionMeta,
+  p: Pipeline, sid: string, items: TurnItem[], signal?: AbortSignal, known?: SessionMeta,
 ): Promise<ApiTurnResult> {
   const meta = known ?? (await p.session(sid));
   // Opened before the first enqueue, it sees every finish: the wait reads no status.
@@ -92,7 +95,7 @@ export async function runParsedTurn(
         errors.push(item.error);
         await p.failTurn(sid, turn, parseErrorLabel(item.error));
       } else {
-        handles.push(await p.enqueue(sid, turn, item.command, 'api'));
+        handles.push(await p.enqueue(sid, turn, item.command, 'api', item.parsedAt));
       }
     }
     const records = await p.awaitAll(sid, handles.map((h) => h.index), signal, watch);

@@ -41,6 +41,8 @@ export type LifecycleDeps = {
 
 export type CreateInput = {
   session: string; turn: number; command: Command; flow: CommandFlow; admission: Admission; jobId: string | null;
+  /** when its tag was parsed, when the policy decided (the record's timings) */
+  parsedAt?: Date; admittedAt?: Date;
 };
 export type Created = { kind: 'created'; record: LedgerRecord; wasIdle: boolean } | { kind: 'duplicate' };
 
@@ -56,7 +58,10 @@ export class CommandLifecycle {
   /** Writes the record `queued`, or final at once: `forbidden` when admission refused it, `skipped` when its turn failed. */
   async create(input: CreateInput): Promise<Created> {
     const { admission: a } = input;
-    const common = { session: input.session, turn: input.turn, command: input.command, flow: input.flow, evaluation: a.evaluation as EvaluationData, jobId: input.jobId };
+    const common = {
+      session: input.session, turn: input.turn, command: input.command, flow: input.flow, evaluation: a.evaluation as EvaluationData, jobId: input.jobId,
+      ...(input.parsedAt ? { parsedAt: input.parsedAt } : {}), ...(input.admittedAt ? { admittedAt: input.admittedAt } : {}),
+    };
     let out = a.action === 'refuse'
       ? await this.ledger.create({ ...common, status: 'forbidden', result: endedResult(a.reason, a.code) })
       : await this.ledger.create({ ...common, status: 'queued' });

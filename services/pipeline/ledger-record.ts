@@ -72,6 +72,11 @@ export const LedgerBase = z.object({
   justification: nstr,
   policy_reason: nstr,
   enqueued_at: z.string(),
+  /**
+   * What is known of its timings when it is created (the record's `timings` add the rest): when its closing tag was
+   * parsed (none for callers that parse nothing), when the policy decided. Records from before read as admitted when enqueued.
+   */
+  timings: z.object({ parsed_at: z.string().optional(), admitted_at: z.string() }).optional(),
 });
 export type LedgerBase = z.infer<typeof LedgerBase>;
 
@@ -90,6 +95,19 @@ export const LedgerResult = z.object({
 });
 export type LedgerResult = z.infer<typeof LedgerResult>;
 
+/**
+ * Where the time of one command went (API.md, additions 2026-12-01), ISO 8601 with milliseconds: derived from the
+ * record's own timestamps, never stored apart, so it cannot disagree with them. Absent steps are left out.
+ */
+export const Timings = z.object({
+  parsed_at: z.string().optional(),
+  admitted_at: z.string(),
+  queued_at: z.string(),
+  started_at: z.string().optional(),
+  finished_at: z.string().optional(),
+});
+export type Timings = z.infer<typeof Timings>;
+
 export const LedgerRecord = LedgerBase.extend(LedgerResult.shape).extend({
   /** position in the session's ledger (1-based, execution order) */
   index: z.number().int().positive(),
@@ -100,8 +118,20 @@ export const LedgerRecord = LedgerBase.extend(LedgerResult.shape).extend({
   finished_at: nstr,
   /** the worker process that ran it (`host:pid`), for audits and recovery */
   executed_by: nstr,
+  timings: Timings,
 });
 export type LedgerRecord = z.infer<typeof LedgerRecord>;
+
+/** The record's timings from its timestamps (call again after any of them changes). */
+export function timingsOf(r: Pick<LedgerBase, 'timings' | 'enqueued_at'> & Pick<LedgerRecord, 'started_at' | 'finished_at'>): Timings {
+  // In the order of the path (API.md's order), whichever reader built it.
+  const t = (r.timings?.parsed_at ? { parsed_at: r.timings.parsed_at } : {}) as Timings;
+  t.admitted_at = r.timings?.admitted_at ?? r.enqueued_at;
+  t.queued_at = r.enqueued_at;
+  if (r.started_at) t.started_at = r.started_at;
+  if (r.finished_at) t.finished_at = r.finished_at;
+  return t;
+}
 
 export const EMPTY_RESULT: LedgerResult = {
   error: null, error_code: null, bytes_written: null, stdout: null, stderr: null,
@@ -129,6 +159,7 @@ export function decidingRule(ev: EvaluationData): string | null {
 export function buildBase(args: {
   session: string; turn: number; command: Command; flow: CommandFlow;
   evaluation: EvaluationData; now: Date; /** THINKFLOW_RECORD_BODY_BYTES */ bodyBytes: number;
+  parsedAt?: Date; admittedAt?: Date;
 }): LedgerBase {
   const { command: c, evaluation: ev } = args;
   const deciding = decidingRule(ev);
@@ -144,6 +175,9 @@ export function buildBase(args: {
     justification: ev.matched_rules.find((r) => r.id === deciding)?.justification ?? null,
     policy_reason: ev.reason || null,
     enqueued_at: args.now.toISOString(),
+    timings: args.parsedAt
+      ? { parsed_at: args.parsedAt.toISOString(), admitted_at: (args.admittedAt ?? args.now).toISOString() }
+      : { admitted_at: (args.admittedAt ?? args.now).toISOString() },
   };
 }
 
@@ -171,7 +205,9 @@ type RecordState = Pick<LedgerRecord, 'status' | 'approval' | 'injected' | 'star
 export function assembleRecord(index: number, base: LedgerBase, result: LedgerResult | null, state: RecordState): LedgerRecord {
   // Object.assign, not a spread of five overlapping objects: V8's spread left its fast path on the overlaps and took
   // 0.1 ms a call (10 % of a worker's CPU per command, bench/RESULTS.md "Issue 22, fourth pass"); this takes 0.004.
-  return Object.assign({}, BODY_DEFAULTS, base, EMPTY_RESULT, result, { index }, state) as LedgerRecord;
+  const rec = Object.assign({}, BODY_DEFAULTS, base, EMPTY_RESULT, result, { index }, state) as LedgerRecord;
+  rec.timings = timingsOf(rec);
+  return rec;
 }
 
 /** UTF-16-safe cap on a captured stream; the flag says something was cut. */

@@ -6,7 +6,7 @@ import type { LedgerEventType, PublicApproval } from './events.ts';
 import type { Keys } from './keys.ts';
 import type { CreatedStatus } from './lifecycle/table.ts';
 import {
-  EMPTY_RESULT, FAILURE_STATUSES, FINAL_STATUSES, assembleRecord, buildBase, recordFromHash,
+  EMPTY_RESULT, FAILURE_STATUSES, FINAL_STATUSES, assembleRecord, timingsOf, buildBase, recordFromHash,
   type EvaluationData, type LedgerApproval, type LedgerRecord, type LedgerResult, type LedgerStatus,
 } from './ledger-record.ts';
 import type { PipelineRedis } from './redis.ts';
@@ -60,6 +60,7 @@ export class Ledger {
   async create(args: {
     session: string; turn: number; command: Command; flow: CommandFlow; evaluation: EvaluationData;
     status: CreatedStatus; /** the result of a record created final */ result?: LedgerResult; jobId?: string | null;
+    /** when its tag was parsed, and when the policy decided (timings) */ parsedAt?: Date; admittedAt?: Date;
   }): Promise<CreateOutcome> {
     const k = this.#keys;
     const sid = args.session;
@@ -109,6 +110,7 @@ export class Ledger {
       finished_at: f.finished_at ?? record.finished_at,
       injected: f.injected ?? record.injected,
     });
+    next.timings = timingsOf(next);
     const pairs: string[] = [];
     // "+field": the record as the caller knows it has none, so the script reads no size first (a stale view only overcharges)
     const fresh = (name: string, had: unknown) => (had === null || had === undefined ? `+${name}` : name);

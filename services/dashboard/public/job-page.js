@@ -73,6 +73,14 @@ function eventLog() {
   };
 }
 
+/** Where a command's time went, from its timings: parse → queue, queue → start (wait), start → finish (run). */
+export function timingsText(t) {
+  if (!t) return '';
+  const ms = (a, b) => (a && b ? Math.max(0, Date.parse(b) - Date.parse(a)) : null);
+  const parts = [['admitted', ms(t.parsed_at, t.queued_at)], ['waited', ms(t.queued_at, t.started_at)], ['ran', ms(t.started_at, t.finished_at)]];
+  return parts.filter(([, v]) => v !== null).map(([k, v]) => `${k} ${v} ms`).join(' · ');
+}
+
 /** The ledger (filterable by status) and the approvals decided in it. */
 function ledgerTables() {
   const filter = h('select', { id: 'ledger-filter' }, STATUSES.map((s) => h('option', { value: s }, s)));
@@ -86,7 +94,8 @@ function ledgerTables() {
       h('td', {}, h('code', {}, targetText(r))),
       h('td', {}, h('span', { class: `decision d-${r.decision}` }, r.decision)),
       h('td', {}, h('span', { class: `status s-${r.status}` }, r.status)),
-      h('td', { class: 'small' }, r.error ?? r.output_summary ?? (r.exit_code !== null ? `exit ${r.exit_code}` : '')))));
+      h('td', { class: 'small' }, r.error ?? r.output_summary ?? (r.exit_code !== null ? `exit ${r.exit_code}` : '')),
+      h('td', { class: 'small timings', title: Object.entries(r.timings ?? {}).map(([k, v]) => `${k} ${v}`).join('\n') }, timingsText(r.timings)))));
     clear(approvalsBody, ledger.filter((r) => r.approval).map((r) => h('tr', { dataset: { id: r.id } },
       h('td', {}, r.id), h('td', {}, r.tool), h('td', {}, h('code', {}, targetText(r))),
       h('td', {}, r.approval.decision ?? 'pending'), h('td', { class: 'decided-by' }, r.approval.decided_by ?? '—'),
@@ -96,7 +105,7 @@ function ledgerTables() {
   return {
     approvals: tableWrap(h('table', { class: 'approvals' }, head(['Command', 'Tool', 'Target', 'Decision', 'Decided by', 'At', 'Reason']), approvalsBody)),
     ledger: [h('p', {}, h('label', { for: 'ledger-filter' }, 'Show status '), filter),
-      tableWrap(h('table', { class: 'ledger' }, head(['#', 'Turn', 'Command', 'Tool', 'Target', 'Decision', 'Status', 'Result']), ledgerBody))],
+      tableWrap(h('table', { class: 'ledger' }, head(['#', 'Turn', 'Command', 'Tool', 'Target', 'Decision', 'Status', 'Result', 'Time']), ledgerBody))],
     show(entries) { ledger = entries; render(); },
   };
 }

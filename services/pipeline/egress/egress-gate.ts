@@ -95,6 +95,7 @@ export class EgressGate {
 
   async #allowed(record: NetworkRecord): Promise<GateDecision> {
     record.status = 'running';
+    record.timings.started_at ??= new Date().toISOString();
     await this.#saveAndAnnounce(record);
     let finished = false;
     return {
@@ -106,6 +107,7 @@ export class EgressGate {
           status: usage.error ? 'failed' : 'succeeded', bytes_in: usage.bytes_in, bytes_out: usage.bytes_out,
           duration_ms: usage.duration_ms, address: usage.address ?? null, error: usage.error ?? null, finished_at: new Date().toISOString(),
         });
+        record.timings.finished_at = record.finished_at!;
         this.#saveAndAnnounce(record).catch((err: unknown) => withIds({ session_id: record.session, job_id: record.job_id ?? undefined })
           .error({ err, record: record.id }, 'egress: the network record could not be completed'));
       },
@@ -114,18 +116,20 @@ export class EgressGate {
 
   async #refused(record: NetworkRecord, status: 'forbidden' | 'rejected', message: string): Promise<GateDecision> {
     Object.assign(record, { status, error: message, finished_at: new Date().toISOString(), duration_ms: 0 });
+    record.timings.finished_at = record.finished_at!;
     await this.#saveAndAnnounce(record);
     return { allow: false, status: 403, message };
   }
 
   async #open(session: SessionMeta, target: EgressTarget, evaluation: Evaluation, running: Running): Promise<NetworkRecord> {
     const deciding = evaluation.matched_rules.find((r) => r.decision === evaluation.decision)?.id ?? null;
+    const at = new Date().toISOString();
     return this.#d.log.open(session.session_id, {
       session: session.session_id, tool: 'network', target: showHostPort(target.host, target.port), host: target.host, port: target.port,
       job_id: session.job_id, command_id: running.commandId, command_index: running.commandIndex, decision: evaluation.decision, matched_rules: evaluation.matched_rules,
       matched_rule: deciding, policy_reason: evaluation.reason, status: evaluation.decision === 'prompt' ? 'awaiting_approval' : 'running',
       approval: null, address: null, bytes_in: 0, bytes_out: 0, duration_ms: null, error: null,
-      enqueued_at: new Date().toISOString(), finished_at: null,
+      enqueued_at: at, finished_at: null, timings: { admitted_at: at, queued_at: at },
     });
   }
 

@@ -1,6 +1,6 @@
 import type { Keys } from '../keys.ts';
 import type { PipelineRedis } from '../redis.ts';
-import type { NetworkRecord } from './network-record.ts';
+import { withTimings, type NetworkRecord } from './network-record.ts';
 
 // The session's network records in Redis: one hash field per record (its
 // number → JSON), rewritten when the connection ends with its bytes. A
@@ -38,6 +38,6 @@ export class NetworkLog {
   /** Every kept record, oldest first. */
   async list(sid: string): Promise<NetworkRecord[]> {
     const h = await this.#redis.hgetall(this.#keys.networkLog(sid));
-    return Object.entries(h).sort((a, b) => Number(a[0]) - Number(b[0])).map(([, json]) => JSON.parse(json) as NetworkRecord);
+    return Object.entries(h).sort((a, b) => Number(a[0]) - Number(b[0])).map(([, json]) => withTimings(JSON.parse(json) as NetworkRecord));
   }
 }

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { Decision, MatchedRule } from '../../policy/index.ts';
-import { LedgerApproval } from '../ledger-record.ts';
+import { LedgerApproval, Timings } from '../ledger-record.ts';
 
 // A network ledger record (POLICY.md §8, API.md additions 2026-12-01): one
 // per connection a command asked the session's egress proxy for, with the
@@ -41,5 +41,15 @@ export const NetworkRecord = z.object({
   error: z.string().nullable(),
   enqueued_at: z.string(),
   finished_at: z.string().nullable(),
+  /** as a command record's: decided and queued when asked for, started when dialled, finished when closed or refused */
+  timings: Timings,
 });
 export type NetworkRecord = z.infer<typeof NetworkRecord>;
+
+/** A network record as stored; those written before timings get them from their timestamps. */
+export function withTimings(r: Omit<NetworkRecord, 'timings'> & { timings?: Timings }): NetworkRecord {
+  if (r.timings) return r as NetworkRecord;
+  const timings: Timings = { admitted_at: r.enqueued_at, queued_at: r.enqueued_at };
+  if (r.finished_at) timings.finished_at = r.finished_at;
+  return { ...r, timings };
+}

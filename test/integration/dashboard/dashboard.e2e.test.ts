@@ -239,6 +239,10 @@ describe('dashboard in a browser', () => {
     await alice.selectOption('#ledger-filter', 'succeeded');
     expect(await alice.locator('table.ledger tbody tr').evaluateAll((trs) => trs.map((t) => (t as HTMLElement).dataset.status))).toEqual(['succeeded', 'succeeded', 'succeeded', 'succeeded']);
     expect(await alice.locator('table.approvals .decided-by').allTextContents()).toEqual(['alice', 'alice', 'alice', 'alice']);
+    // Where each command's time went, from its ledger timings (these waited for an operator, so "waited" is there).
+    const times = await alice.locator('table.ledger tbody td.timings').allTextContents();
+    expect(times).toHaveLength(4);
+    for (const t of times) expect(t).toMatch(/^admitted \d+ ms · waited \d+ ms · ran \d+ ms$/);
     await alice.locator('.files button', { hasText: 'docs/' }).click();
     await alice.locator('.files button', { hasText: 'plan.md' }).click();
     await expect.poll(() => alice.locator('.files pre.file').textContent()).toMatch(/^# Gateway migration plan/);

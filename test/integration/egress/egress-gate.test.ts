@@ -63,6 +63,12 @@ describe('the egress gate', () => {
       ['net-1', 'registry.test:443', 'succeeded', 'registry'], ['net-2', 'evil.test:443', 'forbidden', 'no-evil'], ['net-3', 'registry.test:80', 'forbidden', null],
     ]);
     expect(net[0]).toMatchObject({ bytes_in: 5000, bytes_out: 300, address: '203.0.113.9', decision: 'allow' });
+    // Timings as a command record's: the allowed one started when dialled; a refused one never started.
+    const t0 = net[0]!.timings as Record<string, string>;
+    expect(Object.keys(t0)).toEqual(['admitted_at', 'queued_at', 'started_at', 'finished_at']);
+    expect([t0.admitted_at, t0.queued_at, t0.started_at, t0.finished_at]).toEqual([t0.admitted_at, t0.queued_at, t0.started_at, t0.finished_at].sort());
+    expect(t0.finished_at).toBe(net[0]!.finished_at);
+    expect(net[1]!.timings).toEqual({ admitted_at: net[1]!.enqueued_at, queued_at: net[1]!.enqueued_at, finished_at: net[1]!.finished_at });
   });
 
   it('a prompt in never mode is refused at once, with no approval asked', async () => {

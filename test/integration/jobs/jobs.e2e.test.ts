@@ -23,6 +23,12 @@ describe('model-driven jobs', () => {
     ]);
     // mkdir-before-write: every write started after the mkdir finished.
     for (const w of ledger.slice(1)) expect(Date.parse(w.started_at)).toBeGreaterThanOrEqual(Date.parse(ledger[0]!.finished_at));
+    // Each record's timings, from its closing tag parsed in the stream to its finish, in order.
+    for (const e of ledger) {
+      const t = e.timings as Record<string, string>;
+      const steps = ['parsed_at', 'admitted_at', 'queued_at', 'started_at', 'finished_at'].map((k) => Date.parse(t[k]!));
+      expect(steps.every((ms, i) => Number.isFinite(ms) && (i === 0 || ms >= steps[i - 1]!))).toBe(true);
+    }
     expect(await h.file(session_id, 'pkg/sub/f3.txt')).toBe('file 3 é€😀\n');
     expect(await h.file(session_id, 'not-run.txt')).toBeNull();
     expect(usageOk(job.usage)).toBe(true);

@@ -152,6 +152,32 @@ describe('REST API (real Redis and Docker)', () => {
     expect(ledger.entries[0]).toMatchObject({ path: 'src/app.py', decision: 'allow', injected: false, content_sha256: expect.stringMatching(/^[0-9a-f]{64}$/) });
   });
 
+  it('records where each command\'s time went: timings parsed → admitted → queued → started → finished, ms ISO', async () => {
+    const sid = await newSession(sub1);
+    const before = new Date().toISOString();
+    const res = await sub1.text(`/v1/sessions/${sid}/commands`, '<tf-write id="1" path="a.txt">a</tf-write><tf-bash id="2" cmd="exit 3" /><tf-touch id="3" path="b.txt" />');
+    expect(res.status).toBe(200);
+    const after = new Date().toISOString();
+    const { entries } = (await (await sub1.get(`/v1/sessions/${sid}/ledger`)).json()) as { entries: { id: string; status: string; enqueued_at: string; started_at: string | null; finished_at: string | null; timings: Record<string, string> }[] };
+    expect(entries.map((e) => e.status)).toEqual(['succeeded', 'failed', 'skipped']);
+    const iso = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/;
+    for (const e of entries.slice(0, 2)) {
+      const t = e.timings;
+      expect(Object.keys(t)).toEqual(['parsed_at', 'admitted_at', 'queued_at', 'started_at', 'finished_at']);
+      for (const v of Object.values(t)) expect(v).toMatch(iso);
+      // Every step in order, all within the request (ISO strings of one zone compare as times).
+      const steps = [before, t.parsed_at, t.admitted_at, t.queued_at, t.started_at, t.finished_at, after];
+      expect([...steps].sort()).toEqual(steps);
+      expect([t.queued_at, t.started_at, t.finished_at]).toEqual([e.enqueued_at, e.started_at, e.finished_at]);
+    }
+    // The skipped one never started: no started_at, and the keys that are absent are left out, not null.
+    expect(entries[2]!.timings).toEqual({ admitted_at: expect.stringMatching(iso), queued_at: entries[2]!.enqueued_at, parsed_at: expect.stringMatching(iso), finished_at: entries[2]!.finished_at });
+    // The finish event carries the record's final timings too.
+    const events = await readSse(`${svc.url}/v1/sessions/${sid}/events`, { authorization: 'Bearer k-sub1' }, (e) => e.event === 'command_finished' && e.data.record.id === '3');
+    const finished = events.filter((e) => e.event === 'command_finished').map((e) => e.data.record.timings);
+    expect(finished).toEqual(entries.map((e) => e.timings));
+  });
+
   it('refuses seeded files the policy would not let a command write (400, nothing created)', async () => {
     const res = await sub1.json('/v1/sessions', { files: { 'ok.txt': 'x', 'secrets/key': 'k' } });
     expect(res.status).toBe(400);

@@ -135,12 +135,13 @@ export class FakePipeline implements JobPipeline {
 }
 
 function newRecord(session: string, turn: number, index: number, c: Command, flow: CommandFlow): LedgerRecord {
+  const at = new Date().toISOString();
   return {
     session, turn, id: c.id, tool: c.tool, path: c.path ?? null, dest: c.dest ?? null, cmd: c.cmd ?? null,
     content: c.content ?? null, content_size: null, content_sha256: null, old_text: c.old_text ?? null, new_text: c.new_text ?? null,
     content_truncated: false, old_text_size: null, old_text_sha256: null, old_text_truncated: false, new_text_size: null, new_text_sha256: null, new_text_truncated: false,
     need_result: c.need_result, timeout: c.timeout ?? null, flow, risk: 'medium', decision: 'allow', matched_rule: null, matched_rules: [],
-    justification: null, policy_reason: null, enqueued_at: new Date().toISOString(),
+    justification: null, policy_reason: null, enqueued_at: at, timings: { admitted_at: at, queued_at: at },
     error: null, error_code: null, bytes_written: null, stdout: null, stderr: null, stdout_truncated: false, stderr_truncated: false,
     exit_code: null, duration_ms: null, output_summary: null,
     index, status: 'queued' as LedgerStatus, approval: null, injected: false, started_at: null, finished_at: null, executed_by: null,

@@ -10,12 +10,13 @@ import { PipelineMetrics } from '../../../services/pipeline/metrics.ts';
 // the status, the turn's earliest failure): no Redis.
 
 function record(index: number, status: LedgerStatus, extra: Partial<LedgerRecord> = {}): LedgerRecord {
+  const at = new Date(Date.now() - 1000).toISOString();
   return {
     ...EMPTY_RESULT, session: 's1', turn: 1, id: String(index), tool: 'bash', path: null, dest: null, cmd: 'true',
     content: null, content_size: null, content_sha256: null, old_text: null, new_text: null, need_result: false,
     content_truncated: false, old_text_size: null, old_text_sha256: null, old_text_truncated: false, new_text_size: null, new_text_sha256: null, new_text_truncated: false,
     timeout: null, flow: 'api', risk: 'high', decision: 'allow', matched_rule: null, matched_rules: [], justification: null,
-    policy_reason: null, enqueued_at: new Date(Date.now() - 1000).toISOString(), index, status, approval: null, injected: false,
+    policy_reason: null, enqueued_at: at, timings: { admitted_at: at, queued_at: at }, index, status, approval: null, injected: false,
     started_at: null, finished_at: null, executed_by: null, ...extra,
   };
 }

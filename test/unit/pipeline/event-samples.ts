@@ -15,6 +15,7 @@ export const RECORD: LedgerRecord = {
   exit_code: null, duration_ms: 3, output_summary: 'wrote 2 bytes',
   index: 1, status: 'succeeded', approval: null, injected: false,
   started_at: '2026-01-01T00:00:00.001Z', finished_at: '2026-01-01T00:00:00.004Z', executed_by: 'host:1',
+  timings: { admitted_at: '2026-01-01T00:00:00.000Z', queued_at: '2026-01-01T00:00:00.000Z', started_at: '2026-01-01T00:00:00.001Z', finished_at: '2026-01-01T00:00:00.004Z' },
 };
 
 export const APPROVAL: PublicApproval = {
@@ -56,6 +57,7 @@ export const SAMPLES: { [T in SessionEventType]: EventBody & { type: T } } = {
       matched_rule: 'registry', policy_reason: 'allow by rule registry (project) for `registry.example:443`: the mirror', status: 'succeeded',
       approval: null, address: '203.0.113.7', bytes_in: 5120, bytes_out: 310, duration_ms: 42, error: null,
       enqueued_at: '2026-01-01T00:00:00.000Z', finished_at: '2026-01-01T00:00:00.042Z',
+      timings: { admitted_at: '2026-01-01T00:00:00.000Z', queued_at: '2026-01-01T00:00:00.000Z', started_at: '2026-01-01T00:00:00.001Z', finished_at: '2026-01-01T00:00:00.042Z' },
     },
   },
 };

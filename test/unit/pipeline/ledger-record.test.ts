@@ -46,6 +46,23 @@ describe('ledger record', () => {
     expect(() => recordFromHash(1, { base: JSON.stringify(base), status: 'exploded' })).toThrow();
   });
 
+  it('derives timings from the record\'s own timestamps, in the path\'s order; records from before timings read as admitted when enqueued', () => {
+    const at = (ms: number) => new Date(Date.UTC(2026, 0, 1, 0, 0, 0, ms));
+    const cmd = { id: '1', tool: 'touch' as const, path: 'a', need_result: false };
+    const base = buildBase({ session: 's', turn: 1, command: cmd, flow: 'text', evaluation: allow, now: at(30), bodyBytes: 10, parsedAt: at(10), admittedAt: at(20) });
+    const rec = recordFromHash(1, { base: JSON.stringify(base), status: 'succeeded', started_at: at(40).toISOString(), finished_at: at(55).toISOString() });
+    expect(Object.entries(rec.timings)).toEqual([
+      ['parsed_at', '2026-01-01T00:00:00.010Z'], ['admitted_at', '2026-01-01T00:00:00.020Z'], ['queued_at', '2026-01-01T00:00:00.030Z'],
+      ['started_at', '2026-01-01T00:00:00.040Z'], ['finished_at', '2026-01-01T00:00:00.055Z'],
+    ]);
+    // The unvalidated reader (the worker's hot path) builds the same.
+    expect(recordFromHash(1, { base: JSON.stringify(base), status: 'succeeded', started_at: at(40).toISOString(), finished_at: at(55).toISOString() }, false).timings).toEqual(rec.timings);
+    const { timings: _dropped, ...old } = buildBase({ session: 's', turn: 1, command: cmd, flow: 'api', evaluation: allow, now: at(30), bodyBytes: 10 });
+    expect(recordFromHash(2, { base: JSON.stringify(old), status: 'queued' }).timings).toEqual({ admitted_at: '2026-01-01T00:00:00.030Z', queued_at: '2026-01-01T00:00:00.030Z' });
+    // No parse time given (a caller that parses nothing): none invented.
+    expect(buildBase({ session: 's', turn: 1, command: cmd, flow: 'api', evaluation: allow, now: at(30), bodyBytes: 10 }).timings).toEqual({ admitted_at: '2026-01-01T00:00:00.030Z' });
+  });
+
   it('caps captured text without splitting a surrogate pair', () => {
     expect(capText(undefined, 3)).toEqual({ text: null, truncated: false });
     expect(capText('abc', 3)).toEqual({ text: 'abc', truncated: false });
