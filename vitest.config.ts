@@ -8,6 +8,9 @@ export default defineConfig({
     // test/integration/pipeline/helpers.ts) run on a 3-master Redis Cluster
     // started on loopback for the run (test/integration/cluster/global-setup.ts).
     globalSetup: process.env.THINKFLOW_TEST_REDIS === 'cluster' ? ['test/integration/cluster/global-setup.ts'] : [],
+    // Warm sandboxes (THINKFLOW_WARM_POOL, 2 by default) are off in the suites, so each service a test starts makes
+    // no containers of its own accord; the warm pool's own tests turn it on (test/integration/sandbox/warm-pool.test.ts).
+    env: { THINKFLOW_WARM_POOL: process.env.THINKFLOW_WARM_POOL ?? '0' },
     testTimeout: 60_000,
     hookTimeout: 120_000,
     // Integration suites share one Docker engine and one Redis: run files one at a time.

@@ -3,7 +3,9 @@
 // `--update-results` also writes the `## Sandbox` section of bench/RESULTS.md;
 // `--workspace-fs-only` runs only the per-session filesystem rows (with
 // `--update-results`, writing only their section); `--channels-only` runs only
-// the executor channel rows (control socket vs attach stream, channels.ts).
+// the executor channel rows (control socket vs attach stream, channels.ts);
+// `--idle-pause-only` runs only the next command after an idle pause
+// against one on a running container (idle-pause.ts).
 import Docker from 'dockerode';
 import { execFile } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
@@ -18,6 +20,7 @@ import { formatTable, measure, row, type Row } from './stats.ts';
 import { ADDED_P50_TARGET_MS, benchWorkspaceFs } from './workspace-fs.ts';
 import { benchEgress, EGRESS_HEADING } from './egress.ts';
 import { benchChannels, CHANNELS_HEADING } from './channels.ts';
+import { ADDED_TARGET_MS, benchIdlePause, IDLE_PAUSE_HEADING } from './idle-pause.ts';
 
 const N = Number(process.env.BENCH_N ?? 300);
 const COLD_N = Number(process.env.BENCH_COLD_N ?? 15);
@@ -27,6 +30,8 @@ const FS_ONLY = process.argv.includes('--workspace-fs-only');
 const EGRESS_ONLY = process.argv.includes('--egress-only');
 const EGRESS_N = Number(process.env.BENCH_EGRESS_N ?? 300);
 const CHANNELS_ONLY = process.argv.includes('--channels-only');
+const PAUSE_ONLY = process.argv.includes('--idle-pause-only');
+const PAUSE_N = Number(process.env.BENCH_PAUSE_N ?? 30);
 const docker = new Docker();
 const prefix = `tfbench-${randomBytes(3).toString('hex')}-`;
 // The image as the service would pick it (THINKFLOW_SANDBOX_IMAGE through the env schema).
@@ -94,7 +99,19 @@ async function channelRows(): Promise<boolean> {
   return ch.met;
 }
 
+async function idlePauseRows(): Promise<{ met: boolean; addedP50: number }> {
+  const r = await benchIdlePause(docker, { image, n: PAUSE_N });
+  const text = `${machine(await engineVersion())}; n=${PAUSE_N} per row, sequential, running and paused samples alternating\n\n${r.text}`;
+  console.log(text);
+  if (process.argv.includes('--update-results')) await updateResults(`npm run bench:sandbox -- ${PAUSE_ONLY ? '--idle-pause-only ' : ''}--update-results`, text, IDLE_PAUSE_HEADING);
+  return r;
+}
+
 async function main(): Promise<void> {
+  if (PAUSE_ONLY) {
+    if (!(await idlePauseRows()).met) process.exitCode = 1;
+    return;
+  }
   if (CHANNELS_ONLY) {
     if (!(await channelRows())) process.exitCode = 1;
     return;
@@ -158,6 +175,7 @@ async function main(): Promise<void> {
     const fs = await benchWorkspaceFs(docker, { prefix, image, n: FS_N, warmup: 3, splitN: Math.min(FS_N, 20) });
     await egressRows();
     const channelsMet = await channelRows();
+    const pause = await idlePauseRows();
 
     const header = `${machine(await engineVersion())}; n=${N} per row (CLI ${CLI_N}, cold start ${COLD_N}), sequential, after warm-up`;
     const output = `${header}\n\n${formatTable(rows)}`;
@@ -168,6 +186,7 @@ async function main(): Promise<void> {
     }
     const missed = rows.filter((r) => r.target !== undefined && r.p50 > r.target).map((r) => `${r.name} via ${r.via}`);
     if (!channelsMet) missed.push('the executor control socket against the attach stream');
+    if (!pause.met) missed.push(`the next command after an idle pause: +${pause.addedP50.toFixed(2)} ms at p50 (target ≤ ${ADDED_TARGET_MS})`);
     if (!fs.met) missed.push(`session creation with a per-session filesystem: +${fs.addedP50.toFixed(2)} ms at p50 (target ≤ ${ADDED_P50_TARGET_MS})`);
     if (missed.length) {
       console.error(`missed targets: ${missed.join('; ')}`);

@@ -15,8 +15,8 @@ export const ENV_DEFAULTS = {
   THINKFLOW_WORKSPACE_FS: 'auto',
   THINKFLOW_WORKSPACE_DIR: '/var/lib/thinkflow/workspaces',
   THINKFLOW_WORKSPACE_INODES: 100_000,
-  THINKFLOW_WORKSPACE_SPARES: 2,
-  THINKFLOW_SANDBOX_IDLE_STOP_S: 600,
+  THINKFLOW_WORKSPACE_SPARES: 2, THINKFLOW_WARM_POOL: 2,
+  THINKFLOW_SANDBOX_IDLE_STOP_S: 600, THINKFLOW_IDLE_PAUSE_S: 30,
   THINKFLOW_EGRESS_DIR: '/var/lib/thinkflow/egress',
   THINKFLOW_EXECUTOR_CHANNEL: 'socket',
   THINKFLOW_SANDBOX_START_CONCURRENCY: 4,
@@ -93,8 +93,8 @@ export const EnvSchema = z.object({
   /** containers a worker process opens at once (create, start, first answer); more sessions wait their turn */
   THINKFLOW_SANDBOX_START_CONCURRENCY: z.coerce.number().int().min(1).max(64).default(D.THINKFLOW_SANDBOX_START_CONCURRENCY),
   THINKFLOW_WORKSPACE_INODES: z.coerce.number().int().min(1024).default(D.THINKFLOW_WORKSPACE_INODES),
-  /** workspace images kept ready on a loop device per process (0: made on a session's first command) */
-  THINKFLOW_WORKSPACE_SPARES: z.coerce.number().int().min(0).max(64).default(D.THINKFLOW_WORKSPACE_SPARES),
+  /** workspace images kept ready on a loop device per process (0: made on a session's first command); warm sandboxes (container, workspace, executor) a worker keeps for new sessions (0: none) */
+  THINKFLOW_WORKSPACE_SPARES: z.coerce.number().int().min(0).max(64).default(D.THINKFLOW_WORKSPACE_SPARES), THINKFLOW_WARM_POOL: z.coerce.number().int().min(0).max(64).default(D.THINKFLOW_WARM_POOL),
   /** per-key caps (429 too_many): open sessions, sessions with work in progress, open SSE streams */
   THINKFLOW_MAX_SESSIONS_PER_KEY: z.coerce.number().int().min(1).default(100),
   THINKFLOW_MAX_RUNNING_PER_KEY: z.coerce.number().int().min(1).default(20),
@@ -113,6 +113,7 @@ export const EnvSchema = z.object({
   THINKFLOW_MAX_CONNECTIONS_PER_ADDRESS: z.coerce.number().int().min(1).default(128),
   /** a session's container is stopped after this long unused (kept with its workspace; the next command starts it) */
   THINKFLOW_SANDBOX_IDLE_STOP_S: z.coerce.number().int().min(1).default(D.THINKFLOW_SANDBOX_IDLE_STOP_S),
+  THINKFLOW_IDLE_PAUSE_S: int(D.THINKFLOW_IDLE_PAUSE_S), // with nothing in flight this long it is paused first (cgroup freezer; its next use unpauses it); 0 = never
   /** how often the worker's reaper runs (stops idle containers, removes those of deleted or long-idle sessions) */
   THINKFLOW_SANDBOX_REAP_INTERVAL_S: z.coerce.number().int().min(1).default(60),
   /** sandbox calls (pipeline/sandbox-calls: an API process reads workspaces through a worker): not taken → 503 sandbox_unavailable; taken, no answer → 504 sandbox_timeout;
@@ -172,7 +173,7 @@ export type Config = {
   runnerTtlS: number;
   replayScripts: string | null;
   workspaceQuotaMb: number;
-  workspace: { fs: 'auto' | 'loop' | 'watchdog'; dir: string; inodes: number; spares: number };
+  workspace: { fs: 'auto' | 'loop' | 'watchdog'; dir: string; inodes: number; spares: number; /** THINKFLOW_WARM_POOL */ warmPool: number };
   /** THINKFLOW_EGRESS_DIR */
   egressDir: string;
   caps: { maxSessionsPerKey: number; maxRunningPerKey: number; maxStreamsPerKey: number; maxTurnsPerKey: number };
@@ -180,7 +181,7 @@ export type Config = {
   /** THINKFLOW_STORE_BYTES_PER_KEY */
   storeBytesPerKey: number;
   http: { headersTimeoutMs: number; requestTimeoutMs: number; keepAliveTimeoutMs: number; maxConnectionsPerAddress: number };
-  sandboxIdleStopS: number;
+  sandboxIdleStopS: number; sandboxIdlePauseS: number;
   sandboxReapIntervalS: number;
   /** THINKFLOW_SANDBOX_CALL*: the bounds of the calls of an API process to the workers (pipeline/sandbox-calls) */
   sandboxCalls: { pickupMs: number; answerMs: number; stallMs: number; maxAnswerBytes: number; callsPerWorker: number };
@@ -274,7 +275,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     runnerTtlS: e.THINKFLOW_RUNNER_TTL_S,
     replayScripts: e.THINKFLOW_REPLAY_SCRIPTS ?? null,
     workspaceQuotaMb: e.THINKFLOW_WORKSPACE_QUOTA_MB,
-    workspace: { fs: e.THINKFLOW_WORKSPACE_FS, dir: e.THINKFLOW_WORKSPACE_DIR, inodes: e.THINKFLOW_WORKSPACE_INODES, spares: e.THINKFLOW_WORKSPACE_SPARES },
+    workspace: { fs: e.THINKFLOW_WORKSPACE_FS, dir: e.THINKFLOW_WORKSPACE_DIR, inodes: e.THINKFLOW_WORKSPACE_INODES, spares: e.THINKFLOW_WORKSPACE_SPARES, warmPool: e.THINKFLOW_WARM_POOL },
     egressDir: e.THINKFLOW_EGRESS_DIR,
     caps: {
       maxSessionsPerKey: e.THINKFLOW_MAX_SESSIONS_PER_KEY,
@@ -288,7 +289,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       headersTimeoutMs: e.THINKFLOW_HEADERS_TIMEOUT_MS, requestTimeoutMs: e.THINKFLOW_REQUEST_TIMEOUT_MS,
       keepAliveTimeoutMs: e.THINKFLOW_KEEPALIVE_TIMEOUT_MS, maxConnectionsPerAddress: e.THINKFLOW_MAX_CONNECTIONS_PER_ADDRESS,
     },
-    sandboxIdleStopS: e.THINKFLOW_SANDBOX_IDLE_STOP_S,
+    sandboxIdleStopS: e.THINKFLOW_SANDBOX_IDLE_STOP_S, sandboxIdlePauseS: e.THINKFLOW_IDLE_PAUSE_S,
     sandboxReapIntervalS: e.THINKFLOW_SANDBOX_REAP_INTERVAL_S,
     sandboxCalls: {
       pickupMs: e.THINKFLOW_SANDBOX_CALL_PICKUP_MS, answerMs: e.THINKFLOW_SANDBOX_CALL_ANSWER_MS, stallMs: e.THINKFLOW_SANDBOX_CALL_STALL_MS,

@@ -1,5 +1,5 @@
 import { validatorCommand, type JobPipeline } from '../agent/index.ts';
-import { checkSeeds, checkValidator, newSessionId, PipelineError, type Keys, type Pipeline, type PipelineRedis, type RunningJob, type SessionMeta } from '../pipeline/index.ts';
+import { checkSeeds, checkValidator, PipelineError, type Keys, type Pipeline, type PipelineRedis, type RunningJob, type SessionMeta } from '../pipeline/index.ts';
 import { PolicyLoosensError } from '../policy/index.ts';
 import type { JobRequest } from './job-schemas.ts';
 
@@ -25,7 +25,7 @@ type Request = Pick<JobRequest, 'project' | 'approval' | 'policy' | 'files' | 's
 export async function openJobSession(d: Deps, request: Request, owner: string | null, jobId: string, tightenOnly: boolean): Promise<JobSession> {
   if (request.session_id !== undefined) return onExisting(d, request, request.session_id, owner, jobId, tightenOnly);
   const p = d.pipeline;
-  const sessionId = newSessionId();
+  const sessionId = await p.takeSessionId();
   // The job's session will have a live container: it counts against the key's cap of those.
   await p.live.claimLive(owner, sessionId);
   let meta: SessionMeta;

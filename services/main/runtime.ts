@@ -3,7 +3,7 @@ import type { Config } from '../config/index.ts';
 import { log } from '../log/index.ts';
 import {
   Approvals, createKeys, createRedis, createSubscriber, EgressGate, EgressListeners, FilePolicyGate, Pipeline, PipelineMetrics, Processor, DockerSandboxes, RedisProbe, WorkerPool,
-  RemoteSandboxes, SandboxCallServer, migrateKeys, uploadChecks, type Sandboxes, type Keys, type PipelineRedis, type PolicyGate, type WorkerPoolOptions,
+  RemoteSandboxes, SandboxCallServer, migrateKeys, uploadChecks, warmSandboxesOf, type Sandboxes, type Keys, type PipelineRedis, type PolicyGate, type WorkerPoolOptions, type WarmSandboxes,
 } from '../pipeline/index.ts';
 import type { Redis } from 'ioredis';
 import { EgressProxy, SandboxManager } from '../sandbox/index.ts';
@@ -66,7 +66,7 @@ export async function createRuntime(config: Config, overrides: RuntimeOverrides 
     namePrefix: config.sandboxPrefix, image: config.sandboxImage, workspaceQuotaBytes: config.workspaceQuotaMb * 1024 * 1024,
     workspaceFs: config.workspace.fs, workspaceDir: config.workspace.dir, workspaceInodes: config.workspace.inodes, workspaceSpares: config.workspace.spares,
     egressDir: config.egressDir, egressRelayMaxConnections: config.egress.maxConnections, executorChannel: config.executorChannel, startConcurrency: config.sandboxStartConcurrency,
-    idleStopMs: config.sandboxIdleStopS * 1000, reapIntervalMs: config.sandboxReapIntervalS * 1000,
+    idleStopMs: config.sandboxIdleStopS * 1000, reapIntervalMs: config.sandboxReapIntervalS * 1000, idlePauseMs: config.sandboxIdlePauseS * 1000,
   });
   const remoteSandboxes = remote ? new RemoteSandboxes({ redis, keys, subscriber }, config.sandboxCalls) : null;
   await remoteSandboxes?.start();
@@ -75,6 +75,7 @@ export async function createRuntime(config: Config, overrides: RuntimeOverrides 
   // Read from Redis at scrape time, so every API process reports the same figure.
   metrics.addCollectedGauge('thinkflow_approvals_pending', 'Approvals waiting for an operator (all processes)', () =>
     redis.zcount(keys.approvalsPending(), Date.now(), '+inf'));
+  if (manager) metrics.addCollectedGauge('thinkflow_sandboxes_paused', 'Session containers this process holds paused (idle or waiting for an approval)', () => Promise.resolve(manager.pausedCount));
   const pipeline = new Pipeline({
     redis, subscriber, keys, sandboxes, gate, metrics, bodyBytes: config.recordBodyBytes, retentionS: config.retentionS, eventsKeep: config.eventsKeep, parser: config.parser,
     maxCommandsPerTurn: config.maxCommandsPerTurn, storeBytesPerKey: config.storeBytesPerKey,
@@ -119,7 +120,7 @@ export async function createRuntime(config: Config, overrides: RuntimeOverrides 
       { approvalTtlS: config.approvalTtlS, workerId: `${hostname()}:${process.pid}` },
     );
     pool = new WorkerPool(
-      { redis, keys, subscriber, queues: pipeline.queues, processor, openWorkers: metrics.openWorkers },
+      { redis, keys, subscriber, queues: pipeline.queues, processor, openWorkers: metrics.openWorkers, ...warmOf(sandboxes, config.workspace.warmPool, listeners) },
       {
         lockMs: config.lockMs, stalledIntervalMs: config.stalledIntervalMs, idleMs: config.workerIdleMs,
         shutdownGraceMs: config.shutdownGraceS * 1000, ...overrides.poolOptions,
@@ -168,4 +169,13 @@ export async function createRuntime(config: Config, overrides: RuntimeOverrides 
       return closing;
     },
   };
+}
+
+/** The worker pool's warm sandboxes: where this process opens sandboxes itself and THINKFLOW_WARM_POOL > 0. */
+function warmOf(sandboxes: Sandboxes, size: number, listeners: EgressListeners | null): { warm?: { size: number; sandboxes: WarmSandboxes } } {
+  const warm = size > 0 ? warmSandboxesOf(sandboxes) : null;
+  if (!warm) return {};
+  // The session's egress proxy listens before its first command as before any command: a warm one already does.
+  const listen = async (sid: string) => { await listeners?.ready(sid); };
+  return { warm: { size, sandboxes: { ...warm, prewarm: async (sid) => { await warm.prewarm(sid); await listen(sid); }, touch: async (sid) => { await warm.touch(sid); await listen(sid); } } } };
 }

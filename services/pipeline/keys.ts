@@ -84,6 +84,8 @@ function processKeys(prefix: string) {
     workers: () => `${prefix}:workers`,
     /** string: a worker process's heartbeat (`host:pid`), PX = its TTL; gone = the process is dead */
     workerBeat: (id: string) => `${prefix}:worker:${assertName('worker id', id)}`,
+    /** list of warm sandboxes' session ids (`<sid> <worker process id>`): a new session takes one with LPOP (warm-pool.ts) */
+    warmIds: () => `${prefix}:warm`,
     /** string: the key layout this prefix's data is in (migrate-keys.ts; absent = before 2) */
     schema: () => `${prefix}:schema`,
     /** string, expiring: held by the one process migrating the layout (SET NX PX) */

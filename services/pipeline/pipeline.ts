@@ -26,6 +26,7 @@ import { checkSeeds } from './seed-check.ts';
 import { withNetworkRecords, type LedgerEntry } from './egress/ledger-view.ts';
 import { NetworkLog } from './egress/network-log.ts';
 import { newSessionId, Sessions, type SessionMeta } from './sessions.ts';
+import { takeWarmId } from './warm-pool.ts';
 import type { LedgerReads, LiveSlots, PipelineDeps, SeededFile, WorkerSide, CommandHandle } from './pipeline-ports.ts';
 
 export type { CommandHandle, LedgerReads, LiveSlots, PipelineDeps, SeededFile, WorkerSide } from './pipeline-ports.ts';
@@ -147,6 +148,11 @@ export class Pipeline {
   }
 
   /** The session (deleted ones too, with `deleted_at`), read fresh unless `fresh` is false (the cached meta, its running job read); null when there is none. */
+  /** An id for a new session: a warm sandbox's when a worker has one ready (warm-pool.ts), else a fresh one. */
+  async takeSessionId(): Promise<string> {
+    return (await takeWarmId(this.#d.redis, this.#d.keys)) ?? newSessionId();
+  }
+
   sessionMeta(sid: string, fresh = true): Promise<SessionMeta | null> {
     return this.#sessions.get(sid, fresh);
   }

@@ -1,3 +1,4 @@
+import { withIds } from '../log/index.ts';
 import type { Evaluation } from '../policy/index.ts';
 import type { Approvals } from './approvals.ts';
 import { ledgerApproval, type ApprovalState } from './approvals.ts';
@@ -86,7 +87,9 @@ export class Processor {
 
   async #awaitApproval(rec: LedgerRecord, signal?: AbortSignal): Promise<void> {
     if (!rec.approval) return this.#fail(rec, internalResult('awaiting approval without a token'));
-    const { approvals, lifecycle, sessions } = this.#p;
+    const { approvals, lifecycle, sessions, sandboxes } = this.#p;
+    // The operator may take minutes: the sandbox is paused meanwhile (nothing runs there), and the command's execute resumes it.
+    void sandboxes.pause?.(rec.session).catch((err: unknown) => withIds({ session_id: rec.session }).warn({ err }, 'pausing the sandbox for an approval wait failed; it stays running'));
     const state = await approvals.waitForAnswer(rec.approval.token, signal);
     lifecycle.approvalAnswered(state.status);
     if (state.status !== 'approve' && state.status !== 'approve_for_session') return this.#reject(rec, state);

@@ -21,6 +21,10 @@ export interface Sandboxes {
   uploadWorkspace(sessionId: string, body: Readable, opts: UploadOptions): Promise<UploadResult>;
   /** Removes the session's sandbox (container and workspace). Idempotent. */
   remove(sessionId: string): Promise<void>;
+  /** Opens the session's sandbox now (container, workspace, executor), before any command; when open, marks it in use. */
+  open?(sessionId: string): Promise<void>;
+  /** Pauses the session's sandbox while nothing runs there (an approval wait); its next use resumes it. True when paused. */
+  pause?(sessionId: string): Promise<boolean>;
   ping(): Promise<boolean>;
   close(): Promise<void>;
   /** The workspace out: archive, baseline, change list, patch (absent where there is no real workspace, e.g. test fakes). */
@@ -66,6 +70,14 @@ export class DockerSandboxes implements Sandboxes {
 
   remove(sessionId: string): Promise<void> {
     return this.#manager.remove(sessionId);
+  }
+
+  async open(sessionId: string): Promise<void> {
+    await this.#manager.sandboxFor(sessionId);
+  }
+
+  pause(sessionId: string): Promise<boolean> {
+    return this.#manager.pause(sessionId);
   }
 
   ping(): Promise<boolean> {

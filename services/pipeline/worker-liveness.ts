@@ -37,6 +37,8 @@ export type LivenessDeps = {
   queues: SessionQueues;
   /** a session whose job was handed back: this process opens a Worker on it */
   onTakenOver: (sid: string) => void;
+  /** after a dead process's jobs were handed back, in the one survivor that took it over (its warm sandboxes go: warm-pool.ts) */
+  onDead?: (dead: string) => Promise<void>;
 };
 
 /** The process that holds a job lock: a Worker id is `<process id>.<uuid>`, a token `<worker id>:<n>`. */
@@ -119,7 +121,10 @@ export class WorkerLiveness {
     for (const [i, dead] of others.entries()) {
       if (alive[i]) continue;
       // One survivor wins the SREM and takes over; the others leave it.
-      if ((await redis.srem(keys.workers(), dead)) === 1) await this.takeOver(dead);
+      if ((await redis.srem(keys.workers(), dead)) === 1) {
+        await this.takeOver(dead);
+        await this.#d.onDead?.(dead).catch((err: unknown) => log().warn({ err, dead }, 'worker liveness: cleaning up after a dead worker failed'));
+      }
     }
   }
 

@@ -10,6 +10,7 @@ import { guardLateConnectionErrors, workerConnections } from './late-connection-
 import { recoverOrphans } from './recovery.ts';
 import { closeFailedCommand, RunHandedBack, runSessionJob, type Current } from './session-run.ts';
 import type { PipelineRedis } from './redis.ts';
+import { WarmPool, type WarmPoolOptions, type WarmSandboxes } from './warm-pool.ts';
 import { WorkerLiveness, type LivenessOptions } from './worker-liveness.ts';
 
 // The worker service: one BullMQ Worker per *busy* session in this process.
@@ -44,6 +45,8 @@ export type WorkerPoolDeps = {
   queues: SessionQueues;
   processor: Processor;
   openWorkers: PipelineMetrics['openWorkers'];
+  /** sandboxes made before they are needed (warm-pool.ts); none when absent or of size 0 */
+  warm?: WarmPoolOptions & { sandboxes: WarmSandboxes };
 };
 
 const IDLE_CLOSE_MS = 5000;
@@ -56,6 +59,7 @@ export class WorkerPool {
   readonly #d: WorkerPoolDeps;
   readonly #opts: Required<Omit<WorkerPoolOptions, 'liveness'>>;
   readonly #liveness: WorkerLiveness;
+  readonly #warm: WarmPool | null;
   readonly #entries = new Map<string, Entry>();
   readonly #opening = new Map<string, Promise<void>>();
   #timers: NodeJS.Timeout[] = [];
@@ -71,7 +75,10 @@ export class WorkerPool {
     this.#liveness = new WorkerLiveness({
       redis: deps.redis, keys: deps.keys, queues: deps.queues,
       onTakenOver: (sid) => void this.ensure(sid).catch((err: unknown) => withIds({ session_id: sid }).error({ err }, 'could not open a session worker')),
+      onDead: async (dead) => this.#warm?.dropDead(dead),
     }, liveness);
+    const w = deps.warm;
+    this.#warm = w && w.size > 0 ? new WarmPool({ redis: deps.redis, keys: deps.keys, sandboxes: w.sandboxes, processId: this.#liveness.id, onReady: (sid) => this.ensure(sid) }, w) : null;
     deps.openWorkers.set(0);
   }
 
@@ -79,16 +86,20 @@ export class WorkerPool {
   get openWorkers(): number { return this.#entries.size; }
   /** this process's id in the workers' registry */
   get processId(): string { return this.#liveness.id; }
+  get warm(): WarmPool | null { return this.#warm; }
 
   async start(): Promise<void> {
     if (this.#status !== 'idle') throw new Error(`worker pool is ${this.#status}`);
     this.#status = 'running';
     const channel = this.#d.keys.wakeChannel();
     this.#d.subscriber.on('message', (ch: string, sid: string) => {
-      if (ch === channel) void this.ensure(sid).catch((err: unknown) => withIds({ session_id: sid }).error({ err }, 'could not open a session worker'));
+      if (ch !== channel) return;
+      void this.ensure(sid).catch((err: unknown) => withIds({ session_id: sid }).error({ err }, 'could not open a session worker'));
+      this.#warm?.poke(); // a session's first command: a warm id may have just been taken
     });
     await this.#d.subscriber.subscribe(channel);
     await this.#liveness.start(); // registered before any Worker takes a job
+    this.#warm?.start();
     await this.reconcile();
     this.#timers.push(setInterval(() => void this.reconcile().catch((err: unknown) => log().error({ err }, 'worker pool reconcile failed')), this.#opts.reconcileMs));
     this.#timers.push(setInterval(() => this.#sweep(), Math.max(100, Math.min(1000, this.#opts.idleMs / 2))));
@@ -265,6 +276,7 @@ export class WorkerPool {
       }
       await this.#d.subscriber.unsubscribe(this.#d.keys.wakeChannel())
         .catch((err: unknown) => log().warn({ err }, 'unsubscribing from wake messages failed while closing'));
+      await this.#warm?.close().catch((err: unknown) => log().warn({ err }, 'closing: warm sandboxes not all withdrawn; a survivor or the reaper removes the rest'));
       await this.#liveness.close(); // beating until its Workers closed: a draining process is not dead
       this.#status = 'closed';
     })();

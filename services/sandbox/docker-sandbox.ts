@@ -108,8 +108,10 @@ export class DockerSandbox implements Sandbox {
   }
 
   async readPath(path: string): Promise<ReadPathResult> {
-    this.#hooks.touch(0);
-    const client = await this.#hooks.connect();
+    return this.#using((client) => this.#readPath(client, path));
+  }
+
+  async #readPath(client: ExecutorClient, path: string): Promise<ReadPathResult> {
     const limits = { readPathCapBytes: this.#opts.readPathCapBytes };
     let r: WireReadPath;
     try {
@@ -129,9 +131,7 @@ export class DockerSandbox implements Sandbox {
   }
 
   async resolvePaths(paths: string[]): Promise<(string | null)[]> {
-    this.#hooks.touch(0);
-    const client = await this.#hooks.connect();
-    return (await client.request<{ resolved: (string | null)[] }>('resolve', { paths }, this.#opts.requestTimeoutMs)).resolved;
+    return this.#using(async (client) => (await client.request<{ resolved: (string | null)[] }>('resolve', { paths }, this.#opts.requestTimeoutMs)).resolved);
   }
 
   /** A tar or tar.gz stream into the workspace, all or nothing (workspace-upload.ts); counts as use while it runs. */
@@ -148,9 +148,7 @@ export class DockerSandbox implements Sandbox {
 
   /** A question about the workspace's baseline that the executor answers itself (sandbox-image/executor/workspace-ops.mjs). */
   async workspaceQuery<T>(op: 'changes'): Promise<T> {
-    this.#hooks.touch(0);
-    const client = await this.#hooks.connect();
-    return client.request<T>(op, {}, this.#opts.requestTimeoutMs);
+    return this.#using((client) => client.request<T>(op, {}, this.#opts.requestTimeoutMs));
   }
 
   /** Counts the sandbox in use (the reaper leaves it running) until the returned release, which may be called more than once. */
@@ -164,8 +162,18 @@ export class DockerSandbox implements Sandbox {
   }
 
   async cancelRunning(): Promise<number> {
-    const client = await this.#hooks.connect();
-    return (await client.request<{ cancelled: number }>('cancelAll', {}, this.#opts.requestTimeoutMs)).cancelled;
+    return this.#using(async (client) => (await client.request<{ cancelled: number }>('cancelAll', {}, this.#opts.requestTimeoutMs)).cancelled);
+  }
+
+  // In use from before the connect to the answer: a pause (idle-pause.ts)
+  // judged in between would freeze the executor under a request just sent.
+  async #using<T>(fn: (client: ExecutorClient) => Promise<T>): Promise<T> {
+    this.#hooks.touch(+1);
+    try {
+      return await fn(await this.#hooks.connect());
+    } finally {
+      this.#hooks.touch(-1);
+    }
   }
 }
 

@@ -65,7 +65,7 @@ function statIfReachable(root: string): Stats | undefined {
  * egress proxy socket (made by the proxy, services/sandbox/egress/). Each is
  * mode 0711 inside a root directory of mode 0700, made before its container is created (a bind mount's source must
  * exist) and removed with its session; its mtime is the last time a container
- * of the session was opened, which the reaper reads as for workspace images.
+ * of the session was opened or paused, which the reaper reads as for workspace images.
  */
 export class EgressDirs {
   readonly #root: string;
@@ -107,6 +107,25 @@ export class EgressDirs {
     const now = new Date();
     await utimes(dir, now, now);
     return socket;
+  }
+
+  /**
+   * Sets the directory's mtime to now: its session was in use until now
+   * (its container is being paused, idle-pause.ts). A paused executor cannot
+   * tell another process's reaper when it was last used; this can.
+   */
+  async mark(sessionId: string): Promise<void> {
+    const now = new Date();
+    await utimes(this.dirOf(sessionId), now, now);
+  }
+
+  /** The directory's mtime (its container's last open or pause on this host), or undefined when there is none. */
+  async markedAt(sessionId: string): Promise<number | undefined> {
+    const st = await stat(this.dirOf(sessionId)).catch((err: NodeJS.ErrnoException) => {
+      if (err.code === 'ENOENT') return undefined;
+      throw err;
+    });
+    return st?.mtimeMs;
   }
 
   /** Removes the session's directory and the socket in it; nothing there is an error. */

@@ -7,7 +7,7 @@ import { reapImages, type ImageReapOptions } from './reap-images.ts';
 
 export type ReapOptions = {
   idleTtlMs: number;
-  /** Running containers idle longer than this are stopped (workspace and container kept; the next command starts it again). */
+  /** Running (or paused) containers idle longer than this are stopped (workspace and container kept; the next command starts it again). */
   idleStopMs?: number;
   /** Only containers and volumes whose names start with this are considered (one deployment, or one test run). */
   namePrefix: string;
@@ -17,6 +17,8 @@ export type ReapOptions = {
   lastUsed: (sessionId: string) => number | undefined;
   /** Last activity reported by a running container's executor, if it answers. */
   probe: (containerId: string) => Promise<number | undefined>;
+  /** When this host last opened or paused the session's container (egress-dirs.ts `mark`): all a paused one can tell. */
+  markedAt?: (sessionId: string) => Promise<number | undefined>;
   /** Called before a session's container is removed, to drop local state. */
   forget: (sessionId: string) => void;
   /** Stops an idle session (default: `docker stop`; with per-session filesystems the manager also detaches the image). */
@@ -73,7 +75,7 @@ export async function reapSandboxes(docker: Docker, o: ReapOptions): Promise<Rea
         keep.add(session);
         // An idle sandbox is not left running: a stopped one holds no memory
         // and no place under the key's cap of live containers.
-        if (c.State === 'running' && o.idleStopMs !== undefined && idleFor > o.idleStopMs) {
+        if ((c.State === 'running' || c.State === 'paused') && o.idleStopMs !== undefined && idleFor > o.idleStopMs) {
           o.forget(session);
           await (o.stop ? o.stop(session, c.Id) : stopContainer(docker, c.Id));
           result.stoppedContainers++;
@@ -117,7 +119,26 @@ export async function reapSandboxes(docker: Docker, o: ReapOptions): Promise<Rea
   return result;
 }
 
-async function stopContainer(docker: Docker, id: string): Promise<void> {
+/**
+ * The last use a manager knows of its sessions, by id and by name slug: now
+ * while something is in flight or connecting (a paused session has neither).
+ */
+export function lastUses(entries: Map<string, { inflight: number; connecting?: unknown; lastUsed: number }>): {
+  lastUsed: (sessionId: string) => number | undefined; lastUsedBySlug: (slug: string) => number | undefined;
+} {
+  const lastUsed = (s: string) => {
+    const e = entries.get(s);
+    return e && (e.inflight > 0 || e.connecting) ? Date.now() : e?.lastUsed;
+  };
+  const lastUsedBySlug = (slug: string) => {
+    const sid = [...entries.keys()].find((k) => sessionSlug(k) === slug);
+    return sid === undefined ? undefined : lastUsed(sid);
+  };
+  return { lastUsed, lastUsedBySlug };
+}
+
+/** `docker stop` (2 s to end, then killed); works on a paused container too (Docker 20.10 thaws it to deliver the signals). */
+export async function stopContainer(docker: Docker, id: string): Promise<void> {
   await docker.getContainer(id).stop({ t: 2 }).catch((err: { statusCode?: number }) => {
     if (err.statusCode !== 304 && err.statusCode !== 404) throw err;
   });
@@ -128,6 +149,7 @@ async function lastActive(docker: Docker, c: Docker.ContainerInfo, o: ReapOption
   const known = o.lastUsed(session);
   if (known !== undefined) return known;
   const created = c.Created * 1000;
+  // A paused executor is not asked: frozen, it would only time the probe out.
   if (c.State === 'running') {
     const reported = await o.probe(c.Id);
     if (reported !== undefined) return Math.max(reported, created);
@@ -138,5 +160,7 @@ async function lastActive(docker: Docker, c: Docker.ContainerInfo, o: ReapOption
     return null;
   });
   const stamps = [info?.State.StartedAt, info?.State.FinishedAt].map((s) => Date.parse(s ?? '') || 0);
-  return Math.max(created, ...stamps);
+  // A paused container counts as idle since its pause (the mark); Docker keeps no pause time.
+  const marked = session && o.markedAt ? ((await o.markedAt(session)) ?? 0) : 0;
+  return Math.max(created, marked, ...stamps);
 }

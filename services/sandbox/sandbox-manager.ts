@@ -2,20 +2,22 @@ import Docker from 'dockerode';
 import { DockerSandbox } from './docker-sandbox.ts';
 import { EgressDirs } from './egress-dirs.ts';
 import type { ExecutorClient } from './executor-client.ts';
-import { containerName, sessionSlug } from './names.ts';
-import { reapSandboxes, type ReapResult } from './reaper.ts';
+import { IdlePauses, type PausableEntry } from './idle-pause.ts';
+import { containerName } from './names.ts';
+import { lastUses, reapSandboxes, stopContainer, type ReapResult } from './reaper.ts';
 import { resolveSandboxOptions, type ResolvedSandboxOptions, type SandboxOptions } from './sandbox-options.ts';
 import { connectOnImage, connectSession, probeActivity } from './session-container.ts';
 import { withSessionLock } from './session-lock.ts';
 import { StartSlots } from './start-slots.ts';
 import type { Sandbox } from './types.ts';
 import { sandboxLog, settled } from './log.ts';
+import { periodic } from './periodic.ts';
 import { teardownSession } from './teardown.ts';
 import { WorkspaceImages } from './workspace-fs.ts';
 import { workspaceImagesFor, type WorkspaceFsMode } from './workspace-mode.ts';
 import { SandboxWorkspaceOut } from './workspace-out.ts';
 
-type Entry = { sandbox: DockerSandbox; client?: ExecutorClient; connecting?: Promise<ExecutorClient>; lastUsed: number; inflight: number };
+type Entry = PausableEntry & { sandbox: DockerSandbox };
 export type ManagerStatus = 'idle' | 'starting' | 'ready' | 'closing' | 'closed';
 
 /**
@@ -38,6 +40,7 @@ export class SandboxManager {
   #fs?: Promise<WorkspaceImages | null>;
   readonly #egress: EgressDirs;
   readonly #starts: StartSlots;
+  readonly #pauses: IdlePauses;
   /** Archives, baselines, change lists and patches of the sessions' workspaces, made in their containers. */
   readonly workspace = new SandboxWorkspaceOut(() => this.#docker, () => this.options.namePrefix, (sid) => this.sandboxFor(sid) as Promise<DockerSandbox>);
 
@@ -47,6 +50,8 @@ export class SandboxManager {
     this.options = resolveSandboxOptions(rest);
     this.#egress = new EgressDirs({ dir: this.options.egressDir, namePrefix: this.options.namePrefix });
     this.#starts = new StartSlots(this.options.startConcurrency);
+    const pauseDeps = { docker: this.#docker, namePrefix: this.options.namePrefix, entry: (s: string) => this.#entries.get(s), mark: (s: string) => this.#egress.mark(s) };
+    this.#pauses = new IdlePauses(pauseDeps, this.options.idlePauseMs);
   }
 
   /**
@@ -92,16 +97,9 @@ export class SandboxManager {
       (await this.#images())?.prepare();
       await this.reap();
       if (this.options.reapIntervalMs > 0) {
-        let running = false; // a slow engine must not stack up reaps
-        this.#timer = setInterval(() => {
-          if (running) return;
-          running = true;
-          void this.reap()
-            .catch((err: unknown) => sandboxLog().warn({ err }, 'periodic reap failed; the next period tries again'))
-            .finally(() => (running = false));
-        }, this.options.reapIntervalMs);
-        this.#timer.unref();
+        this.#timer = periodic(this.options.reapIntervalMs, () => this.reap(), (err) => sandboxLog().warn({ err }, 'periodic reap failed; the next period tries again'));
       }
+      this.#pauses.start(() => this.#entries.keys());
       if (this.#status === 'starting') this.#status = 'ready';
     })().catch((err: unknown) => {
       // Docker was down: let the next sandboxFor() try again instead of failing forever.
@@ -132,12 +130,17 @@ export class SandboxManager {
     return this.#exclusive(sessionId, async () => {
       this.#entries.get(sessionId)?.client?.close();
       if (images) return teardownSession(this.#docker, this.options.namePrefix, sessionId, images, true);
-      const c = this.#docker.getContainer(containerName(this.options.namePrefix, sessionId));
-      await c.stop({ t: 2 }).catch((err: { statusCode?: number }) => {
-        if (err.statusCode !== 304 && err.statusCode !== 404) throw err;
-      });
+      await stopContainer(this.#docker, containerName(this.options.namePrefix, sessionId));
     });
   }
+
+  /** Pauses the session's container unless this process has something in flight there (an approval wait); its next use unpauses it. True when paused now; never with idlePauseMs 0. */
+  pause(sessionId: string): Promise<boolean> {
+    return this.#pauses.pause(sessionId);
+  }
+
+  /** Containers this process holds paused (a gauge of the service's metrics). */
+  get pausedCount(): number { return [...this.#entries.values()].filter((e) => e.paused).length; }
 
   /** Removes the session's container, volume and workspace image; fails (after trying every part) when one stays. */
   async remove(sessionId: string): Promise<void> {
@@ -151,14 +154,7 @@ export class SandboxManager {
   /** Removes containers, volumes and images of sessions not in `liveSessions` (when given) or idle past the TTL. */
   async reap(opts: { idleTtlMs?: number; liveSessions?: Set<string> } = {}): Promise<ReapResult> {
     const images = await this.#images();
-    const lastUsed = (s: string) => {
-      const e = this.#entries.get(s);
-      return e && (e.inflight > 0 || e.connecting) ? Date.now() : e?.lastUsed;
-    };
-    const lastUsedBySlug = (slug: string) => {
-      const sid = [...this.#entries.keys()].find((k) => sessionSlug(k) === slug);
-      return sid === undefined ? undefined : lastUsed(sid);
-    };
+    const { lastUsed, lastUsedBySlug } = lastUses(this.#entries);
     return reapSandboxes(this.#docker, {
       idleTtlMs: opts.idleTtlMs ?? this.options.idleTtlMs,
       idleStopMs: this.options.idleStopMs,
@@ -166,6 +162,7 @@ export class SandboxManager {
       liveSessions: opts.liveSessions,
       lastUsed,
       probe: (id) => probeActivity(this.#docker, id, this.options.maxFrameBytes),
+      markedAt: (s) => this.#egress.markedAt(s),
       forget: (s) => this.#detach(s),
       exclusive: (slug, fn) => withSessionLock(`${this.options.namePrefix}${slug}`, fn),
       egress: { dirs: this.#egress, lastUsedBySlug },
@@ -192,6 +189,7 @@ export class SandboxManager {
     this.#closing ??= (async () => {
       this.#status = 'closing';
       clearInterval(this.#timer);
+      this.#pauses.stop();
       await this.#starting?.catch((err: unknown) => sandboxLog().debug({ err }, 'start had failed (reported to its caller)'));
       for (const [id, entry] of this.#entries) {
         await settled(entry.connecting, id, 'container start');
@@ -233,14 +231,16 @@ export class SandboxManager {
   }
 
   // One connection attempt at a time per session; a dead client (container
-  // stopped, executor killed) is replaced on the next use.
+  // stopped, executor killed) is replaced on the next use, and a paused
+  // container is unpaused first (concurrent uses share the one unpause).
   #connect(sessionId: string, entry: Entry): Promise<ExecutorClient> {
-    if (entry.client?.alive) return Promise.resolve(entry.client);
+    if (entry.client?.alive && !entry.paused) return Promise.resolve(entry.client);
     if (this.#status === 'closing' || this.#status === 'closed') {
       return Promise.reject(new Error('sandbox manager is closed'));
     }
     entry.connecting ??= this.#exclusive(sessionId, async () => {
-      if (entry.client?.alive) return entry.client;
+      if (entry.client?.alive && (await this.#pauses.resume(sessionId, entry))) return entry.client;
+      entry.paused = false; // a container still paused is thawed by connectSession
       const client = await this.#starts.run(() => this.#open(sessionId));
       entry.client = client;
       if (this.#entries.get(sessionId) !== entry) client.close(); // removed meanwhile
@@ -281,8 +281,7 @@ export class SandboxManager {
   async #recover(sessionId: string): Promise<void> {
     return this.#exclusive(sessionId, async () => {
       this.#entries.get(sessionId)?.client?.close();
-      const c = this.#docker.getContainer(containerName(this.options.namePrefix, sessionId));
-      await c.remove({ force: true }).catch(notFoundOk);
+      await this.#docker.getContainer(containerName(this.options.namePrefix, sessionId)).remove({ force: true }).catch(notFoundOk);
     });
   }
 

@@ -114,6 +114,11 @@ export interface SandboxOptions {
   idleTtlMs?: number;
   /** Running containers unused for longer than this are stopped by the reaper (kept, restarted on the next command). @default 600000 (10 min) */
   idleStopMs?: number;
+  /**
+   * Running containers with nothing of this process in flight for longer than this are paused (cgroup freezer,
+   * `docker pause`; idle-pause.ts) and unpaused by their next use; 0 never pauses (THINKFLOW_IDLE_PAUSE_S). @default 30000
+   */
+  idlePauseMs?: number;
   /** Period of the background reaper once started; 0 turns it off. @default 600000 */
   reapIntervalMs?: number;
 }
@@ -171,6 +176,7 @@ export function resolveSandboxOptions(o: SandboxOptions = {}): ResolvedSandboxOp
     namePrefix: o.namePrefix ?? ENV_DEFAULTS.THINKFLOW_SANDBOX_PREFIX,
     idleTtlMs: o.idleTtlMs ?? 86_400_000,
     idleStopMs: o.idleStopMs ?? ENV_DEFAULTS.THINKFLOW_SANDBOX_IDLE_STOP_S * 1000,
+    idlePauseMs: o.idlePauseMs ?? ENV_DEFAULTS.THINKFLOW_IDLE_PAUSE_S * 1000,
     reapIntervalMs: o.reapIntervalMs ?? 600_000,
   };
 }

@@ -104,8 +104,13 @@ export class SandboxWorkspaceOut implements WorkspaceOut {
   }
 
   async #container(sessionId: string): Promise<{ container: Docker.Container; release: () => void }> {
-    const sandbox = await this.running(sessionId);
-    return { container: this.docker().getContainer(containerName(this.namePrefix(), sessionId)), release: sandbox.hold() };
+    const release = (await this.running(sessionId)).hold();
+    // Asked again once held (a held sandbox is never paused): a pause may have come in between, and `docker exec` refuses a paused container.
+    await this.running(sessionId).catch((err: unknown) => {
+      release();
+      throw err;
+    });
+    return { container: this.docker().getContainer(containerName(this.namePrefix(), sessionId)), release };
   }
 
   async #stream(sessionId: string, argv: string[], okExits: number[]): Promise<Readable> {

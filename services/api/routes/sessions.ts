@@ -3,7 +3,7 @@ import type { Context, MiddlewareHandler, Next } from 'hono';
 import { z } from 'zod';
 import { withIds } from '../../log/index.ts';
 import { normalizeWorkspacePath } from '../../policy/index.ts';
-import { CommandResult, newSessionId, parseTurnBody, PipelineError, runParsedTurn, SandboxCallError, turnItems, type IdempotencyStore, type Pipeline, type SessionMeta } from '../../pipeline/index.ts';
+import { CommandResult, parseTurnBody, PipelineError, runParsedTurn, SandboxCallError, turnItems, type IdempotencyStore, type Pipeline, type SessionMeta } from '../../pipeline/index.ts';
 import { ParseError } from '../../protocol/index.ts';
 import type { AppEnv } from '../env.ts';
 import { AppError, toAppError } from '../errors.ts';
@@ -110,7 +110,7 @@ export function sessionRoutes(d: SessionRoutesDeps): OpenAPIHono<AppEnv> {
     const owner = c.var.principal.id;
     const seeds = body.files && Object.keys(body.files).length ? body.files : null;
     // Seeding starts the session's container: it takes a live slot first, like a job does.
-    const sessionId = newSessionId();
+    const sessionId = await p.takeSessionId();
     if (seeds) await p.live.claimLive(owner, sessionId);
     let meta: SessionMeta;
     try {

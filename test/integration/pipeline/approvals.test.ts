@@ -1,6 +1,8 @@
+import Docker from 'dockerode';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { suiteService } from '../suite-service.ts';
 import { principalId } from '../../../services/api/middleware/auth.ts';
+import { containerName } from '../../../services/sandbox/index.ts';
 import { client } from './helpers.ts';
 
 // Approvals of POLICY.md §5 through the REST API, real Redis and Docker.
@@ -69,6 +71,23 @@ describe('approvals (real Redis and Docker)', () => {
     expect(again.status).toBe(409);
     expect(((await again.json()) as { error: { code: string } }).error.code).toBe('approval_closed');
     expect((await answer('A'.repeat(43), 'approve')).status).toBe(404);
+  });
+
+  it('the sandbox is paused while its command waits for an operator, and unpaused to run it once approved', async () => {
+    const sid = await session();
+    const running = turn(sid, '<tf-write id="1" path="p.txt">kept</tf-write>\n<tf-bash id="2" cmd="cat p.txt; rm -f p.txt" />');
+    const p = await pendingFor(sid);
+    const box = new Docker().getContainer(containerName(svc.boxes, sid));
+    const until = Date.now() + 3_000;
+    while (!(await box.inspect()).State.Paused) {
+      if (Date.now() > until) throw new Error('the sandbox was not paused during the approval wait');
+      await new Promise((r) => setTimeout(r, 25));
+    }
+    expect((await answer(p.token, 'approve')).status).toBe(200);
+    const { results } = await running;
+    expect(results.map((r) => r.status)).toEqual(['succeeded', 'succeeded']);
+    expect(results[1]!.stdout).toBe('kept');
+    expect((await box.inspect()).State).toMatchObject({ Running: true, Paused: false });
   });
 
   it('approve_for_session grants the exact command; the rule prefix only when the operator picks scope prefix', async () => {

@@ -48,6 +48,8 @@ export function testConfig(prefix: string, extra: Record<string, string> = {}): 
     THINKFLOW_WORKER_IDLE_MS: '3000',
     // A test's close() must not wait 30 s for a turn it left waiting (an approval nobody answers).
     THINKFLOW_SHUTDOWN_GRACE_S: '5',
+    // Off unless a test asks (vitest.config.ts).
+    THINKFLOW_WARM_POOL: process.env.THINKFLOW_WARM_POOL ?? '0',
     // A helper's own image build (PREAMBLE: THINKFLOW_SANDBOX_IMAGE=thinkflow/sandbox:NAME) reaches the service under test.
     ...(process.env.THINKFLOW_SANDBOX_IMAGE ? { THINKFLOW_SANDBOX_IMAGE: process.env.THINKFLOW_SANDBOX_IMAGE } : {}),
     ...extra,

@@ -24,10 +24,14 @@ describe('config', () => {
   });
 
   it('gives each workspace its own filesystem when the host can, in /var/lib/thinkflow/workspaces with 100,000 inodes', () => {
-    expect(loadConfig({}).workspace).toEqual({ fs: 'auto', dir: '/var/lib/thinkflow/workspaces', inodes: 100_000, spares: 2 });
+    expect(loadConfig({}).workspace).toEqual({ fs: 'auto', dir: '/var/lib/thinkflow/workspaces', inodes: 100_000, spares: 2, warmPool: 2 });
     expect(resolveSandboxOptions({})).toMatchObject({ workspaceFs: 'auto', workspaceDir: '/var/lib/thinkflow/workspaces', workspaceInodes: 100_000, workspaceSpares: 2 });
     expect(loadConfig({}).workspace.spares).toBe(2);
     expect(loadConfig({ THINKFLOW_WORKSPACE_SPARES: '0' }).workspace.spares).toBe(0);
+    // Warm sandboxes per worker process: 2 by default, 0 turns them off, a negative or huge pool is refused.
+    expect(loadConfig({ THINKFLOW_WARM_POOL: '0' }).workspace.warmPool).toBe(0);
+    expect(() => loadConfig({ THINKFLOW_WARM_POOL: '-1' })).toThrow(/THINKFLOW_WARM_POOL/);
+    expect(() => loadConfig({ THINKFLOW_WARM_POOL: '65' })).toThrow(/THINKFLOW_WARM_POOL/);
     expect(loadConfig({ THINKFLOW_WORKSPACE_INODES: '20000', THINKFLOW_WORKSPACE_FS: 'watchdog' }).workspace).toMatchObject({ fs: 'watchdog', inodes: 20_000 });
     expect(() => loadConfig({ THINKFLOW_WORKSPACE_FS: 'xfs' })).toThrow(/THINKFLOW_WORKSPACE_FS/);
     expect(() => loadConfig({ THINKFLOW_WORKSPACE_INODES: '10' })).toThrow(/THINKFLOW_WORKSPACE_INODES/);

@@ -1,0 +1,185 @@
+import { log, withIds } from '../log/index.ts';
+import { ensureBaseline } from './baseline.ts';
+import type { Keys } from './keys.ts';
+import type { PipelineRedis } from './redis.ts';
+import type { Sandboxes } from './sandboxes.ts';
+import { newSessionId } from './sessions.ts';
+
+// Sandboxes made before they are needed (THINKFLOW_WARM_POOL per worker
+// process). A warm sandbox is an ordinary session sandbox, hardened and with
+// its own fresh workspace, made for a session id that no session holds yet:
+// the id waits in one Redis list, and a new session takes it with LPOP, which
+// hands each id to exactly one caller. So nothing is relabelled or renamed at
+// hand-over, a warm container is never seen by two sessions, and one that is
+// never taken is removed like any session's sandbox:
+//   - the worker that made it, at shutdown (LREM first: one that was taken meanwhile is the session's);
+//   - a surviving worker, when the maker died (WorkerLiveness calls dropDead);
+//   - its maker, when an id was taken but no session came of it (the taker failed or died).
+// The maker keeps its warm sandboxes in use (so neither the idle pause nor the
+// reaper touch them) and refills as ids are taken: at once on a wake message
+// (a new session's first command publishes one), else every `checkMs`.
+
+export type WarmSandboxes = {
+  /** opens the session's sandbox (container, workspace, executor) and takes its baseline, as its first command would */
+  prewarm(sessionId: string): Promise<void>;
+  /** marks it in use (an open sandbox: no Docker call) */
+  touch(sessionId: string): Promise<void>;
+  remove(sessionId: string): Promise<void>;
+};
+
+/** The pool's view of the sandboxes; null where they cannot be opened ahead (an API process's remote calls, test fakes). */
+export function warmSandboxesOf(sandboxes: Sandboxes): WarmSandboxes | null {
+  const open = sandboxes.open?.bind(sandboxes);
+  if (!open) return null;
+  return {
+    prewarm: async (sid) => { await open(sid); await ensureBaseline(sandboxes, sid); },
+    touch: open,
+    remove: (sid) => sandboxes.remove(sid),
+  };
+}
+
+export type WarmPoolDeps = {
+  redis: PipelineRedis;
+  keys: Keys;
+  sandboxes: WarmSandboxes;
+  /** this worker process's id (worker-liveness.ts): the owner written beside each id */
+  processId: string;
+  /** when a warm sandbox is ready, and again while it waits: the worker keeps the id's queue Worker open for its first command */
+  onReady?: (sessionId: string) => Promise<void>;
+};
+
+export type WarmPoolOptions = {
+  /** THINKFLOW_WARM_POOL: warm sandboxes this process keeps ready; 0 = none */
+  size: number;
+  /** @default 1000 */
+  checkMs?: number;
+  /** an id taken this long ago with no session behind it is removed. @default 60000 */
+  orphanAfterMs?: number;
+};
+
+/** A new session's id: a warm sandbox's when one is ready (the caller's session then starts on it), else none. */
+export async function takeWarmId(redis: PipelineRedis, keys: Keys): Promise<string | null> {
+  const entry = await redis.lpop(keys.warmIds());
+  return entry ? entry.slice(0, entry.indexOf(' ')) : null;
+}
+
+const entryOf = (sid: string, owner: string) => `${sid} ${owner}`;
+
+export class WarmPool {
+  readonly #d: WarmPoolDeps;
+  readonly #size: number;
+  readonly #checkMs: number;
+  readonly #orphanAfterMs: number;
+  /** ids this process made: null while listed, else when it saw them taken */
+  readonly #mine = new Map<string, number | null>();
+  #filling = 0;
+  #timer: NodeJS.Timeout | null = null;
+  #checking: Promise<void> | null = null;
+  #again = false;
+  #closed = false;
+
+  constructor(deps: WarmPoolDeps, opts: WarmPoolOptions) {
+    this.#d = deps;
+    this.#size = opts.size;
+    this.#checkMs = opts.checkMs ?? 1000;
+    this.#orphanAfterMs = opts.orphanAfterMs ?? 60_000;
+  }
+
+  /** Warm ids of this process not taken yet (tests, metrics). */
+  get ready(): number {
+    return [...this.#mine.values()].filter((v) => v === null).length;
+  }
+
+  start(): void {
+    if (this.#size <= 0) return;
+    this.#timer = setInterval(() => this.poke(), this.#checkMs);
+    this.#timer.unref();
+    this.poke();
+  }
+
+  /** Checks soon (an id may just have been taken); calls during a check run one more after it. */
+  poke(): void {
+    if (this.#closed || this.#size <= 0) return;
+    if (this.#checking) { this.#again = true; return; }
+    this.#checking = this.#check()
+      .catch((err: unknown) => log().warn({ err }, 'warm pool: a check failed; the next one tries again'))
+      .finally(() => {
+        this.#checking = null;
+        if (this.#again) { this.#again = false; this.poke(); }
+      });
+  }
+
+  /** Resolves once the pool holds its size (tests and benchmarks wait for a full pool). */
+  async filled(timeoutMs = 30_000): Promise<void> {
+    const until = Date.now() + timeoutMs;
+    while (this.ready < this.#size) {
+      if (Date.now() > until) throw new Error(`warm pool: ${this.ready} of ${this.#size} ready after ${timeoutMs} ms`);
+      this.poke();
+      await new Promise((r) => setTimeout(r, 50));
+    }
+  }
+
+  async #check(): Promise<void> {
+    const { redis, keys, processId } = this.#d;
+    const listed = new Set((await redis.lrange(keys.warmIds(), 0, -1)).map((e) => e.slice(0, e.indexOf(' '))));
+    const now = Date.now();
+    for (const [sid, takenAt] of this.#mine) {
+      if (listed.has(sid)) {
+        await this.#d.sandboxes.touch(sid); // in use: never paused or reaped while it waits
+        await this.#d.onReady?.(sid);
+        continue;
+      }
+      if (takenAt === null) { this.#mine.set(sid, now); continue; }
+      if (await redis.exists(keys.sessionMeta(sid))) { this.#mine.delete(sid); continue; } // a session's now
+      if (now - takenAt > this.#orphanAfterMs) {
+        this.#mine.delete(sid);
+        withIds({ session_id: sid }).warn({ worker: processId }, 'warm pool: an id was taken but no session came of it; its sandbox is removed');
+        await this.#d.sandboxes.remove(sid);
+      }
+    }
+    // Never more than the size: those being made count. After a burst every missing one is made at once.
+    const missing = this.#size - this.ready - this.#filling;
+    if (missing > 0) await Promise.all(Array.from({ length: missing }, () => this.#fillOne()));
+  }
+
+  async #fillOne(): Promise<void> {
+    const sid = newSessionId();
+    this.#filling += 1;
+    try {
+      await this.#d.sandboxes.prewarm(sid);
+      if (this.#closed) { await this.#d.sandboxes.remove(sid); return; }
+      await this.#d.onReady?.(sid);
+      this.#mine.set(sid, null);
+      await this.#d.redis.rpush(this.#d.keys.warmIds(), entryOf(sid, this.#d.processId));
+    } catch (err) {
+      this.#mine.delete(sid);
+      withIds({ session_id: sid }).warn({ err }, 'warm pool: a warm sandbox could not be made');
+      await this.#d.sandboxes.remove(sid).catch((e: unknown) => withIds({ session_id: sid }).error({ err: e }, 'warm pool: a half-made warm sandbox could not be removed'));
+    } finally {
+      this.#filling -= 1;
+    }
+  }
+
+  /** A dead worker's warm ids: those still listed are removed from the list, then their sandboxes (here, when on this engine). */
+  async dropDead(dead: string): Promise<void> {
+    const entries = (await this.#d.redis.lrange(this.#d.keys.warmIds(), 0, -1)).filter((e) => e.endsWith(` ${dead}`));
+    await Promise.all(entries.map((e) => this.#unlist(e)));
+  }
+
+  /** Stops refilling; every warm id still listed is withdrawn and its sandbox removed. */
+  async close(): Promise<void> {
+    this.#closed = true;
+    if (this.#timer) clearInterval(this.#timer);
+    await this.#checking;
+    const own = [...this.#mine].filter(([, takenAt]) => takenAt === null).map(([sid]) => entryOf(sid, this.#d.processId));
+    await Promise.all(own.map((e) => this.#unlist(e)));
+  }
+
+  async #unlist(entry: string): Promise<void> {
+    const sid = entry.slice(0, entry.indexOf(' '));
+    // LREM wins or loses against a taker's LPOP: an id is either a session's or removed here, never both.
+    if ((await this.#d.redis.lrem(this.#d.keys.warmIds(), 1, entry)) !== 1) return;
+    this.#mine.delete(sid);
+    await this.#d.sandboxes.remove(sid);
+  }
+}

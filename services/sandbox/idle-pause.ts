@@ -1,0 +1,167 @@
+import type Docker from 'dockerode';
+import type { ExecutorClient } from './executor-client.ts';
+import { sandboxLog } from './log.ts';
+import { containerName } from './names.ts';
+import { periodic } from './periodic.ts';
+import { withSessionLock } from './session-lock.ts';
+
+// Idle sessions are paused (cgroup freezer, `docker pause`), not left
+// running: between two commands a session's container has nothing to do (a
+// command's processes are all gone when it ends), yet its executor still
+// wakes for timers and GC, and sessions spend most of their life waiting for
+// a model or an operator. A frozen container keeps everything it holds (its
+// files, /tmp, the executor's state, the open control socket, where a
+// request written meanwhile just waits), so its next use only thaws it: one
+// Docker call (bench/sandbox, "idle pause"), against the start that a stop
+// (the reaper, after THINKFLOW_SANDBOX_IDLE_STOP_S) costs.
+//
+// Only this process pauses, and only its own sessions: it alone knows what
+// it has in flight there. One sweep per manager walks the entries in memory
+// (no timer per session). Pausing holds the session lock and judges
+// idleness again inside it, and `paused` is set before the call goes out, so
+// a use that arrives meanwhile queues on the lock and thaws the container
+// right after. A container found paused by another process (one that died)
+// is thawed by whoever opens it (session-container.ts); the reaper judges it
+// by the mark its pause left (egress-dirs.ts `mark`), since a frozen
+// executor cannot answer its probe.
+
+/** What pausing reads and writes of the manager's entry for a session. */
+export type PausableEntry = {
+  client?: ExecutorClient;
+  connecting?: Promise<ExecutorClient>;
+  lastUsed: number;
+  inflight: number;
+  /** Set under the session lock before `docker pause` goes out; a use that sees it thaws the container under the lock. */
+  paused?: boolean;
+};
+
+export type IdlePauseDeps = {
+  docker: Docker;
+  namePrefix: string;
+  /** The entry as it is now: a remove or a reap may have dropped it while the lock was awaited. */
+  entry: (sessionId: string) => PausableEntry | undefined;
+  /** Leaves a mark other processes' reapers read: the session was in use until now. */
+  mark: (sessionId: string) => Promise<void>;
+};
+
+const statusOf = (err: unknown) => (err as { statusCode?: number }).statusCode;
+const messageOf = (err: unknown) => (err instanceof Error ? err.message : String(err));
+
+/** Nothing of this process in flight in the session's container, and no use for `minIdleMs`. */
+function idle(e: PausableEntry, minIdleMs: number): boolean {
+  return e.client?.alive === true && !e.connecting && e.inflight === 0 && Date.now() - e.lastUsed >= minIdleMs;
+}
+
+/** A sweep often enough that a container is paused at most a quarter of the idle time late, at most every 5 s. */
+export function sweepPeriodMs(idlePauseMs: number): number {
+  return Math.min(5_000, Math.max(50, Math.round(idlePauseMs / 4)));
+}
+
+const UNPAUSE_TRIES = 20;
+const UNPAUSE_RETRY_MS = 10;
+
+/**
+ * `docker unpause`. dockerd sets its paused flag when it answers a pause or
+ * an unpause and again when containerd's event for it arrives, later: right
+ * after a quick pause-unpause-pause its flag can say "not paused" (a 500) of
+ * a frozen container for some ms (Docker 20.10: 2 cycles in 500 back to
+ * back; settled within 30 ms). Taking that answer would leave the executor
+ * frozen under the next request, so it is asked again until the flag
+ * settles; a container really not paused (thawed elsewhere) costs that wait.
+ */
+export async function unpauseContainer(container: Docker.Container, sessionId: string): Promise<void> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      await container.unpause();
+      return;
+    } catch (err) {
+      if (!/is not paused/.test(messageOf(err))) throw err;
+      if (attempt >= UNPAUSE_TRIES) {
+        sandboxLog(sessionId).debug({ err, attempts: attempt }, 'unpause: the container is not paused (thawed elsewhere)');
+        return;
+      }
+    }
+    await new Promise((r) => setTimeout(r, UNPAUSE_RETRY_MS));
+  }
+}
+
+export class IdlePauses {
+  readonly #d: IdlePauseDeps;
+  readonly #idlePauseMs: number;
+  #timer?: NodeJS.Timeout;
+
+  constructor(deps: IdlePauseDeps, idlePauseMs: number) {
+    this.#d = deps;
+    this.#idlePauseMs = idlePauseMs;
+  }
+
+  /** Starts the manager's one sweep over `sessions()`; nothing when pausing is off (0). */
+  start(sessions: () => Iterable<string>): void {
+    if (this.#idlePauseMs <= 0 || this.#timer) return;
+    this.#timer = periodic(sweepPeriodMs(this.#idlePauseMs), () => this.#sweep([...sessions()]),
+      (err) => sandboxLog().warn({ err }, 'idle-pause sweep failed; the next period tries again'));
+  }
+
+  stop(): void {
+    clearInterval(this.#timer);
+  }
+
+  /**
+   * Pauses the session's container when this process has nothing in flight
+   * there and has not used it for `minIdleMs`; true when it is paused now.
+   * Never pauses when pausing is off.
+   */
+  pause(sessionId: string, minIdleMs = 0): Promise<boolean> {
+    if (this.#idlePauseMs <= 0) return Promise.resolve(false);
+    // The lock connects and teardowns hold (the manager's #exclusive): never a pause in the middle of an open or a stop.
+    return withSessionLock(this.#name(sessionId), async () => {
+      const e = this.#d.entry(sessionId);
+      if (!e || e.paused || !idle(e, minIdleMs)) return e?.paused === true;
+      e.paused = true;
+      try {
+        await this.#d.docker.getContainer(this.#name(sessionId)).pause();
+      } catch (err) {
+        // 409 "already paused": paused by someone else, or dockerd's flag still lagging a quick unpause
+        // (unpauseContainer); either way the next use unpauses it, as when this pause went through.
+        e.paused = statusOf(err) === 409 && /already paused/.test(messageOf(err));
+        if (!e.paused) throw err;
+      }
+      await this.#d.mark(sessionId).catch((err: unknown) =>
+        sandboxLog(sessionId).warn({ err }, 'pause: marking the session in use failed; another process\'s reaper may take it for idle since its last open'));
+      return true;
+    });
+  }
+
+  /**
+   * Thaws the container when this process paused it; call under the session
+   * lock. False when that failed: logged, the client is closed and the
+   * caller opens the container again (connectSession thaws what it finds paused).
+   */
+  async resume(sessionId: string, e: PausableEntry): Promise<boolean> {
+    if (!e.paused) return true;
+    try {
+      await unpauseContainer(this.#d.docker.getContainer(this.#name(sessionId)), sessionId);
+      return true;
+    } catch (err) {
+      sandboxLog(sessionId).warn({ err }, 'unpause failed; the container is opened again');
+      e.client?.close();
+      return false;
+    } finally {
+      e.paused = false;
+    }
+  }
+
+  #name(sessionId: string): string {
+    return containerName(this.#d.namePrefix, sessionId);
+  }
+
+  async #sweep(sessions: string[]): Promise<void> {
+    for (const sid of sessions) {
+      const e = this.#d.entry(sid);
+      // Judged again under the lock; this keeps sessions in use out of the lock's queue.
+      if (!e || e.paused || !idle(e, this.#idlePauseMs)) continue;
+      await this.pause(sid, this.#idlePauseMs).catch((err: unknown) =>
+        sandboxLog(sid).warn({ err }, 'idle pause failed; the next sweep tries again'));
+    }
+  }
+}

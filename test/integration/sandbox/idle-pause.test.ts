@@ -1,0 +1,173 @@
+// Idle sessions are paused (cgroup freezer) and unpaused by their next use;
+// nothing written before a pause or a stop is lost (services/sandbox/idle-pause.ts).
+import { Readable } from 'node:stream';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { containerName, type Sandbox, type SandboxManager, type SandboxOptions } from '../../../services/sandbox/index.ts';
+import { bash, cmd, docker, newManager, reapAll, requireImage, sessionId, testPrefix } from './helpers.ts';
+
+// A prefix per test: the reapers of one test judge no other test's containers.
+const made: { prefix: string; managers: SandboxManager[] }[] = [];
+
+beforeAll(() => requireImage());
+afterAll(async () => {
+  for (const { prefix, managers } of made) {
+    for (const m of managers.slice(1)) await m.close();
+    await reapAll(managers[0]!, prefix);
+  }
+});
+
+/** A manager on a prefix of its own (or `prefix`'s: another process of the same deployment). */
+function manager(options: SandboxOptions, prefix?: string): SandboxManager {
+  let set = made.find((s) => s.prefix === prefix);
+  if (!set) made.push((set = { prefix: testPrefix('pause'), managers: [] }));
+  const m = newManager(set.prefix, options);
+  set.managers.push(m);
+  return m;
+}
+const state = async (m: SandboxManager, sid: string) => (await docker.getContainer(containerName(m.options.namePrefix, sid)).inspect()).State;
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+async function waitPaused(m: SandboxManager, sid: string, withinMs: number): Promise<void> {
+  const until = Date.now() + withinMs;
+  while (!(await state(m, sid)).Paused) {
+    if (Date.now() > until) throw new Error(`container of ${sid} not paused within ${withinMs} ms`);
+    await sleep(25);
+  }
+}
+
+async function timed<T>(fn: () => Promise<T>): Promise<{ ms: number; value: T }> {
+  const t0 = performance.now();
+  const value = await fn();
+  return { ms: performance.now() - t0, value };
+}
+
+const read = (sb: Sandbox, path: string) => sb.execute(cmd({ tool: 'read', path }));
+
+async function text(stream: Readable): Promise<string> {
+  const chunks: Buffer[] = [];
+  for await (const c of stream) chunks.push(c as Buffer);
+  return Buffer.concat(chunks).toString('latin1');
+}
+
+describe('idle pause', () => {
+  it('pauses a container idle past idlePauseMs and thaws it on the next command, files intact', async () => {
+    const m = manager({ idlePauseMs: 300 });
+    const sid = sessionId();
+    const sb = await m.sandboxFor(sid);
+    expect(await sb.execute(cmd({ tool: 'write', path: 'kept.txt', content: 'before the pause' }))).toMatchObject({ ok: true });
+    expect(await bash(sb, 'echo tmp-kept > /tmp/t.txt')).toMatchObject({ ok: true });
+    const running = [];
+    for (let i = 0; i < 5; i++) running.push((await timed(() => read(sb, 'kept.txt'))).ms);
+    await waitPaused(m, sid, 3_000);
+    expect(m.pausedCount).toBe(1);
+    const first = await timed(() => read(sb, 'kept.txt'));
+    expect(first.value).toMatchObject({ ok: true, stdout: 'before the pause' });
+    expect(await state(m, sid)).toMatchObject({ Running: true, Paused: false });
+    expect(m.pausedCount).toBe(0);
+    expect(await bash(sb, 'cat /tmp/t.txt')).toMatchObject({ ok: true, stdout: 'tmp-kept\n' });
+    const base = running.sort((a, b) => a - b)[2]!;
+    console.log(`first command after a pause: ${first.ms.toFixed(1)} ms, on a running container (median of 5): ${base.toFixed(1)} ms, added ${(first.ms - base).toFixed(1)} ms`);
+    expect(first.ms - base).toBeLessThan(500);
+  });
+
+  it('thaws a paused container for a `docker exec` of the workspace out (archive)', async () => {
+    const m = manager({ idlePauseMs: 200 });
+    const sid = sessionId();
+    const sb = await m.sandboxFor(sid);
+    await sb.execute(cmd({ tool: 'write', path: 'in-archive.txt', content: 'archived' }));
+    await waitPaused(m, sid, 3_000);
+    const tar = await text(await m.workspace.archive(sid, 'tar'));
+    expect(tar).toContain('in-archive.txt');
+    expect(tar).toContain('archived');
+  });
+
+  it('concurrent uses of a paused container share one unpause', async () => {
+    const m = manager({ idlePauseMs: 60_000 });
+    const sid = sessionId();
+    const sb = await m.sandboxFor(sid);
+    await sb.execute(cmd({ tool: 'write', path: 'x.txt', content: 'x' }));
+    expect(await m.pause(sid)).toBe(true);
+    expect((await state(m, sid)).Paused).toBe(true);
+    const unpause = vi.spyOn(Object.getPrototypeOf(docker.getContainer(containerName(m.options.namePrefix, sid))) as { unpause: () => Promise<unknown> }, 'unpause');
+    try {
+      const results = await Promise.all([read(sb, 'x.txt'), read(sb, 'x.txt'), sb.readPath('x.txt'), bash(sb, 'true')]);
+      expect(results.map((r) => ('ok' in r ? r.ok : r.kind))).toEqual([true, true, 'file', true]);
+      expect(unpause).toHaveBeenCalledTimes(1);
+      // Thawed is thawed: later uses take the fast path again.
+      expect(await read(sb, 'x.txt')).toMatchObject({ ok: true });
+      expect(unpause).toHaveBeenCalledTimes(1);
+    } finally {
+      unpause.mockRestore();
+    }
+  });
+
+  it('pause(sid) does not pause while a command is in flight, and does once it is done', async () => {
+    const m = manager({ idlePauseMs: 60_000 });
+    const sid = sessionId();
+    const sb = await m.sandboxFor(sid);
+    const busy = bash(sb, 'sleep 1; echo done');
+    await sleep(200);
+    expect(await m.pause(sid)).toBe(false);
+    expect((await state(m, sid)).Paused).toBe(false);
+    expect(await busy).toMatchObject({ ok: true, stdout: 'done\n' });
+    expect(await m.pause(sid)).toBe(true);
+    expect((await state(m, sid)).Paused).toBe(true);
+    expect(await bash(sb, 'echo again')).toMatchObject({ ok: true, stdout: 'again\n' });
+    expect((await state(m, sid)).Paused).toBe(false);
+  });
+
+  it('idlePauseMs 0 never pauses, neither the sweep nor pause(sid)', async () => {
+    const m = manager({ idlePauseMs: 0 });
+    const sid = sessionId();
+    const sb = await m.sandboxFor(sid);
+    await bash(sb, 'true');
+    await sleep(800);
+    expect(await m.pause(sid)).toBe(false);
+    expect((await state(m, sid)).Paused).toBe(false);
+  });
+
+  it('a container left paused by a process that died answers the next manager', async () => {
+    const dead = manager({ idlePauseMs: 0 });
+    const sid = sessionId();
+    await (await dead.sandboxFor(sid)).execute(cmd({ tool: 'write', path: 'left.txt', content: 'left behind' }));
+    await docker.getContainer(containerName(dead.options.namePrefix, sid)).pause();
+    // No close(): the process "died". The next one would wait out the ping (5 s here) on a frozen executor.
+    const next = manager({ startTimeoutMs: 5_000 }, dead.options.namePrefix);
+    await next.start(); // its start-up reap keeps the paused container (idle since its last mark, not since its start)
+    expect((await state(next, sid)).Paused).toBe(true);
+    const sb = await next.sandboxFor(sid);
+    expect(await read(sb, 'left.txt')).toMatchObject({ ok: true, stdout: 'left behind' });
+    expect(await state(next, sid)).toMatchObject({ Running: true, Paused: false });
+  });
+
+  it('the reaper stops a paused container past idleStopMs; the next command recreates it, files intact', async () => {
+    const m = manager({ idlePauseMs: 200, idleStopMs: 1_000 });
+    const sid = sessionId();
+    const sb = await m.sandboxFor(sid);
+    await sb.execute(cmd({ tool: 'write', path: 'kept.txt', content: 'kept across a stop' }));
+    await waitPaused(m, sid, 3_000);
+    expect(await m.reap()).toMatchObject({ stoppedContainers: 0 });
+    await sleep(1_000);
+    expect(await m.reap()).toEqual({ removedContainers: 0, removedVolumes: 0, stoppedContainers: 1, removedImages: 0, failed: 0 });
+    const gone = await docker.getContainer(containerName(m.options.namePrefix, sid)).inspect().then((i) => i.State.Running, () => false);
+    expect(gone).toBe(false);
+    expect(await read(sb, 'kept.txt')).toMatchObject({ ok: true, stdout: 'kept across a stop' });
+    expect(await state(m, sid)).toMatchObject({ Running: true, Paused: false });
+  });
+
+  it("another process's reaper counts a paused container idle since its pause, not since its start", async () => {
+    const owner = manager({ idlePauseMs: 300 });
+    const sid = sessionId();
+    const sb = await owner.sandboxFor(sid);
+    await sleep(1_600); // started well over the other reaper's idleStopMs ago
+    await sb.execute(cmd({ tool: 'write', path: 'late.txt', content: 'written late' }));
+    await waitPaused(owner, sid, 3_000);
+    const other = manager({ idleStopMs: 1_500, idlePauseMs: 0 }, owner.options.namePrefix);
+    expect(await other.reap()).toMatchObject({ stoppedContainers: 0, failed: 0 });
+    expect((await state(owner, sid)).Paused).toBe(true);
+    await sleep(1_600);
+    expect(await other.reap()).toMatchObject({ stoppedContainers: 1, failed: 0 });
+    // The owner's client died with the container: its next command opens it again on the same workspace.
+    expect(await read(sb, 'late.txt')).toMatchObject({ ok: true, stdout: 'written late' });
+  });
+});
