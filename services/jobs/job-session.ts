@@ -25,9 +25,9 @@ type Request = Pick<JobRequest, 'project' | 'approval' | 'policy' | 'files' | 's
 export async function openJobSession(d: Deps, request: Request, owner: string | null, jobId: string, tightenOnly: boolean): Promise<JobSession> {
   if (request.session_id !== undefined) return onExisting(d, request, request.session_id, owner, jobId, tightenOnly);
   const p = d.pipeline;
-  const sessionId = await p.takeSessionId();
   // The job's session will have a live container: it counts against the key's cap of those.
-  await p.live.claimLive(owner, sessionId);
+  const taken = await p.takeSessionId(owner, true);
+  const sessionId = taken.id;
   let meta: SessionMeta;
   try {
     meta = await p.createSession({
@@ -36,7 +36,7 @@ export async function openJobSession(d: Deps, request: Request, owner: string | 
       ...(request.validate ? { validator: validatorCommand(request.validate, 1) } : {}),
     });
   } catch (err) {
-    await p.live.releaseLive(owner, sessionId);
+    await taken.undo();
     throw err;
   }
   const settings = { job_id: jobId, project: meta.project, approval: meta.approval, policy: meta.policy };

@@ -51,4 +51,4 @@ export { ScriptCode, codeOf } from './script-codes.ts';
 export { Firehose } from './firehose.ts';
 export { IdempotencyStore, HeldKey } from './idempotency.ts';
 export type { IdempotentAnswer } from './idempotency.ts';
-export { WarmPool, takeWarmId, warmSandboxesOf, type WarmSandboxes } from './warm-pool.ts';
+export { WarmPool, takeWarm, warmSandboxesOf, type WarmSandboxes } from './warm-pool.ts';

@@ -26,7 +26,7 @@ import { checkSeeds } from './seed-check.ts';
 import { withNetworkRecords, type LedgerEntry } from './egress/ledger-view.ts';
 import { NetworkLog } from './egress/network-log.ts';
 import { newSessionId, Sessions, type SessionMeta } from './sessions.ts';
-import { takeWarmId } from './warm-pool.ts';
+import { giveBackWarm, takeWarm } from './warm-pool.ts';
 import type { LedgerReads, LiveSlots, PipelineDeps, SeededFile, WorkerSide, CommandHandle } from './pipeline-ports.ts';
 
 export type { CommandHandle, LedgerReads, LiveSlots, PipelineDeps, SeededFile, WorkerSide } from './pipeline-ports.ts';
@@ -148,9 +148,24 @@ export class Pipeline {
   }
 
   /** The session (deleted ones too, with `deleted_at`), read fresh unless `fresh` is false (the cached meta, its running job read); null when there is none. */
-  /** An id for a new session: a warm sandbox's when a worker has one ready (warm-pool.ts), else a fresh one. */
-  async takeSessionId(): Promise<string> {
-    return (await takeWarmId(this.#d.redis, this.#d.keys)) ?? newSessionId();
+  /**
+   * An id for a new session: a warm sandbox's when a worker has one ready (warm-pool.ts), else a fresh one. A warm
+   * one comes with a running container, so it takes a live slot of the key (the cap of sessions with one) like `live`
+   * asks for (seeded files, a job); when the key has none left it goes back and the session starts cold, as before.
+   * `undo`: the create failed; the slot is released and a warm id given back.
+   */
+  async takeSessionId(owner: string | null, live: boolean): Promise<{ id: string; undo: () => Promise<void> }> {
+    const { redis, keys } = this.#d;
+    const warm = await takeWarm(redis, keys);
+    if (warm) {
+      const claimed = await this.live.claimLive(owner, warm.sid).then(() => null, (err: unknown) => err);
+      if (!claimed) return { id: warm.sid, undo: async () => { await this.live.releaseLive(owner, warm.sid); await giveBackWarm(redis, keys, warm); } };
+      await giveBackWarm(redis, keys, warm);
+      if (live) throw claimed;
+    }
+    const id = newSessionId();
+    if (live) await this.live.claimLive(owner, id);
+    return { id, undo: async () => { if (live) await this.live.releaseLive(owner, id); } };
   }
 
   sessionMeta(sid: string, fresh = true): Promise<SessionMeta | null> {

@@ -57,13 +57,20 @@ export type WarmPoolOptions = {
   orphanAfterMs?: number;
 };
 
-/** A new session's id: a warm sandbox's when one is ready (the caller's session then starts on it), else none. */
-export async function takeWarmId(redis: PipelineRedis, keys: Keys): Promise<string | null> {
+/** A warm sandbox's entry (`<sid> <maker>`) when one is ready: the caller's new session starts on it, or it gives it back. */
+export async function takeWarm(redis: PipelineRedis, keys: Keys): Promise<{ sid: string; entry: string } | null> {
   const entry = await redis.lpop(keys.warmIds());
-  return entry ? entry.slice(0, entry.indexOf(' ')) : null;
+  return entry ? { sid: sidOf(entry), entry } : null;
+}
+
+/** A taken warm entry whose session was not made: listed again, first, unless a session holds the id after all. */
+export async function giveBackWarm(redis: PipelineRedis, keys: Keys, taken: { sid: string; entry: string }): Promise<void> {
+  if (await redis.exists(keys.sessionMeta(taken.sid))) return;
+  await redis.lpush(keys.warmIds(), taken.entry);
 }
 
 const entryOf = (sid: string, owner: string) => `${sid} ${owner}`;
+const sidOf = (entry: string) => entry.slice(0, entry.indexOf(' '));
 
 export class WarmPool {
   readonly #d: WarmPoolDeps;
@@ -121,24 +128,29 @@ export class WarmPool {
 
   async #check(): Promise<void> {
     const { redis, keys, processId } = this.#d;
-    const listed = new Set((await redis.lrange(keys.warmIds(), 0, -1)).map((e) => e.slice(0, e.indexOf(' '))));
+    const listed = new Set((await redis.lrange(keys.warmIds(), 0, -1)).map(sidOf));
     const now = Date.now();
     for (const [sid, takenAt] of this.#mine) {
       if (listed.has(sid)) {
+        this.#mine.set(sid, null); // given back by a create that failed
         await this.#d.sandboxes.touch(sid); // in use: never paused or reaped while it waits
         await this.#d.onReady?.(sid);
         continue;
       }
       if (takenAt === null) { this.#mine.set(sid, now); continue; }
-      if (await redis.exists(keys.sessionMeta(sid))) { this.#mine.delete(sid); continue; } // a session's now
+      // A session's now. Its sandbox stays open here too (this process may be the one running it); the idle pause asks
+      // the executor, which every worker's use reaches, before it pauses (sandbox/idle-pause.ts).
+      if (await redis.exists(keys.sessionMeta(sid))) { this.#mine.delete(sid); continue; }
       if (now - takenAt > this.#orphanAfterMs) {
         this.#mine.delete(sid);
         withIds({ session_id: sid }).warn({ worker: processId }, 'warm pool: an id was taken but no session came of it; its sandbox is removed');
         await this.#d.sandboxes.remove(sid);
       }
     }
-    // Never more than the size: those being made count. After a burst every missing one is made at once.
-    const missing = this.#size - this.ready - this.#filling;
+    // Never more than the size: those being made count, and so do those taken that are not a session yet (a create that
+    // fails gives its id back; one that died leaves it until orphanAfterMs), so failing creates cannot make containers
+    // without end. After a burst every missing one is made at once.
+    const missing = this.#size - this.#mine.size - this.#filling;
     if (missing > 0) await Promise.all(Array.from({ length: missing }, () => this.#fillOne()));
   }
 
@@ -171,12 +183,19 @@ export class WarmPool {
     this.#closed = true;
     if (this.#timer) clearInterval(this.#timer);
     await this.#checking;
-    const own = [...this.#mine].filter(([, takenAt]) => takenAt === null).map(([sid]) => entryOf(sid, this.#d.processId));
+    const { redis, keys, processId } = this.#d;
+    const own = [...this.#mine].filter(([, takenAt]) => takenAt === null).map(([sid]) => entryOf(sid, processId));
     await Promise.all(own.map((e) => this.#unlist(e)));
+    // Taken with no session (yet): only this process knows of them, so they go now unless a session came of them.
+    for (const [sid, takenAt] of this.#mine) {
+      if (takenAt === null || (await redis.exists(keys.sessionMeta(sid)))) continue;
+      this.#mine.delete(sid);
+      await this.#d.sandboxes.remove(sid);
+    }
   }
 
   async #unlist(entry: string): Promise<void> {
-    const sid = entry.slice(0, entry.indexOf(' '));
+    const sid = sidOf(entry);
     // LREM wins or loses against a taker's LPOP: an id is either a session's or removed here, never both.
     if ((await this.#d.redis.lrem(this.#d.keys.warmIds(), 1, entry)) !== 1) return;
     this.#mine.delete(sid);

@@ -19,6 +19,8 @@ export type SandboxHooks = {
   touch: (delta: number) => void;
   /** The executor stopped answering: kill the container so the next connect starts it afresh. */
   recover: () => Promise<void>;
+  /** An answer is late: thaws the container if another process paused it (idle-pause.ts `thawIfPaused`). */
+  thaw?: () => Promise<void>;
   /** The engine, for what goes beside the executor's channel (`docker exec` of an upload). */
   docker: Docker;
 };
@@ -84,7 +86,7 @@ export class DockerSandbox implements Sandbox {
     const onAbort = () => client.cancel(rid);
     signal?.addEventListener('abort', onAbort, { once: true });
     try {
-      const r = await client.request<ExecutorResult>('exec', { command, limits, ...(expect ? { expect } : {}), ...(needsBaseline ? { baseline: true } : {}) }, hostTimeout);
+      const r = await this.#thawing(client.request<ExecutorResult>('exec', { command, limits, ...(expect ? { expect } : {}), ...(needsBaseline ? { baseline: true } : {}) }, hostTimeout));
       // The executor itself says its container holds processes it cannot end.
       if (r.error_code === 'sandbox_broken') await this.#recover('sandbox_broken');
       return done(r);
@@ -170,12 +172,30 @@ export class DockerSandbox implements Sandbox {
   async #using<T>(fn: (client: ExecutorClient) => Promise<T>): Promise<T> {
     this.#hooks.touch(+1);
     try {
-      return await fn(await this.#hooks.connect());
+      return await this.#thawing(fn(await this.#hooks.connect()));
     } finally {
       this.#hooks.touch(-1);
     }
   }
+
+  // Only the process that paused a container knows it did: another worker of
+  // the same engine whose request is not answered soon looks, and thaws it
+  // (one inspect per slow request; a running command is never paused, since the
+  // pausing side asks the executor first).
+  async #thawing<T>(answer: Promise<T>): Promise<T> {
+    const thaw = this.#hooks.thaw;
+    if (!thaw) return answer;
+    const timer = setTimeout(() => void thaw().catch((err: unknown) => logSandboxError(this.sessionId, 'thawing a paused container failed', err)), THAW_CHECK_MS);
+    try {
+      return await answer;
+    } finally {
+      clearTimeout(timer);
+    }
+  }
 }
+
+/** An executor answers a request in about a millisecond; one silent this long may be frozen by another process. */
+const THAW_CHECK_MS = 300;
 
 function firstLine(s: string): string {
   return s.split('\n', 1)[0]!.slice(0, 300);

@@ -57,6 +57,7 @@ export function sweepPeriodMs(idlePauseMs: number): number {
   return Math.min(5_000, Math.max(50, Math.round(idlePauseMs / 4)));
 }
 
+const PING_TIMEOUT_MS = 2_000;
 const UNPAUSE_TRIES = 20;
 const UNPAUSE_RETRY_MS = 10;
 
@@ -83,6 +84,12 @@ export async function unpauseContainer(container: Docker.Container, sessionId: s
     }
     await new Promise((r) => setTimeout(r, UNPAUSE_RETRY_MS));
   }
+}
+
+/** Thaws the container when it is paused (by another process: this one thaws its own on use); one inspect otherwise. */
+export async function thawIfPaused(docker: Docker, name: string, sessionId: string): Promise<void> {
+  const c = docker.getContainer(name);
+  if ((await c.inspect()).State.Paused) await unpauseContainer(c, sessionId);
 }
 
 export class IdlePauses {
@@ -117,6 +124,7 @@ export class IdlePauses {
     return withSessionLock(this.#name(sessionId), async () => {
       const e = this.#d.entry(sessionId);
       if (!e || e.paused || !idle(e, minIdleMs)) return e?.paused === true;
+      if (minIdleMs > 0 && !(await this.#executorIdle(e, minIdleMs))) return false;
       e.paused = true;
       try {
         await this.#d.docker.getContainer(this.#name(sessionId)).pause();
@@ -149,6 +157,22 @@ export class IdlePauses {
     } finally {
       e.paused = false;
     }
+  }
+
+  /**
+   * The sweep's own view is this process's: another worker process may have
+   * run a command or served a read there since (a session's busy periods go
+   * to whichever worker takes them, a warm sandbox's maker is seldom its
+   * runner). The executor knows every use, whoever sent it: asked, it says
+   * when it last worked (now while a command runs), and a session used
+   * within the idle time is left running, its entry counted in use from then.
+   */
+  async #executorIdle(e: PausableEntry, minIdleMs: number): Promise<boolean> {
+    const pong = await e.client!.request<{ lastActivity?: number }>('ping', {}, PING_TIMEOUT_MS);
+    const last = pong.lastActivity ?? 0;
+    if (Date.now() - last >= minIdleMs) return true;
+    e.lastUsed = Math.max(e.lastUsed, last);
+    return false;
   }
 
   #name(sessionId: string): string {

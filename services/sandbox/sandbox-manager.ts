@@ -2,7 +2,7 @@ import Docker from 'dockerode';
 import { DockerSandbox } from './docker-sandbox.ts';
 import { EgressDirs } from './egress-dirs.ts';
 import type { ExecutorClient } from './executor-client.ts';
-import { IdlePauses, type PausableEntry } from './idle-pause.ts';
+import { IdlePauses, thawIfPaused, type PausableEntry } from './idle-pause.ts';
 import { containerName } from './names.ts';
 import { lastUses, reapSandboxes, stopContainer, type ReapResult } from './reaper.ts';
 import { resolveSandboxOptions, type ResolvedSandboxOptions, type SandboxOptions } from './sandbox-options.ts';
@@ -135,9 +135,7 @@ export class SandboxManager {
   }
 
   /** Pauses the session's container unless this process has something in flight there (an approval wait); its next use unpauses it. True when paused now; never with idlePauseMs 0. */
-  pause(sessionId: string): Promise<boolean> {
-    return this.#pauses.pause(sessionId);
-  }
+  pause(sessionId: string): Promise<boolean> { return this.#pauses.pause(sessionId); }
 
   /** Containers this process holds paused (a gauge of the service's metrics). */
   get pausedCount(): number { return [...this.#entries.values()].filter((e) => e.paused).length; }
@@ -219,6 +217,7 @@ export class SandboxManager {
             current.inflight = Math.max(0, current.inflight + delta);
           },
           recover: () => this.#recover(sessionId),
+          thaw: () => thawIfPaused(this.#docker, containerName(this.options.namePrefix, sessionId), sessionId),
           docker: this.#docker,
         },
         this.options,

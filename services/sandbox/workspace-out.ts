@@ -3,6 +3,7 @@ import { Readable } from 'node:stream';
 import { ExecutorRequestError } from './executor-client.ts';
 import { containerName } from './names.ts';
 import { execJson, execStream, WorkspaceExecError } from './workspace-exec.ts';
+import { thawIfPaused } from './idle-pause.ts';
 
 // The workspace out of its sandbox (API.md additions 2026-12-01): the
 // archive (GNU tar in the container), the baseline, the change list and the
@@ -106,11 +107,13 @@ export class SandboxWorkspaceOut implements WorkspaceOut {
   async #container(sessionId: string): Promise<{ container: Docker.Container; release: () => void }> {
     const release = (await this.running(sessionId)).hold();
     // Asked again once held (a held sandbox is never paused): a pause may have come in between, and `docker exec` refuses a paused container.
-    await this.running(sessionId).catch((err: unknown) => {
+    // Another process may have paused it (only the pauser knows): one inspect, as `docker exec` refuses a paused container.
+    const name = containerName(this.namePrefix(), sessionId);
+    await this.running(sessionId).then(() => thawIfPaused(this.docker(), name, sessionId)).catch((err: unknown) => {
       release();
       throw err;
     });
-    return { container: this.docker().getContainer(containerName(this.namePrefix(), sessionId)), release };
+    return { container: this.docker().getContainer(name), release };
   }
 
   async #stream(sessionId: string, argv: string[], okExits: number[]): Promise<Readable> {

@@ -110,8 +110,8 @@ export function sessionRoutes(d: SessionRoutesDeps): OpenAPIHono<AppEnv> {
     const owner = c.var.principal.id;
     const seeds = body.files && Object.keys(body.files).length ? body.files : null;
     // Seeding starts the session's container: it takes a live slot first, like a job does.
-    const sessionId = await p.takeSessionId();
-    if (seeds) await p.live.claimLive(owner, sessionId);
+    const taken = await p.takeSessionId(owner, seeds !== null);
+    const sessionId = taken.id;
     let meta: SessionMeta;
     try {
       meta = await p.createSession({
@@ -120,7 +120,7 @@ export function sessionRoutes(d: SessionRoutesDeps): OpenAPIHono<AppEnv> {
         ...(body.files ? { files: body.files } : {}),
       });
     } catch (err) {
-      if (seeds) await p.live.releaseLive(owner, sessionId);
+      await taken.undo();
       throw err;
     }
     if (seeds) await seed(p, meta.session_id, seeds, c.req.raw.signal);

@@ -170,4 +170,26 @@ describe('idle pause', () => {
     // The owner's client died with the container: its next command opens it again on the same workspace.
     expect(await read(sb, 'late.txt')).toMatchObject({ ok: true, stdout: 'written late' });
   });
+
+  it('another process that used the session once never pauses it under the one running its commands (the executor is asked)', async () => {
+    // Two workers on one engine: B served a read once, A runs the session's commands; B's sweep judges B's entry idle.
+    const a = manager({ idlePauseMs: 60_000 });
+    const b = manager({ idlePauseMs: 400 }, a.options.namePrefix);
+    const sid = sessionId();
+    const sa = await a.sandboxFor(sid);
+    expect(await sa.execute(cmd({ tool: 'write', path: 'f.txt', content: 'x' }))).toMatchObject({ ok: true });
+    expect(await (await b.sandboxFor(sid)).readPath('f.txt')).toMatchObject({ kind: 'file' });
+    expect(await bash(sa, 'echo kept > /tmp/keep')).toMatchObject({ ok: true });
+    // A command longer than B's idle time, then more use: B's sweep runs a dozen times meanwhile.
+    expect(await bash(sa, 'for i in 1 2 3; do sleep 0.5; done; echo done')).toMatchObject({ ok: true, stdout: 'done\n' });
+    for (let i = 0; i < 4; i++) {
+      expect(await sa.execute(cmd({ tool: 'append', path: 'f.txt', content: String(i) }))).toMatchObject({ ok: true });
+      expect((await state(a, sid)).Paused).toBe(false);
+      await sleep(200);
+    }
+    expect(await bash(sa, 'cat /tmp/keep')).toMatchObject({ ok: true, stdout: 'kept\n' }); // the same container throughout
+    // Once the session is really idle (for the executor too), B pauses it, and A's next use thaws it.
+    await waitPaused(b, sid, 5_000);
+    expect(await read(sa, 'f.txt')).toMatchObject({ ok: true, stdout: 'x0123' });
+  });
 });

@@ -1,6 +1,7 @@
 import { execFileSync } from 'node:child_process';
 import Docker from 'dockerode';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { principalId } from '../../../services/api/middleware/auth.ts';
 import { startService, type ServiceHandle } from '../../../services/main/index.ts';
 import { createRedis, WarmPool, warmSandboxesOf } from '../../../services/pipeline/index.ts';
 import { client, cleanupPrefix, REDIS_URL, removeSandboxes, sandboxPrefix, testConfig, testPrefix } from '../pipeline/helpers.ts';
@@ -109,6 +110,20 @@ describe('warm pool', () => {
     await maker.close();
   });
 
+  it('a create that fails gives its warm id back; failing creates never make more containers than the pool\'s size', async () => {
+    await pool().filled();
+    const before = await listed();
+    const count = async () => execFileSync('docker', ['ps', '-aq', '--filter', `name=^/${boxes}`]).toString().split('\n').filter(Boolean).length;
+    const containers = await count();
+    for (let i = 0; i < 20; i++) {
+      const res = await api.json('/v1/sessions', { policy: { this_is: 'not a policy' } });
+      expect(res.status).toBe(400);
+    }
+    await new Promise((r) => setTimeout(r, 1500)); // the maker's checks ran meanwhile
+    expect(new Set(await listed())).toEqual(new Set(before));
+    expect(await count()).toBe(containers);
+  });
+
   it('closing the worker withdraws its warm sandboxes: none is left', async () => {
     const ids = await listed();
     expect(ids.length).toBeGreaterThan(0);
@@ -148,3 +163,31 @@ describe('warm pool: off', () => {
   });
 });
 
+describe('warm pool: per-key caps', () => {
+  it('a warm session takes a live slot of its key; at the key\'s cap the next session starts cold and the warm id stays', async () => {
+    const p3 = testPrefix('warmcap');
+    const b3 = sandboxPrefix('warmcap');
+    const s = await startService(testConfig(p3, { PORT: '0', THINKFLOW_API_KEYS: 'k1:submitter', THINKFLOW_SANDBOX_PREFIX: b3, THINKFLOW_WARM_POOL: '2', THINKFLOW_MAX_RUNNING_PER_KEY: '1' }), {});
+    try {
+      await s.runtime.pool!.warm!.filled();
+      const { redis, keys } = s.runtime;
+      const ids = async () => (await redis.lrange(keys.warmIds(), 0, -1)).map((e) => e.split(' ')[0]!);
+      const c = client(s.url!, 'k1');
+      const create = async () => ((await (await c.json('/v1/sessions', {})).json()) as { session_id: string }).session_id;
+      const warm = await ids();
+      const a = await create();
+      expect(warm).toContain(a);
+      // It holds a running container before any command: the key's one live slot is its.
+      expect(await redis.zrange(keys.ownerLive(principalId('k1')), 0, -1)).toEqual([a]);
+      const left = await ids();
+      const b = await create(); // over the cap with a warm sandbox: a cold session instead, as with no pool
+      expect(warm).not.toContain(b);
+      expect(await ids()).toEqual(left);
+      expect(await redis.zrange(keys.ownerLive(principalId('k1')), 0, -1)).toEqual([a]);
+    } finally {
+      await s.close();
+      await cleanupPrefix(p3);
+      await removeSandboxes(b3);
+    }
+  });
+});

@@ -9,7 +9,7 @@ import { createApp, type AppDeps } from '../../../services/api/app.ts';
 function appRecordingSessions() {
   const created: unknown[] = [];
   const pipeline = {
-    takeSessionId: async () => `ses_${created.length + 1}`,
+    takeSessionId: async () => ({ id: `ses_${created.length + 1}`, undo: async () => {} }),
     createSession: async (opts: unknown) => {
       created.push(opts);
       return { session_id: `ses_${created.length}` };
