@@ -171,9 +171,12 @@ export async function createRuntime(config: Config, overrides: RuntimeOverrides 
   };
 }
 
-/** The worker pool's warm sandboxes: where this process opens sandboxes itself and THINKFLOW_WARM_POOL > 0. */
+/**
+ * The worker pool's warm sandboxes, where this process opens sandboxes itself: THINKFLOW_WARM_POOL of them, and at 0
+ * none made here, but a dead worker's still removed (worker-liveness.ts calls the pool's dropDead in any survivor).
+ */
 function warmOf(sandboxes: Sandboxes, size: number, listeners: EgressListeners | null): { warm?: { size: number; sandboxes: WarmSandboxes } } {
-  const warm = size > 0 ? warmSandboxesOf(sandboxes) : null;
+  const warm = warmSandboxesOf(sandboxes);
   if (!warm) return {};
   // The session's egress proxy listens before its first command as before any command: a warm one already does.
   const listen = async (sid: string) => { await listeners?.ready(sid); };

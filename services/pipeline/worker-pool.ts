@@ -45,7 +45,7 @@ export type WorkerPoolDeps = {
   queues: SessionQueues;
   processor: Processor;
   openWorkers: PipelineMetrics['openWorkers'];
-  /** sandboxes made before they are needed (warm-pool.ts); none when absent or of size 0 */
+  /** sandboxes made before they are needed (warm-pool.ts); none when absent, none made at size 0 (a dead maker's are still removed) */
   warm?: WarmPoolOptions & { sandboxes: WarmSandboxes };
 };
 
@@ -78,7 +78,7 @@ export class WorkerPool {
       onDead: async (dead) => this.#warm?.dropDead(dead),
     }, liveness);
     const w = deps.warm;
-    this.#warm = w && w.size > 0 ? new WarmPool({ redis: deps.redis, keys: deps.keys, sandboxes: w.sandboxes, processId: this.#liveness.id, onReady: (sid) => this.ensure(sid) }, w) : null;
+    this.#warm = w ? new WarmPool({ redis: deps.redis, keys: deps.keys, sandboxes: w.sandboxes, processId: this.#liveness.id, onReady: (sid) => this.ensure(sid) }, w) : null;
     deps.openWorkers.set(0);
   }
 

@@ -145,7 +145,7 @@ describe('warm pool: off', () => {
     const b2 = sandboxPrefix('warm0');
     const s = await startService(testConfig(p2, { PORT: '0', THINKFLOW_API_KEYS: '', THINKFLOW_SANDBOX_PREFIX: b2, THINKFLOW_WARM_POOL: '0' }), {});
     try {
-      expect(s.runtime.pool!.warm).toBeNull();
+      expect(s.runtime.pool!.warm!.ready).toBe(0);
       await new Promise((r) => setTimeout(r, 1500));
       const ps = () => execFileSync('docker', ['ps', '-aq', '--filter', `name=^/${b2}`]).toString().split('\n').filter(Boolean);
       expect(ps()).toEqual([]);
