@@ -120,7 +120,13 @@ describe('paths as they resolve at execution', () => {
     const approval = await pendingApproval(sid);
     // Nothing of the session runs while it waits; play the swap from outside, as root in the container.
     const { execFileSync } = await import('node:child_process');
-    execFileSync('docker', ['exec', '-u', '1000', containerName(boxes, sid), 'ln', '-s', '.git/hooks', 'secrets'], { stdio: 'ignore' });
+    // The sandbox is paused while its command waits for the operator (idle-pause.ts): thawed for the swap, then the
+    // service's own unpause finds it running.
+    const name = containerName(boxes, sid);
+    const paused = () => execFileSync('docker', ['inspect', '-f', '{{.State.Paused}}', name]).toString().trim() === 'true';
+    await expect.poll(paused).toBe(true);
+    execFileSync('docker', ['unpause', name], { stdio: 'ignore' });
+    execFileSync('docker', ['exec', '-u', '1000', name, 'ln', '-s', '.git/hooks', 'secrets'], { stdio: 'ignore' });
     expect((await op.json(`/v1/approvals/${approval!.token}`, { decision: 'approve' })).status).toBe(200);
     const [r] = ((await (await pending).json()) as { results: Result[] }).results;
     expect(r).toMatchObject({ status: 'forbidden', code: 'forbidden' });
