@@ -9,9 +9,9 @@
 // one command. Judges issue 23's targets in code.
 //   npm run bench:first-command [-- --samples 30 --burst 100 --pool 2]
 import { spawn, execFileSync, type ChildProcess } from 'node:child_process';
-import { createServer } from 'node:net';
 import { parseArgs } from 'node:util';
 import { createKeys, createRedis } from '../../services/pipeline/index.ts';
+import { freePort, pct } from '../lib/measure.ts';
 
 const { values } = parseArgs({ options: {
   samples: { type: 'string', default: '30' },
@@ -24,18 +24,6 @@ const POOL = Number(values.pool);
 const ROOT = new URL('../../', import.meta.url).pathname;
 const REDIS_URL = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
 const tag = Math.random().toString(36).slice(2, 8);
-
-const pct = (xs: number[], p: number) => {
-  const s = [...xs].sort((a, b) => a - b);
-  return s[Math.min(s.length - 1, Math.max(0, Math.ceil((p / 100) * s.length) - 1))]!;
-};
-
-async function freePort(): Promise<number> {
-  return new Promise((resolve) => {
-    const s = createServer();
-    s.listen(0, '127.0.0.1', () => { const p = (s.address() as { port: number }).port; s.close(() => resolve(p)); });
-  });
-}
 
 async function startService(port: number, prefix: string, boxes: string, pool: number): Promise<ChildProcess> {
   const child = spawn(process.execPath, [`${ROOT}/bin/thinkflow.mjs`, 'serve', '--role', 'all'], {

@@ -11,11 +11,11 @@
 //   npm run bench:pipeline [-- --levels 1,20,200 --commands 2000 --samples 300 --before /tmp/tf-base --cluster | --redis both]
 import { spawn, execFileSync, type ChildProcess } from 'node:child_process';
 import { readFileSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { parseArgs } from 'node:util';
 import { createRedis, type PipelineRedis } from '../../services/pipeline/redis.ts';
 import { startCluster } from '../../test/integration/redis-cluster.ts';
 import { commsMs, containersMs, DOCKER_COMMS, machineMs, processMs, REDIS_COMMS } from '../machine-cpu.ts';
+import { freePort, pct } from '../lib/measure.ts';
 
 const { values } = parseArgs({ options: {
   levels: { type: 'string', default: '1,20,200' },
@@ -39,18 +39,6 @@ const BOXES = `tfbench-${tag}-`;
 const KIB = 'x'.repeat(1000);
 
 type Entry = { turn: number; id: string; status: string; enqueued_at: string; started_at: string | null; finished_at: string | null; timings?: { parsed_at?: string } };
-
-const pct = (xs: number[], p: number) => {
-  const s = [...xs].sort((a, b) => a - b);
-  return s[Math.min(s.length - 1, Math.max(0, Math.ceil((p / 100) * s.length) - 1))]!;
-};
-
-async function freePort(): Promise<number> {
-  return new Promise((resolve) => {
-    const s = createServer();
-    s.listen(0, '127.0.0.1', () => { const p = (s.address() as { port: number }).port; s.close(() => resolve(p)); });
-  });
-}
 
 async function startService(port: number, root: string, image?: string): Promise<ChildProcess> {
   // BENCH_SERVICE_NODE_ARGS (e.g. "--cpu-prof") goes to the service's node, for profiling.
