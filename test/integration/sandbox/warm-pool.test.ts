@@ -110,6 +110,19 @@ describe('warm pool', () => {
     await maker.close();
   });
 
+  it('closing a maker removes an id taken from it that never became a session', async () => {
+    const { redis, keys } = svc.runtime;
+    const maker = new WarmPool({ redis, keys, processId: 'wtest-2', sandboxes: warmSandboxesOf(svc.runtime.sandboxes)! }, { size: 1, checkMs: 100_000 });
+    maker.start();
+    await maker.filled();
+    const entry = (await redis.lrange(keys.warmIds(), 0, -1)).find((e) => e.endsWith(' wtest-2'))!;
+    expect(await redis.lrem(keys.warmIds(), 1, entry)).toBe(1); // taken by a create that then died
+    maker.poke(); // sees it taken (no session yet, not past orphanAfterMs)
+    await new Promise((r) => setTimeout(r, 300));
+    await maker.close();
+    expect(await containersOf(entry.split(' ')[0]!)).toHaveLength(0);
+  });
+
   it('a create that fails gives its warm id back; failing creates never make more containers than the pool\'s size', async () => {
     await pool().filled();
     const before = await listed();
