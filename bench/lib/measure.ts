@@ -1,6 +1,7 @@
+import { spawn, type ChildProcess } from 'node:child_process';
 import { createServer } from 'node:net';
 
-// What the service benches (bench/pipeline) share: percentiles of a sample and a free loopback port for a service child.
+// What the service benches (bench/pipeline) share: percentiles of a sample, a free loopback port, a service child.
 
 /** Nearest-rank percentile of an unsorted sample. */
 export const pct = (xs: number[], p: number): number => {
@@ -14,4 +15,21 @@ export async function freePort(): Promise<number> {
     const s = createServer();
     s.listen(0, '127.0.0.1', () => { const p = (s.address() as { port: number }).port; s.close(() => resolve(p)); });
   });
+}
+
+/**
+ * `thinkflow serve --role all` of the checkout at `root` as a child, on `env` over this process's; resolves once its
+ * API listens. BENCH_SERVICE_NODE_ARGS (e.g. "--cpu-prof") goes to its node, for profiling.
+ */
+export async function serveAll(root: string, env: Record<string, string>): Promise<ChildProcess> {
+  const nodeArgs = (process.env.BENCH_SERVICE_NODE_ARGS ?? '').split(' ').filter(Boolean);
+  const child = spawn(process.execPath, [...nodeArgs, `${root}/bin/thinkflow.mjs`, 'serve', '--role', 'all'], {
+    cwd: root, stdio: ['ignore', 'ignore', 'pipe'], env: { ...process.env, ...env },
+  });
+  await new Promise<void>((resolve, reject) => {
+    let log = '';
+    child.stderr!.on('data', (d: Buffer) => { log += d.toString(); if (log.includes('listening on')) resolve(); });
+    child.once('exit', (c) => reject(new Error(`service exited (${c}): ${log}`)));
+  });
+  return child;
 }

@@ -8,10 +8,10 @@
 // → started); and a burst of `--burst` sessions created at once, each running
 // one command. Judges issue 23's targets in code.
 //   npm run bench:first-command [-- --samples 30 --burst 100 --pool 2]
-import { spawn, execFileSync, type ChildProcess } from 'node:child_process';
+import { execFileSync, type ChildProcess } from 'node:child_process';
 import { parseArgs } from 'node:util';
 import { createKeys, createRedis } from '../../services/pipeline/index.ts';
-import { freePort, pct } from '../lib/measure.ts';
+import { freePort, pct, serveAll } from '../lib/measure.ts';
 
 const { values } = parseArgs({ options: {
   samples: { type: 'string', default: '30' },
@@ -25,20 +25,13 @@ const ROOT = new URL('../../', import.meta.url).pathname;
 const REDIS_URL = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
 const tag = Math.random().toString(36).slice(2, 8);
 
-async function startService(port: number, prefix: string, boxes: string, pool: number): Promise<ChildProcess> {
-  const child = spawn(process.execPath, [`${ROOT}/bin/thinkflow.mjs`, 'serve', '--role', 'all'], {
-    cwd: ROOT, stdio: ['ignore', 'ignore', 'pipe'],
-    env: { ...process.env, PORT: String(port), HOST: '127.0.0.1', REDIS_URL, THINKFLOW_REDIS_PREFIX: prefix, THINKFLOW_SANDBOX_PREFIX: boxes, THINKFLOW_API_KEYS: '',
-      THINKFLOW_WARM_POOL: String(pool),
-      // One load generator stands for many tenants: lift the per-key caps a burst would otherwise hit.
-      THINKFLOW_MAX_SESSIONS_PER_KEY: '1000', THINKFLOW_MAX_RUNNING_PER_KEY: '1000', THINKFLOW_MAX_TURNS_PER_KEY: '1000', THINKFLOW_MAX_CONNECTIONS_PER_ADDRESS: '1000' },
+function startService(port: number, prefix: string, boxes: string, pool: number): Promise<ChildProcess> {
+  return serveAll(ROOT, {
+    PORT: String(port), HOST: '127.0.0.1', REDIS_URL, THINKFLOW_REDIS_PREFIX: prefix, THINKFLOW_SANDBOX_PREFIX: boxes, THINKFLOW_API_KEYS: '',
+    THINKFLOW_WARM_POOL: String(pool),
+    // One load generator stands for many tenants: lift the per-key caps a burst would otherwise hit.
+    THINKFLOW_MAX_SESSIONS_PER_KEY: '1000', THINKFLOW_MAX_RUNNING_PER_KEY: '1000', THINKFLOW_MAX_TURNS_PER_KEY: '1000', THINKFLOW_MAX_CONNECTIONS_PER_ADDRESS: '1000',
   });
-  await new Promise<void>((resolve, reject) => {
-    let log = '';
-    child.stderr!.on('data', (d: Buffer) => { log += d.toString(); if (log.includes('listening on')) resolve(); });
-    child.once('exit', (c) => reject(new Error(`service exited (${c}): ${log}`)));
-  });
-  return child;
 }
 
 type Timings = { parsed_at?: string; queued_at?: string; started_at?: string; finished_at?: string };

@@ -9,13 +9,13 @@
 // starts a 3-master Redis Cluster on loopback and runs the services on it; --redis both
 // measures on one Redis, then on the Cluster, in the same run.
 //   npm run bench:pipeline [-- --levels 1,20,200 --commands 2000 --samples 300 --before /tmp/tf-base --cluster | --redis both]
-import { spawn, execFileSync, type ChildProcess } from 'node:child_process';
+import { execFileSync, type ChildProcess } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { createRedis, type PipelineRedis } from '../../services/pipeline/redis.ts';
 import { startCluster } from '../../test/integration/redis-cluster.ts';
 import { commsMs, containersMs, DOCKER_COMMS, machineMs, processMs, REDIS_COMMS } from '../machine-cpu.ts';
-import { freePort, pct } from '../lib/measure.ts';
+import { freePort, pct, serveAll } from '../lib/measure.ts';
 
 const { values } = parseArgs({ options: {
   levels: { type: 'string', default: '1,20,200' },
@@ -40,24 +40,15 @@ const KIB = 'x'.repeat(1000);
 
 type Entry = { turn: number; id: string; status: string; enqueued_at: string; started_at: string | null; finished_at: string | null; timings?: { parsed_at?: string } };
 
-async function startService(port: number, root: string, image?: string): Promise<ChildProcess> {
-  // BENCH_SERVICE_NODE_ARGS (e.g. "--cpu-prof") goes to the service's node, for profiling.
-  const nodeArgs = (process.env.BENCH_SERVICE_NODE_ARGS ?? '').split(' ').filter(Boolean);
-  const child = spawn(process.execPath, [...nodeArgs, `${root}/bin/thinkflow.mjs`, 'serve', '--role', 'all'], {
-    cwd: root, stdio: ['ignore', 'ignore', 'pipe'],
-    env: { ...process.env, PORT: String(port), HOST: '127.0.0.1', REDIS_URL, THINKFLOW_REDIS_PREFIX: PREFIX, THINKFLOW_SANDBOX_PREFIX: BOXES, THINKFLOW_API_KEYS: '', THINKFLOW_WORKER_IDLE_MS: '2000',
-      // One load generator stands for 200 tenants: lift the per-key caps it would otherwise hit (100 sessions, 20 busy).
-      THINKFLOW_MAX_SESSIONS_PER_KEY: '1000', THINKFLOW_MAX_RUNNING_PER_KEY: '1000',
-      // 200 sessions of one key at once, each with its own connection.
-      THINKFLOW_MAX_TURNS_PER_KEY: '1000', THINKFLOW_MAX_CONNECTIONS_PER_ADDRESS: '1000',
-      ...(image ? { THINKFLOW_SANDBOX_IMAGE: image } : {}) },
+function startService(port: number, root: string, image?: string): Promise<ChildProcess> {
+  return serveAll(root, {
+    PORT: String(port), HOST: '127.0.0.1', REDIS_URL, THINKFLOW_REDIS_PREFIX: PREFIX, THINKFLOW_SANDBOX_PREFIX: BOXES, THINKFLOW_API_KEYS: '', THINKFLOW_WORKER_IDLE_MS: '2000',
+    // One load generator stands for 200 tenants: lift the per-key caps it would otherwise hit (100 sessions, 20 busy).
+    THINKFLOW_MAX_SESSIONS_PER_KEY: '1000', THINKFLOW_MAX_RUNNING_PER_KEY: '1000',
+    // 200 sessions of one key at once, each with its own connection.
+    THINKFLOW_MAX_TURNS_PER_KEY: '1000', THINKFLOW_MAX_CONNECTIONS_PER_ADDRESS: '1000',
+    ...(image ? { THINKFLOW_SANDBOX_IMAGE: image } : {}),
   });
-  await new Promise<void>((resolve, reject) => {
-    let log = '';
-    child.stderr!.on('data', (d: Buffer) => { log += d.toString(); if (log.includes('listening on')) resolve(); });
-    child.once('exit', (c) => reject(new Error(`service exited (${c}): ${log}`)));
-  });
-  return child;
 }
 
 function api(base: string) {
