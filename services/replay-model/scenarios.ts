@@ -166,6 +166,22 @@ export const REVIEW_POLICY = {
 };
 export const REVIEW_TASK = 'Write the gateway migration plan into docs/ for operator review.';
 
+/** Twenty files in one go: the job whose time beyond the model's own streaming `bench:flows` measures (not built in). */
+export const TWENTY_WRITES: Scenario = {
+  name: 'twenty-writes',
+  match: 'twenty module stubs',
+  intro: 'Twenty module stubs under lib/, each with a short doc comment.',
+  actions: Array.from({ length: 20 }, (_, i) => ({
+    tool: 'write' as const, path: `lib/module-${String(i + 1).padStart(2, '0')}.js`, note: `Module ${i + 1}.`,
+    content: `// Module ${i + 1}: a stub that later work fills in.
+export function run${i + 1}(input) {
+  return { module: ${i + 1}, input };
+}
+`,
+  })),
+  summary: 'The twenty module stubs are in lib/module-01.js … lib/module-20.js.',
+};
+
 export const SCENARIOS: readonly Scenario[] = [WEB_SKELETON, FIVE_CHAPTERS, MIDWAY_FAILURE, OPERATOR_REVIEW];
 
 /** Both flows of every scenario: what the replay model serves when OPENAI_BASE_URL is unset. */

@@ -36,7 +36,11 @@ export interface ReplayModel {
 export type ChatMessage = { role?: string; content?: unknown; tool_calls?: Array<{ function?: { name?: string; arguments?: string } }>; tool_call_id?: string };
 type ChatBody = { messages?: ChatMessage[]; tools?: Array<{ function?: { name?: string } }>; stream?: boolean; stream_options?: { include_usage?: boolean } };
 type Usage = { prompt_tokens: number; completion_tokens: number; total_tokens: number };
-export type LogEntry = { messages: ChatMessage[]; tools: string[]; usage?: Usage };
+/**
+ * `received_ms` / `ended_ms` (performance.now() of this process): when the request arrived and when its
+ * response ended; benches subtract the model's own time from a job's wall time with them.
+ */
+export type LogEntry = { messages: ChatMessage[]; tools: string[]; usage?: Usage; received_ms: number; ended_ms?: number };
 
 function textOf(content: unknown): string {
   if (typeof content === 'string') return content;
@@ -157,6 +161,7 @@ export async function startReplayModel(options: ReplayModelOptions): Promise<Rep
   let requests = 0;
   const log: LogEntry[] = [];
   const server: Server = createServer((req, res) => {
+    const receivedMs = performance.now();
     void (async () => {
       if (req.method === 'GET' && req.url?.endsWith('/models')) {
         return sendJson(res, 200, { object: 'list', data: [{ id: REPLAY_MODEL_NAME, object: 'model', owned_by: 'thinkflow' }] });
@@ -172,7 +177,7 @@ export async function startReplayModel(options: ReplayModelOptions): Promise<Rep
       }
       if (!Array.isArray(body.messages)) return sendJson(res, 400, { error: { message: 'messages must be an array', type: 'invalid_request_error' } });
       const requestNo = ++requests;
-      const entry: LogEntry = { messages: body.messages, tools: (body.tools ?? []).map((t) => t.function?.name ?? '') };
+      const entry: LogEntry = { messages: body.messages, tools: (body.tools ?? []).map((t) => t.function?.name ?? ''), received_ms: receivedMs };
       log.push(entry);
       const view = viewOf(body);
       const transcript = selectTranscript(transcripts, view);
@@ -181,6 +186,7 @@ export async function startReplayModel(options: ReplayModelOptions): Promise<Rep
         return sendJson(res, 400, { error: { message: 'the replay model only streams (stream: true)', type: 'invalid_request_error' } });
       }
       entry.usage = await streamTurn(res, turn, transcript, body, requestNo);
+      entry.ended_ms = performance.now();
     })().catch((err: unknown) => {
       serviceLog().error({ err, component: 'replay-model', url: req.url }, 'replay model request failed');
       if (!res.headersSent) sendJson(res, 500, { error: { message: String(err), type: 'server_error' } });
