@@ -2,10 +2,11 @@
 // into the [THINKFLOW …] blocks the model reads on its next call. Pure.
 import { targetOf, toolOf, type ParseError, type ToolName } from '../protocol/index.ts';
 import type { LedgerStatus } from '../pipeline/index.ts';
+import { editedPart, editNote, type EditedFields } from './edit-note.ts';
 
 
 /** The ledger fields feedback needs; a structural subset of the pipeline's LedgerRecord. */
-export interface FeedbackRecord {
+export interface FeedbackRecord extends Omit<EditedFields, 'cmd' | 'path'> {
   id: string;
   tool: ToolName;
   path: string | null;
@@ -53,6 +54,8 @@ export function renderLedger(records: readonly FeedbackRecord[]): string {
     const parts = [`id=${r.id}`, `tool=${r.tool}`, `target=${JSON.stringify(clip(targetOf(r), 200))}`, `status=${r.status}`];
     const unanswered = unansweredApproval(r);
     if (unanswered) parts.push('approval=unanswered');
+    const edited = editedPart(r);
+    if (edited) parts.push(edited);
     if (r.bytes_written !== null) parts.push(`bytes=${r.bytes_written}`);
     if (r.exit_code !== null) parts.push(`exit=${r.exit_code}`);
     const error = unanswered ?? r.error;
@@ -81,6 +84,7 @@ export function renderInterruption(i: Interruption): string {
     return [
       '[THINKFLOW RESULT]',
       `Command ${r.id} (${r.tool} ${targetOf(r)}) ${r.status}${r.exit_code !== null ? ` with exit code ${r.exit_code}` : ''}.`,
+      ...editNote(r),
       ...output(toolOf(r.tool).outputLabel ?? 'stdout', r.stdout, r.stdout_truncated),
       ...output('stderr', r.stderr, r.stderr_truncated),
       ...(r.error ? [`error: ${r.error}`] : []),
@@ -113,6 +117,7 @@ export function renderInterruption(i: Interruption): string {
   return [
     '[THINKFLOW ERROR]',
     `Command ${r.id} (${r.tool} ${targetOf(r)}) ${what}.`,
+    ...editNote(r),
     ...output('stdout', r.stdout, r.stdout_truncated),
     ...output('stderr', r.stderr, r.stderr_truncated),
     skipped,

@@ -4,6 +4,7 @@
 import { FAILURE_STATUSES, PipelineError, type JobEmit, type LedgerRecord, type LedgerStatus, type Pipeline } from '../pipeline/index.ts';
 import { targetOf } from '../protocol/index.ts';
 import { withIds, type Logger } from '../log/index.ts';
+import { editNote } from './edit-note.ts';
 import { feedbackMessage, unansweredApproval } from './feedback.ts';
 import { FLOWS } from './flows.ts';
 import { emptyCounts, type JobState, type JobTask } from './job-state.ts';
@@ -221,7 +222,7 @@ function nativeResultText(r: NativeResult): string {
   const rec = r.record;
   const unanswered = unansweredApproval(rec);
   const head = unanswered ? `${rec.status}: ${unanswered}` : `${rec.status}${rec.exit_code !== null ? ` (exit code ${rec.exit_code})` : ''}${rec.error ? `: ${rec.error}` : ''}`;
-  return [head, rec.stdout ?? '', rec.stderr ? `stderr:\n${rec.stderr}` : ''].filter(Boolean).join('\n');
+  return [head, ...editNote(rec), rec.stdout ?? '', rec.stderr ? `stderr:\n${rec.stderr}` : ''].filter(Boolean).join('\n');
 }
 
 function stoppedBy(signal: AbortSignal, view: JobState): JobStopped {

@@ -4,7 +4,7 @@
 // (enqueue, fail the turn, stop the stream), then settle the turn
 // (PROTOCOL.md §5). The model stream, the pipeline and the event sink are
 // injected, so the whole turn runs in tests against scripted streams.
-import { TurnParser, type ParserOutput } from '../protocol/index.ts';
+import { precedingText, TurnParser, type ParserOutput } from '../protocol/index.ts';
 import type { CommandHandle, FinishWatch, JobEmit, LedgerRecord, Pipeline } from '../pipeline/index.ts';
 import { reasonOf, withIds } from '../log/index.ts';
 import { DeltaEvents } from './delta-events.ts';
@@ -104,7 +104,7 @@ class TurnRun {
 
   constructor(private readonly deps: TurnDeps, private readonly input: TurnInput) {
     this.#state = startDispatch(input.turn, input.commandBudget, deps.pipeline.maxCommandsPerTurn);
-    this.#parser = new TurnParser({ ...deps.pipeline.parserOptions, usedIds: input.burntIds });
+    this.#parser = new TurnParser({ ...deps.pipeline.parserOptions, usedIds: input.burntIds, keepPreceding: true });
     this.#out = new DeltaEvents(deps.emit, input.turn);
     this.#tools = nativeTools(input.flow.nativeTools);
   }
@@ -169,7 +169,7 @@ class TurnRun {
         return;
       case 'enqueue': {
         await this.#out.event({ type: 'command_parsed', turn, stream: d.stream, command: d.command });
-        const handle = pipeline.enqueue(sid, turn, d.command, d.stream, parsedAt);
+        const handle = pipeline.enqueue(sid, turn, d.command, d.stream, parsedAt, this.#parser.precedingText(d.command.id));
         this.#handles.push(handle);
         if (d.stop) {
           this.#needResult = handle;
@@ -288,7 +288,7 @@ class TurnRun {
     }
     await this.#out.event({ type: 'command_parsed', turn, stream: 'native', command: parsed.command });
     try {
-      const handle = await pipeline.enqueue(sid, turn, parsed.command, 'native', parsedAt);
+      const handle = await pipeline.enqueue(sid, turn, parsed.command, 'native', parsedAt, precedingText(this.#report.reasoningText, this.#report.visibleText));
       return { call, record: await pipeline.awaitResult(handle, signal), error: null };
     } catch (err) {
       // The model hears why in the tool result and decides; the job goes on.

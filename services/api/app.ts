@@ -17,6 +17,8 @@ import { httpMetrics, type RequestCounter } from './middleware/http-metrics.ts';
 import { documentOf, json, route } from './openapi.ts';
 import { adminRoutes } from './routes/admin.ts';
 import { approvalRoutes } from './routes/approvals.ts';
+import { approvalPreviewRoutes } from './routes/approval-preview.ts';
+import { jobFacts } from './approval-context.ts';
 import { CardViews } from './card/card-views.ts';
 import type { ViewPool } from './card/view-pool.ts';
 import { approvalEventRoutes, jobEventRoutes } from './routes/live-routes.ts';
@@ -102,8 +104,10 @@ export function createApp(d: AppDeps): OpenAPIHono<AppEnv> {
   app.use('/v1/approvals', requireRole('operator', 'admin'));
   app.use('/v1/approvals/*', requireRole('operator', 'admin'));
   const views = new CardViews({ pipeline, gate, pool: d.viewPool, computed: d.metrics.approvalViews });
-  app.route('/v1/approvals', approvalEventRoutes({ pipeline, views, firehose, streams }));
-  app.route('/v1/approvals', approvalRoutes({ pipeline, maxJsonBytes }));
+  const facts = jobFacts(jobs);
+  app.route('/v1/approvals', approvalEventRoutes({ pipeline, views, firehose, streams, jobFacts: facts }));
+  app.route('/v1/approvals', approvalRoutes({ pipeline, maxJsonBytes, jobFacts: facts }));
+  app.route('/v1/approvals', approvalPreviewRoutes({ pipeline, redis, keys }));
   const document = documentOf(app);
   app.openapi(openApiRoute, (c) => c.json(document(), 200));
 

@@ -17,6 +17,8 @@ export type AppErrorCode =
   | 'invalid_validator'
   | 'session_busy' | 'invalid_archive' | 'workspace_full' | 'workspace_conflict' | 'upload_failed'
   | 'baseline_unavailable' | 'workspace_changed'
+  // approve_edited: the edited command reaches a forbid (the approval stays pending)
+  | 'edit_forbidden'
   | 'sandbox_timeout' | 'sandbox_answer_too_large'
   // 503: Redis unreachable (middleware/redis-guard.ts); the process is draining on SIGTERM (services/main/http-drain.ts)
   | 'redis_unavailable' | 'shutting_down';
@@ -47,6 +49,8 @@ const PIPELINE_STATUS: Record<PipelineError['code'], ContentfulStatusCode> = {
   invalid_validator: 400,
   // Workspace uploads (PUT /v1/sessions/:id/workspace); upload_failed: the sandbox's extraction failed on its side.
   session_busy: 409, invalid_archive: 400, workspace_full: 413, workspace_conflict: 409, upload_failed: 502,
+  // approve_edited: an edit that does not fit its command, or that the policy forbids
+  invalid_body: 400, edit_forbidden: 400,
 };
 
 /** The one boundary where pipeline errors become HTTP errors. */

@@ -7,10 +7,10 @@
 import { Readable } from 'node:stream';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { z } from 'zod';
-import type { PendingApproval } from '../api/index.ts';
+import type { ListedApproval } from '../api/index.ts';
 import { log } from '../log/index.ts';
 import type { JobRequest, JobView, SubmitResponse } from '../jobs/index.ts';
-import type { ApprovalAnswer, PublicApproval, StreamEvent } from '../pipeline/index.ts';
+import type { ApprovalAnswer, ApprovalEdit, ApprovalListStatus, PublicApproval, StreamEvent } from '../pipeline/index.ts';
 import { SseParser, type SseEvent } from './sse-parser.ts';
 
 export const DEFAULT_URL = 'http://127.0.0.1:8080';
@@ -205,13 +205,16 @@ export class ApiClient {
     return this.#json('POST', `${this.jobUrl(jobId)}/resume`);
   }
 
-  async pendingApprovals(): Promise<{ approvals: PendingApproval[] }> {
-    return this.#json('GET', `${this.url}/v1/approvals?status=pending`);
+  /** `status`: pending (the default), decided, expired or all (API.md additions 2026-12-01). */
+  async approvals(status: ApprovalListStatus = 'pending'): Promise<{ approvals: ListedApproval[] }> {
+    return this.#json('GET', `${this.url}/v1/approvals?status=${encodeURIComponent(status)}`);
   }
 
-  /** `scope: 'prefix'` asks approve_for_session for the wider grant the approval offers (POLICY.md §7). */
-  answerApproval(token: string, decision: ApprovalAnswer, reason?: string, scope?: 'prefix'): Promise<{ approval: PublicApproval | null }> {
-    return this.#json('POST', `${this.url}/v1/approvals/${encodeURIComponent(token)}`, { decision, ...(reason === undefined ? {} : { reason }), ...(scope ? { scope } : {}) });
+  /** `scope: 'prefix'` asks approve_for_session for the wider grant the approval offers (POLICY.md §7); `edit` goes with approve_edited. */
+  answerApproval(token: string, decision: ApprovalAnswer, reason?: string, scope?: 'prefix', edit?: ApprovalEdit): Promise<{ approval: PublicApproval | null }> {
+    return this.#json('POST', `${this.url}/v1/approvals/${encodeURIComponent(token)}`, {
+      decision, ...(reason === undefined ? {} : { reason }), ...(scope ? { scope } : {}), ...(edit ?? {}),
+    });
   }
 
   /**

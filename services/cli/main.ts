@@ -17,7 +17,7 @@ export const CLIENT_SUBCOMMANDS: Subcommands = {
     load: async () => (await import('./commands/policy.ts')).policyMain,
   },
   submit: { summary: 'submit "TASK" [--approval ...] [--wait]   submit a job; --wait follows it', load: async () => (await import('./commands/submit.ts')).submitMain },
-  approvals: { summary: 'approvals [--json]                        list pending approvals', load: async () => (await import('./commands/approvals.ts')).approvalsMain },
+  approvals: { summary: 'approvals [--status S] [--json]           list approvals (pending; decided, expired, all)', load: async () => (await import('./commands/approvals.ts')).approvalsMain },
   approve: { summary: 'approve TOKEN [--session [--prefix]]      approve a pending command', load: async () => (await import('./commands/approve.ts')).approveMain },
   reject: { summary: 'reject TOKEN [--reason "..."]             reject a pending command', load: async () => (await import('./commands/approve.ts')).rejectMain },
   cancel: { summary: 'cancel JOB_ID                             stop a job: the model, the queue, its approvals', load: async () => (await import('./commands/cancel.ts')).cancelMain },

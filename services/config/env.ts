@@ -20,6 +20,7 @@ export const ENV_DEFAULTS = {
   THINKFLOW_EGRESS_DIR: '/var/lib/thinkflow/egress',
   THINKFLOW_EXECUTOR_CHANNEL: 'socket',
   THINKFLOW_SANDBOX_START_CONCURRENCY: 4,
+  THINKFLOW_PREVIEW_MAX_WORKSPACE_MB: 256, THINKFLOW_PREVIEW_TIMEOUT_S: 60, THINKFLOW_PREVIEWS_PER_WORKER: 2,
 } as const;
 const D = ENV_DEFAULTS;
 
@@ -116,6 +117,8 @@ export const EnvSchema = z.object({
   THINKFLOW_IDLE_PAUSE_S: int(D.THINKFLOW_IDLE_PAUSE_S), // with nothing in flight this long it is paused first (cgroup freezer; its next use unpauses it); 0 = never
   /** how often the worker's reaper runs (stops idle containers, removes those of deleted or long-idle sessions) */
   THINKFLOW_SANDBOX_REAP_INTERVAL_S: z.coerce.number().int().min(1).default(60),
+  /** approval previews (POST /v1/approvals/:token/preview): a larger workspace is not copied; the command's timeout is capped; previews one worker runs at once */
+  THINKFLOW_PREVIEW_MAX_WORKSPACE_MB: z.coerce.number().int().min(1).default(D.THINKFLOW_PREVIEW_MAX_WORKSPACE_MB), THINKFLOW_PREVIEW_TIMEOUT_S: z.coerce.number().int().min(1).max(600).default(D.THINKFLOW_PREVIEW_TIMEOUT_S), THINKFLOW_PREVIEWS_PER_WORKER: z.coerce.number().int().min(0).max(16).default(D.THINKFLOW_PREVIEWS_PER_WORKER),
   /** sandbox calls (pipeline/sandbox-calls: an API process reads workspaces through a worker): not taken → 503 sandbox_unavailable; taken, no answer → 504 sandbox_timeout;
    * a stream moving nothing is cut (sandbox_timeout); an answer held whole over MAX_ANSWER_MB → 502 sandbox_answer_too_large; calls one worker serves at once */
   THINKFLOW_SANDBOX_CALL_PICKUP_MS: z.coerce.number().int().min(1).default(5_000),
@@ -153,8 +156,7 @@ export type Config = {
   /** THINKFLOW_MAX_UPLOAD_MB in bytes */
   maxUploadBytes: number;
   egress: { promptWaitS: number; maxConnections: number };
-  lockMs: number; stalledIntervalMs: number;
-  workerIdleMs: number;
+  lockMs: number; stalledIntervalMs: number; workerIdleMs: number;
   /** THINKFLOW_SHUTDOWN_GRACE_S */
   shutdownGraceS: number;
   recordBodyBytes: number; retentionS: number;
@@ -181,8 +183,8 @@ export type Config = {
   /** THINKFLOW_STORE_BYTES_PER_KEY */
   storeBytesPerKey: number;
   http: { headersTimeoutMs: number; requestTimeoutMs: number; keepAliveTimeoutMs: number; maxConnectionsPerAddress: number };
-  sandboxIdleStopS: number; sandboxIdlePauseS: number;
-  sandboxReapIntervalS: number;
+  sandboxIdleStopS: number; sandboxIdlePauseS: number; sandboxReapIntervalS: number;
+  preview: { maxWorkspaceBytes: number; maxRunMs: number; perProcess: number }; // THINKFLOW_PREVIEW_*: approval previews (sandbox/preview-options.ts)
   /** THINKFLOW_SANDBOX_CALL*: the bounds of the calls of an API process to the workers (pipeline/sandbox-calls) */
   sandboxCalls: { pickupMs: number; answerMs: number; stallMs: number; maxAnswerBytes: number; callsPerWorker: number };
   logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
@@ -258,9 +260,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     maxJsonBytes: e.THINKFLOW_MAX_JSON_BYTES, maxCommandsBytes: e.THINKFLOW_MAX_COMMANDS_BYTES,
     maxUploadBytes: e.THINKFLOW_MAX_UPLOAD_MB * 1024 * 1024,
     egress: { promptWaitS: e.THINKFLOW_EGRESS_PROMPT_WAIT_S, maxConnections: e.THINKFLOW_EGRESS_MAX_CONNECTIONS },
-    lockMs: e.THINKFLOW_LOCK_MS,
-    stalledIntervalMs: e.THINKFLOW_STALLED_INTERVAL_MS,
-    workerIdleMs: e.THINKFLOW_WORKER_IDLE_MS,
+    lockMs: e.THINKFLOW_LOCK_MS, stalledIntervalMs: e.THINKFLOW_STALLED_INTERVAL_MS, workerIdleMs: e.THINKFLOW_WORKER_IDLE_MS,
     shutdownGraceS: e.THINKFLOW_SHUTDOWN_GRACE_S,
     recordBodyBytes: e.THINKFLOW_RECORD_BODY_BYTES, retentionS: e.THINKFLOW_RETENTION_S,
     sandboxPrefix: e.THINKFLOW_SANDBOX_PREFIX,
@@ -289,8 +289,8 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       headersTimeoutMs: e.THINKFLOW_HEADERS_TIMEOUT_MS, requestTimeoutMs: e.THINKFLOW_REQUEST_TIMEOUT_MS,
       keepAliveTimeoutMs: e.THINKFLOW_KEEPALIVE_TIMEOUT_MS, maxConnectionsPerAddress: e.THINKFLOW_MAX_CONNECTIONS_PER_ADDRESS,
     },
-    sandboxIdleStopS: e.THINKFLOW_SANDBOX_IDLE_STOP_S, sandboxIdlePauseS: e.THINKFLOW_IDLE_PAUSE_S,
-    sandboxReapIntervalS: e.THINKFLOW_SANDBOX_REAP_INTERVAL_S,
+    sandboxIdleStopS: e.THINKFLOW_SANDBOX_IDLE_STOP_S, sandboxIdlePauseS: e.THINKFLOW_IDLE_PAUSE_S, sandboxReapIntervalS: e.THINKFLOW_SANDBOX_REAP_INTERVAL_S,
+    preview: { maxWorkspaceBytes: e.THINKFLOW_PREVIEW_MAX_WORKSPACE_MB * 1024 * 1024, maxRunMs: e.THINKFLOW_PREVIEW_TIMEOUT_S * 1000, perProcess: e.THINKFLOW_PREVIEWS_PER_WORKER },
     sandboxCalls: {
       pickupMs: e.THINKFLOW_SANDBOX_CALL_PICKUP_MS, answerMs: e.THINKFLOW_SANDBOX_CALL_ANSWER_MS, stallMs: e.THINKFLOW_SANDBOX_CALL_STALL_MS,
       maxAnswerBytes: e.THINKFLOW_SANDBOX_CALL_MAX_ANSWER_MB * 1024 * 1024, callsPerWorker: e.THINKFLOW_SANDBOX_CALLS_PER_WORKER,

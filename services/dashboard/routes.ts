@@ -45,11 +45,14 @@ function page() {
   <p class="brand">ThinkFlow</p>
   <nav aria-label="Main" id="nav" hidden>
     <a href="#/approvals" data-nav="approvals">Approvals <span id="pending-count" class="count" hidden></span><span class="sr-only"> (pending count)</span></a>
+    <a href="#/decided" data-nav="decided" hidden>Decided</a>
     <a href="#/jobs" data-nav="jobs">Jobs</a>
   </nav>
   <p id="who" class="who" hidden></p>
+  <div id="alerts" class="alerts" role="group" aria-label="Alerts for new requests" hidden></div>
   <p id="conn" class="conn" role="status" aria-live="polite"></p>
 </header>
+<div id="outage" class="outage" role="alert"></div>
 <main id="main" tabindex="-1">
   <section id="signin" aria-labelledby="signin-h">
     <h1 id="signin-h">Sign in</h1>

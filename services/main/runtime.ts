@@ -70,7 +70,7 @@ export async function createRuntime(config: Config, overrides: RuntimeOverrides 
   });
   const remoteSandboxes = remote ? new RemoteSandboxes({ redis, keys, subscriber }, config.sandboxCalls) : null;
   await remoteSandboxes?.start();
-  const sandboxes = remoteSandboxes ?? overrides.sandboxes ?? new DockerSandboxes(manager!);
+  const sandboxes = remoteSandboxes ?? overrides.sandboxes ?? new DockerSandboxes(manager!, config.preview);
   const metrics = new PipelineMetrics();
   // Read from Redis at scrape time, so every API process reports the same figure.
   metrics.addCollectedGauge('thinkflow_approvals_pending', 'Approvals waiting for an operator (all processes)', () =>

@@ -3,6 +3,8 @@ import type { Redis } from 'ioredis';
 import type { z } from 'zod';
 import type { Evaluation, Grant, GrantOptions, GrantScope } from '../policy/index.ts';
 import { targetOf, type Command } from '../protocol/index.ts';
+import { ApprovalHistory } from './approval-history.ts';
+import type { ApprovalContextFields } from './approval-context.ts';
 import type { PublicApproval } from './events.ts';
 import type { Keys } from './keys.ts';
 import { ApprovalDecision, type LedgerApproval, type LedgerRecord } from './ledger-record.ts';
@@ -18,8 +20,8 @@ import { ScriptCode } from './script-codes.ts';
 // entry (token → session) and the pending zset are global keys, each written
 // by its own command, the index entries first (a crash between leaves an entry
 // for an approval that does not exist, which readers treat as unknown and
-// listPending drops; the answer's removal from the pending zset, after the
-// script, is repaired the same way).
+// listPending drops; the answer's move from the pending zset to the history,
+// after the script, is repaired the same way: approval-history.ts).
 
 /**
  * An operator's answer (`POST /v1/approvals/:token`, the CLI, the dashboard):
@@ -28,7 +30,9 @@ import { ScriptCode } from './script-codes.ts';
 export const ApprovalAnswer = ApprovalDecision.exclude(['expired']);
 export type ApprovalAnswer = z.infer<typeof ApprovalAnswer>;
 export type AnswerOutcome = 'ok' | 'unknown' | 'expired' | 'answered';
-export type ApprovalState = PublicApproval & { status: 'pending' | z.infer<typeof ApprovalDecision>; index: number };
+/** An `approve_edited` answer's record rewrite: the record's index, its new `base` and `cmd` (JSON). */
+export type StoredEdit = { index: number; base: string; command: string };
+export type ApprovalState = PublicApproval & { status: 'pending' | z.infer<typeof ApprovalDecision>; index: number } & ApprovalContextFields;
 /** What each scope of `approve_for_session` covers, shown with the approval; `unavailable` says why a scope is not offered. */
 export type GrantOptionView = { scope: GrantScope; covers: string | null; unavailable?: string };
 
@@ -64,10 +68,13 @@ export class Approvals {
   readonly #waiters = new Map<string, Set<() => void>>();
   #sub: Redis | null = null;
   #subscribed: Promise<unknown> | null = null;
+  /** the answered and expired ones, with their outcomes (approval-history.ts) */
+  readonly history: ApprovalHistory;
 
   constructor(redis: PipelineRedis, keys: Keys) {
     this.#redis = redis;
     this.#keys = keys;
+    this.history = new ApprovalHistory(redis, keys, this);
   }
 
   /** Gives this instance a subscriber connection so waits are woken at once. */
@@ -82,7 +89,7 @@ export class Approvals {
 
   async request(args: {
     record: LedgerRecord; command: Command; evaluation: Evaluation; grants: GrantOptions; ttlS: number; jobId: string | null;
-  }): Promise<ApprovalState> {
+  } & ApprovalContextFields): Promise<ApprovalState> {
     const token = newApprovalToken();
     const now = Date.now();
     const expiresMs = now + args.ttlS * 1000;
@@ -93,6 +100,7 @@ export class Approvals {
       created_at: new Date(now).toISOString(), expires_at: new Date(expiresMs).toISOString(),
       status: 'pending', decision: null, decided_by: null, reason: null, decided_at: null, index: args.record.index,
       grant_options: optionViews(args.grants),
+      ...(args.context ? { context: args.context } : {}), ...(args.indirect ? { indirect: args.indirect } : {}),
     };
     const exact = args.grants.options.find((o) => o.scope === 'exact')?.grants ?? [];
     const prefix = args.grants.options.find((o) => o.scope === 'prefix')?.grants;
@@ -178,16 +186,21 @@ export class Approvals {
     await this.#redis.set(this.#keys.approvalView(sid, token), view, 'PX', ms, 'NX');
   }
 
-  async answer(token: string, decision: ApprovalAnswer | 'expire', reason: string | null, decidedBy: string, scope: GrantScope = 'exact'): Promise<AnswerOutcome> {
+  /** `edit`: the record's new base and command of an `approve_edited` answer (approval-edit.ts builds them). */
+  async answer(
+    token: string, decision: ApprovalAnswer | 'expire', reason: string | null, decidedBy: string, scope: GrantScope = 'exact', edit?: StoredEdit,
+  ): Promise<AnswerOutcome> {
     if (!/^[A-Za-z0-9_-]{20,100}$/.test(token)) return 'unknown';
+    if ((decision === 'approve_edited') !== (edit !== undefined)) throw new Error('approve_edited goes with an edit, and only it');
     const sid = await this.#redis.get(this.#keys.approvalIndex(token));
     if (!sid) return 'unknown';
     const reply = await this.#redis.answerApproval(
-      this.#keys.approval(sid, token), this.#keys.grants(sid),
+      this.#keys.approval(sid, token), this.#keys.grants(sid), this.#keys.record(sid, edit?.index ?? 0), this.#keys.sessionBytes(sid),
       decision, reason ?? '', decidedBy, Date.now(), new Date().toISOString(), token, this.#keys.approvalChannel(), scope,
+      edit?.base ?? '', edit?.command ?? '',
     );
     const [code, earlier] = Array.isArray(reply) ? reply.map(String) : [String(reply)];
-    if (Number(code) === ScriptCode.OK || Number(code) === ScriptCode.EXPIRED) await this.#redis.zrem(this.#keys.approvalsPending(), token);
+    if (Number(code) === ScriptCode.OK || Number(code) === ScriptCode.EXPIRED) await this.history.answered(sid, token);
     if (Number(code) === ScriptCode.OK) return 'ok';
     if (Number(code) === ScriptCode.UNKNOWN) return 'unknown';
     if (Number(code) === ScriptCode.EXPIRED || earlier === 'expired') return 'expired';
@@ -197,8 +210,8 @@ export class Approvals {
   /**
    * Pending, not yet expired, oldest first. Also the index's repair: a token
    * whose approval was answered (a crash between the answer and its removal)
-   * leaves it, and so does any token an hour past its expiry (one whose
-   * approval was never written, or whose waiting worker died). A token
+   * moves to the history, and any token an hour past its expiry (one whose
+   * approval was never written, or whose waiting worker died) leaves. A token
    * without an approval yet is left alone: it may be one being stored now.
    */
   async listPending(limit = 1000): Promise<ApprovalState[]> {
@@ -210,8 +223,7 @@ export class Approvals {
     ]);
     const states = await Promise.all(tokens.map((t) => this.get(t)));
     const out = states.filter((a): a is ApprovalState => a?.status === 'pending');
-    const answered = tokens.filter((_, i) => states[i] && states[i].status !== 'pending');
-    if (answered.length > 0) await this.#redis.zrem(pending, ...answered);
+    await this.history.move(states.filter((a): a is ApprovalState => a !== null && a.status !== 'pending'));
     return out.sort((a, b) => a.created_at.localeCompare(b.created_at));
   }
 
@@ -275,6 +287,7 @@ export function ledgerApproval(s: ApprovalState): LedgerApproval {
 
 /** The approval as events and the API show it. */
 export function publicOf(s: ApprovalState): PublicApproval {
-  const { index: _index, ...rest } = s;
+  // Listings carry the context and the file (up to 64 KiB); a session's events only name the approval.
+  const { index: _index, context: _context, indirect: _indirect, ...rest } = s;
   return rest;
 }

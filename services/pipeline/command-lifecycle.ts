@@ -43,6 +43,8 @@ export type CreateInput = {
   session: string; turn: number; command: Command; flow: CommandFlow; admission: Admission; jobId: string | null;
   /** when its tag was parsed, when the policy decided (the record's timings) */
   parsedAt?: Date; admittedAt?: Date;
+  /** what the model said before it: kept with a record that may ask an operator (approval-context.ts) */
+  precedingText?: string | undefined;
 };
 export type Created = { kind: 'created'; record: LedgerRecord; wasIdle: boolean } | { kind: 'duplicate' };
 
@@ -61,6 +63,7 @@ export class CommandLifecycle {
     const common = {
       session: input.session, turn: input.turn, command: input.command, flow: input.flow, evaluation: a.evaluation as EvaluationData, jobId: input.jobId,
       ...(input.parsedAt ? { parsedAt: input.parsedAt } : {}), ...(input.admittedAt ? { admittedAt: input.admittedAt } : {}),
+      ...(input.precedingText ? { precedingText: input.precedingText } : {}),
     };
     let out = a.action === 'refuse'
       ? await this.ledger.create({ ...common, status: 'forbidden', result: endedResult(a.reason, a.code) })

@@ -5,7 +5,7 @@
 //   `{sid}`      a session's keys and its BullMQ queue (`${prefix}:q:{sid}:…`);
 //   `{o:owner}`  an API key's caps, budget and Idempotency-Keys;
 //   `{j:job}`    a job's hash, deliveries and steering messages.
-// The global indexes (sessions, busy, pending approvals, an approval's index
+// The global indexes (sessions, busy, pending and decided approvals, an approval's index
 // entry, the jobs list, the worker processes' heartbeats) have no tag: no script or MULTI touches them with
 // anything else; they are written by their own command next to the script
 // (README "Redis Cluster"). test/unit/pipeline/key-slots.test.ts checks it.
@@ -58,10 +58,14 @@ export function createKeys(prefix = 'tf') {
     approval: (sid: string, token: string) => `${s(sid)}:approval:${token}`,
     /** string: the operator card's derived view of a pending approval (diff, explanation), kept until it expires */
     approvalView: (sid: string, token: string) => `${s(sid)}:approval:${token}:view`,
+    /** string (SET NX PX): a preview of the approval is running (approval-preview.ts: one at a time per approval) */
+    approvalPreview: (sid: string, token: string) => `${s(sid)}:approval:${token}:preview`,
     /** string: the session id of an approval token, so an answer by token finds its session; expires with the approval */
     approvalIndex: (token: string) => `${prefix}:approvals:index:${token}`,
     /** zset token -> expires_at ms, the pending ones only */
     approvalsPending: () => `${prefix}:approvals:pending`,
+    /** zset token -> created_at ms of the answered and expired ones (approval-history.ts): bounded in age and count, trimmed as it is written and read */
+    approvalsDecided: () => `${prefix}:approvals:decided`,
     approvalChannel: () => `${prefix}:approvals:ch`,
     ...ownerKeys(prefix),
     ...jobKeys(prefix),

@@ -27,7 +27,8 @@ export const EvaluationSchema = z.object({
 });
 export type EvaluationData = z.infer<typeof EvaluationSchema>;
 
-export const ApprovalDecision = z.enum(['approve', 'approve_for_session', 'reject', 'expired']);
+/** `approve_edited`: an operator changed the command (bash `cmd`, write/append `content`) and approved that instead. */
+export const ApprovalDecision = z.enum(['approve', 'approve_for_session', 'approve_edited', 'reject', 'expired']);
 export const LedgerApproval = z.object({
   token: z.string(),
   requested_at: z.string(),
@@ -41,6 +42,16 @@ export type LedgerApproval = z.infer<typeof LedgerApproval>;
 
 const nstr = z.string().nullable();
 const nnum = z.number().nullable();
+
+/**
+ * The command as the model asked for it, kept on the record of an `approve_edited` answer
+ * (whose own fields then hold what ran): its tool, paths and body, as the ledger shows commands.
+ */
+export const EditedFrom = z.object({
+  tool: ToolName, path: nstr, dest: nstr, cmd: nstr,
+  content: nstr, content_size: nnum, content_sha256: nstr, content_truncated: z.boolean(),
+});
+export type EditedFrom = z.infer<typeof EditedFrom>;
 
 /** Fixed when the record is created. */
 export const LedgerBase = z.object({
@@ -77,6 +88,8 @@ export const LedgerBase = z.object({
    * parsed (none for callers that parse nothing), when the policy decided. Records from before read as admitted when enqueued.
    */
   timings: z.object({ parsed_at: z.string().optional(), admitted_at: z.string() }).optional(),
+  /** present only when an operator edited the command before approving it (approve_edited) */
+  edited_from: EditedFrom.optional(),
 });
 export type LedgerBase = z.infer<typeof LedgerBase>;
 
@@ -178,6 +191,24 @@ export function buildBase(args: {
     timings: args.parsedAt
       ? { parsed_at: args.parsedAt.toISOString(), admitted_at: (args.admittedAt ?? args.now).toISOString() }
       : { admitted_at: (args.admittedAt ?? args.now).toISOString() },
+  };
+}
+
+/**
+ * The base of a record whose command an operator edited (approve_edited): the edited command's
+ * fields and its own policy evaluation, with the asked-for command kept in `edited_from`.
+ */
+export function editedBase(base: LedgerBase, edited: Command, ev: EvaluationData, bodyBytes: number): LedgerBase {
+  const deciding = decidingRule(ev);
+  const from: EditedFrom = {
+    tool: base.tool, path: base.path, dest: base.dest, cmd: base.cmd,
+    content: base.content, content_size: base.content_size, content_sha256: base.content_sha256, content_truncated: base.content_truncated,
+  };
+  return {
+    ...base, cmd: edited.cmd ?? null, ...boundBodies(edited, bodyBytes),
+    decision: ev.decision, matched_rule: deciding, matched_rules: ev.matched_rules,
+    justification: ev.matched_rules.find((r) => r.id === deciding)?.justification ?? null,
+    policy_reason: ev.reason || null, edited_from: from,
   };
 }
 

@@ -12,6 +12,7 @@ import {
 import type { PipelineRedis } from './redis.ts';
 import { ScriptCode } from './script-codes.ts';
 import { executionLoad, parseGrants, type ExecutionLoad, type StoredGrant } from './execution-load.ts';
+import { boundPreceding } from './approval-context.ts';
 
 // The Redis ledger of PROTOCOL.md §6. One hash per record (`status`, `base`,
 // `cmd`, `result`, `approval`, times, `injected`), ordered by a per-session
@@ -61,6 +62,7 @@ export class Ledger {
     session: string; turn: number; command: Command; flow: CommandFlow; evaluation: EvaluationData;
     status: CreatedStatus; /** the result of a record created final */ result?: LedgerResult; jobId?: string | null;
     /** when its tag was parsed, and when the policy decided (timings) */ parsedAt?: Date; admittedAt?: Date;
+    /** what the model said before it (at most 2 KiB): kept only with a record that may ask an operator */ precedingText?: string;
   }): Promise<CreateOutcome> {
     const k = this.#keys;
     const sid = args.session;
@@ -77,6 +79,8 @@ export class Ledger {
       status: args.status, approval: null, injected: false, started_at: null, finished_at: finishedAt, executed_by: null,
     });
     const type: LedgerEventType = final ? 'command_finished' : 'command_queued';
+    // Only a prompt can become an approval (lifecycle/admit.ts): nothing is stored for the rest.
+    const preceding = args.status === 'queued' && args.evaluation.decision === 'prompt' ? boundPreceding(args.precedingText) : '';
     if (!final) await this.#busy.mark(sid);
     const res = (await this.#redis.createRecord(
       k.ledgerCounter(sid), k.ledgerIds(sid), k.open(sid), k.turnState(sid, args.turn), k.turnCommands(sid, args.turn),
@@ -87,6 +91,7 @@ export class Ledger {
       k.eventChannel(sid), this.#eventsKeep,
       // The script fills in the index: its placeholder must be the event record's first key (createRecord-8.lua).
       ...ledgerEventArgs(type, { sid, jobId: args.jobId ?? null, at: now.toISOString(), record: Object.assign({ index: -1 }, record) }),
+      preceding,
     )) as [number, number | string, number?, number?, number?];
     if (res[0] === ScriptCode.DUPLICATE) return { kind: 'duplicate', index: Number(res[1]) };
     if (res[0] === ScriptCode.TURN_FAILED) return { kind: 'turn_failed', marker: String(res[1]) };
@@ -161,6 +166,11 @@ export class Ledger {
   async networkGrants(sid: string): Promise<NetworkGrant[]> {
     return (await this.#redis.lrange(this.#keys.grants(sid), 0, -1)).map((g) => JSON.parse(g) as StoredGrant)
       .flatMap((g) => (g.tool === 'network' ? [{ host: g.host, port: g.port }] : []));
+  }
+
+  /** What the model said before the command, as kept by `create` ('' when nothing was). */
+  async precedingText(sid: string, index: number): Promise<string> {
+    return (await this.#redis.hget(this.#keys.record(sid, index), 'preceding')) ?? '';
   }
 
   /** The full command, for execution (absent once final and dropped). */

@@ -16,7 +16,7 @@ import type { LedgerStatus } from './ledger-record.ts';
 // readers need. The worker side is for the composition root (main/runtime.ts).
 
 /** The ledger as the API reads it (records, a card's raw bodies, the recent states); never a write. */
-export type LedgerReads = Pick<Ledger, 'get' | 'tail' | 'rawBase' | 'rawCommand' | 'lastIndexes' | 'states' | 'openCount'>;
+export type LedgerReads = Pick<Ledger, 'get' | 'tail' | 'rawBase' | 'rawCommand' | 'lastIndexes' | 'states' | 'openCount' | 'grants'>;
 /** A key's live-container slots (owner-caps.ts), claimed before a session gets a container and released when it does not. */
 export type LiveSlots = Pick<OwnerCaps, 'claimLive' | 'releaseLive'>;
 /**

@@ -192,25 +192,26 @@ export class Pipeline {
    * Records the command (`queued` before it is enqueued), or records it final
    * at once: `forbidden` by policy or by approval mode `never`, `skipped`
    * when its turn already failed. Calls for one session are serialized here so
-   * ledger order equals queue order. `parsedAt`: when the command's tag was parsed (the record's timings).
+   * ledger order equals queue order. `parsedAt`: when the command's tag was parsed (the record's timings);
+   * `precedingText`: what the model said before it, kept for an approval's context (approval-context.ts).
    */
-  enqueue(sid: string, turn: number, command: Command, flow: CommandFlow, parsedAt?: Date): Promise<CommandHandle> {
+  enqueue(sid: string, turn: number, command: Command, flow: CommandFlow, parsedAt?: Date, precedingText?: string): Promise<CommandHandle> {
     const prev = this.#chains.get(sid) ?? Promise.resolve();
     // The previous call's failure is its caller's (it got the rejection); here it only must not break the chain.
-    const next = prev.then(() => undefined, () => undefined).then(() => this.#enqueue(sid, turn, command, flow, parsedAt));
+    const next = prev.then(() => undefined, () => undefined).then(() => this.#enqueue(sid, turn, command, flow, parsedAt, precedingText));
     this.#chains.set(sid, next);
     const forget = () => { if (this.#chains.get(sid) === next) this.#chains.delete(sid); };
     next.then(forget, forget);
     return next;
   }
 
-  async #enqueue(sid: string, turn: number, command: Command, flow: CommandFlow, parsedAt?: Date): Promise<CommandHandle> {
+  async #enqueue(sid: string, turn: number, command: Command, flow: CommandFlow, parsedAt?: Date, precedingText?: string): Promise<CommandHandle> {
     const live = await this.#sessions.getLive(sid);
     if (!live) throw new PipelineError('session_not_found', `session ${sid} not found`);
     const { session, deleted } = live;
     if (deleted) throw new PipelineError('session_deleted', `session ${sid} was deleted`);
     const admission = await admitReadingGrants(this.#d.gate, session, command, () => this.#ledger.grants(sid));
-    const out = await this.#lifecycle.create({ session: sid, turn, command, flow, admission, jobId: session.job_id, parsedAt, admittedAt: new Date() });
+    const out = await this.#lifecycle.create({ session: sid, turn, command, flow, admission, jobId: session.job_id, parsedAt, admittedAt: new Date(), precedingText });
     if (out.kind === 'duplicate') throw new PipelineError('duplicate_id', `command id ${command.id} already used in turn ${turn}`);
     const rec = out.record;
     if (rec.status === 'queued') await this.#queue(rec, session.job_id, out.wasIdle);

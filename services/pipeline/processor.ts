@@ -2,6 +2,7 @@ import { withIds } from '../log/index.ts';
 import type { Evaluation } from '../policy/index.ts';
 import type { Approvals } from './approvals.ts';
 import { ledgerApproval, type ApprovalState } from './approvals.ts';
+import { approvalExtras } from './approval-extras.ts';
 import type { CommandLifecycle } from './command-lifecycle.ts';
 import type { ExecutionLoad } from './execution-load.ts';
 import type { LedgerRecord, LedgerResult } from './ledger-record.ts';
@@ -72,8 +73,9 @@ export class Processor {
   async #ask(ctx: RunContext, evaluation: Evaluation, signal?: AbortSignal): Promise<void> {
     const { rec, session, command } = ctx;
     const { approvals, gate, lifecycle } = this.#p;
+    const extras = await approvalExtras({ sandboxes: this.#p.sandboxes, ledger: lifecycle.ledger }, rec, command);
     const state = await approvals.request({
-      record: rec, command, evaluation, grants: gate.grantOptions(command, evaluation), ttlS: this.#opts.approvalTtlS, jobId: session.job_id,
+      record: rec, command, evaluation, grants: gate.grantOptions(command, evaluation), ttlS: this.#opts.approvalTtlS, jobId: session.job_id, ...extras,
     });
     const moved = await lifecycle.apply(rec, 'ask', { approval: state, eventJobId: session.job_id });
     lifecycle.approvalRequested();
@@ -92,7 +94,9 @@ export class Processor {
     void sandboxes.pause?.(rec.session).catch((err: unknown) => withIds({ session_id: rec.session }).warn({ err }, 'pausing the sandbox for an approval wait failed; it stays running'));
     const state = await approvals.waitForAnswer(rec.approval.token, signal);
     lifecycle.approvalAnswered(state.status);
-    if (state.status !== 'approve' && state.status !== 'approve_for_session') return this.#reject(rec, state);
+    if (state.status !== 'approve' && state.status !== 'approve_for_session' && state.status !== 'approve_edited') return this.#reject(rec, state);
+    // An edit was written into the record with the answer (approval-edit.ts): what runs, and the record's events, are the edited ones.
+    if (state.status === 'approve_edited') rec = (await lifecycle.ledger.get(rec.session, rec.index)) ?? rec;
     const command = await lifecycle.ledger.command(rec.session, rec.index);
     if (!command) return this.#fail(rec, internalResult('command data missing'));
     const session = await sessions.get(rec.session);

@@ -36,8 +36,10 @@ export class SessionRetention {
       ...this.#queues.keysOf(sid, records!),
       ...tokens.map((t) => k.approvalIndex(t)),
     ];
-    // The global list of sessions would keep a deleted one for good: it leaves it now.
+    // The global list of sessions would keep a deleted one for good: it leaves it now, and its approvals leave the history
+    // (approval-history.ts; their records keep the answers for the retention).
     await this.#redis.zrem(k.sessions(), sid);
+    if (tokens.length > 0) await this.#redis.zrem(k.approvalsDecided(), ...tokens);
     let expired = 0;
     // One EXPIRE each, a chunk at a time (auto-pipelined): the approvals' index
     // entries are global keys, in other slots of a Cluster than the session's.

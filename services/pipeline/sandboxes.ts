@@ -1,5 +1,6 @@
 import type { Readable } from 'node:stream';
 import type { Command } from '../protocol/index.ts';
+import { SandboxPreviews, type PreviewOptions, type PreviewRun } from '../sandbox/index.ts';
 import type { BaselineInfo, ExecuteOptions, ExecutionResult, ReadPathResult, SandboxManager, UploadOptions, UploadResult, WorkspaceOut } from '../sandbox/index.ts';
 
 // The pipeline's only view of the sandboxes: every session's sandbox by its
@@ -25,6 +26,8 @@ export interface Sandboxes {
   open?(sessionId: string): Promise<void>;
   /** Pauses the session's sandbox while nothing runs there (an approval wait); its next use resumes it. True when paused. */
   pause?(sessionId: string): Promise<boolean>;
+  /** Runs the command on a throwaway copy of the session's workspace (sandbox/preview.ts); absent where there is no real workspace. @throws PreviewRefused */
+  preview?(sessionId: string, command: Command, signal?: AbortSignal): Promise<PreviewRun>;
   ping(): Promise<boolean>;
   close(): Promise<void>;
   /** The workspace out: archive, baseline, change list, patch (absent where there is no real workspace, e.g. test fakes). */
@@ -34,9 +37,11 @@ export interface Sandboxes {
 /** The real one: one Docker sandbox per session (sandbox/'s SandboxManager). */
 export class DockerSandboxes implements Sandboxes {
   readonly #manager: SandboxManager;
+  readonly #previews: SandboxPreviews;
 
-  constructor(manager: SandboxManager) {
+  constructor(manager: SandboxManager, previews: PreviewOptions = {}) {
     this.#manager = manager;
+    this.#previews = new SandboxPreviews(manager, previews);
   }
 
   get workspace(): WorkspaceOut {
@@ -78,6 +83,10 @@ export class DockerSandboxes implements Sandboxes {
 
   pause(sessionId: string): Promise<boolean> {
     return this.#manager.pause(sessionId);
+  }
+
+  preview(sessionId: string, command: Command, signal?: AbortSignal): Promise<PreviewRun> {
+    return this.#previews.run(sessionId, command, signal);
   }
 
   ping(): Promise<boolean> {

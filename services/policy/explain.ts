@@ -12,7 +12,7 @@ import type { Decision } from './decision.ts';
 import { newBudget, spend } from './budget.ts';
 
 export type Segment = {
-  /** the simple command as a shell would read it back (argv, quoted) */
+  /** the simple command as written in the script (with its redirections); judged as its argv, quoted */
   text: string;
   argv: string[];
   decision: Decision;
@@ -39,13 +39,15 @@ export function explainBash(layers: PolicyLayers, cmd: string, grants: readonly 
   if (split.complex !== undefined) return wholeScript(layers, cmd, grants, split.complex);
   const budget = newBudget();
   const segments: Segment[] = [];
-  for (const argv of split.commands) {
+  for (const { argv, source } of split.simple) {
+    if (argv.length === 0) continue;
     // Quoting and reading the part again cost its length.
     if (!spend(budget, argv.reduce((n, a) => n + a.length + 1, 0))) break;
-    const text = quote(argv);
-    const e = evaluate(layers, bashCommand(text), grants, budget);
+    const quoted = quote(argv);
+    const e = evaluate(layers, bashCommand(quoted), grants, budget);
     if (budget.over !== undefined) break;
-    segments.push({ text, argv, ...pick(e) });
+    // People read the part as they wrote it: `OFFLINE_TEST=1`, not shell-quote's `OFFLINE_TEST\=1`.
+    segments.push({ text: source ? cmd.slice(source[0], source[1]) : quoted, argv, ...pick(e) });
   }
   return budget.over !== undefined ? wholeScript(layers, cmd, grants, budget.over) : { complex: null, segments };
 }

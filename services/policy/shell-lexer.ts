@@ -59,6 +59,7 @@ class Lexer {
       if (c === '(') { this.i++; depth++; this.flag('subshell ( )'); this.tokens.push({ kind: 'open', op: '(' }); continue; }
       const op = OPERATOR_START.has(c) ? this.operatorAt() : undefined;
       if (op !== undefined) {
+        const at = this.i - this.fd.length;
         this.i += op.length;
         if (PROCESS_SUBST.has(op)) {
           this.flag('process substitution <( )');
@@ -71,7 +72,7 @@ class Lexer {
           this.tokens.push({ kind: 'sep', op });
         } else {
           if (HEREDOCS.has(op)) this.flag('here-document');
-          this.tokens.push({ kind: 'redir', op: this.fd + op });
+          this.tokens.push({ kind: 'redir', op: this.fd + op, at });
         }
         this.fd = '';
         continue;
@@ -91,6 +92,7 @@ class Lexer {
   private word(term: ')' | '`' | null): void {
     const s = this.s;
     this.w = newWord();
+    this.w.start = this.i;
     while (this.i < s.length) {
       PLAIN_RUN.lastIndex = this.i;
       if (PLAIN_RUN.test(s)) {
@@ -143,6 +145,7 @@ class Lexer {
       this.fd = this.w.text;
       return;
     }
+    this.w.end = this.i;
     this.flushWord();
   }
 

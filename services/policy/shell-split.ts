@@ -6,10 +6,13 @@
 // forbid/prompt rules — never to allow anything.
 import { lex, type Word } from './shell-lexer.ts';
 
-/** A redirection of a simple command: the operator as written (`2>`, `>>`, `<`, `>&` …) and its target word. */
-export type Redirection = { op: string; target: Word };
-/** One simple command with what its argv leaves out. */
-export type SimpleCommand = { argv: string[]; words: Word[]; assigns: string[]; redirs: Redirection[] };
+/** A redirection of a simple command: the operator as written (`2>`, `>>`, `<`, `>&` …), its target word, where it starts. */
+export type Redirection = { op: string; target: Word; at: number };
+/**
+ * One simple command with what its argv leaves out. `source`: [start, end) of the whole command in the
+ * script (assignments and redirections included), set for the commands of a safe script only.
+ */
+export type SimpleCommand = { argv: string[]; words: Word[]; assigns: string[]; redirs: Redirection[]; source?: [number, number] };
 
 export type SplitScript = {
   /** One argv per simple command, in script order; empty commands are dropped. */
@@ -79,6 +82,7 @@ export function splitScript(script: string): SplitScript {
   let cur: Frame = newFrame();
   let expectTarget = false;
   let pendingOp = '';
+  let pendingAt = 0;
   let lastSep = '';
   let emptySinceSep = true;
 
@@ -88,13 +92,14 @@ export function splitScript(script: string): SplitScript {
       case 'word':
         if (expectTarget) {
           expectTarget = false;
-          cur.redirs.push({ op: pendingOp, target: t });
+          cur.redirs.push({ op: pendingOp, target: t, at: pendingAt });
         } else cur.words.push(t);
         emptySinceSep = false;
         break;
       case 'redir':
         expectTarget = true;
         pendingOp = t.op;
+        pendingAt = t.at ?? 0;
         emptySinceSep = false;
         break;
       case 'sep':
@@ -161,7 +166,11 @@ function simpleOf(f: Frame): SimpleCommand {
   const { words, redirs } = f;
   const cmd = commandWords(words);
   const assigns = words.slice(0, words.length - cmd.length).map((w) => w.text);
-  return { argv: cmd.map((w) => w.text), words: cmd, assigns, redirs };
+  let start = Infinity;
+  let end = 0;
+  for (const w of words) { start = Math.min(start, w.start ?? 0); end = Math.max(end, w.end ?? 0); }
+  for (const r of redirs) { start = Math.min(start, r.at); end = Math.max(end, r.target.end ?? 0); }
+  return { argv: cmd.map((w) => w.text), words: cmd, assigns, redirs, source: [start, end] };
 }
 
 /** Ends a frame: keeps it if it has words or redirections, hands back a fresh one. (No closure: see bench/policy.) */

@@ -12,8 +12,12 @@ export type Word = {
   expanded: boolean;
   /** Contains an unquoted `{` or `}` (brace expansion or a group). */
   brace: boolean;
+  /** Where the lexer read it in the script, [start, end): shown as written (exact for the words of a safe script). */
+  start?: number;
+  end?: number;
 };
-export type Op = { kind: 'sep' | 'redir' | 'open' | 'close'; op: string };
+/** `at`: where a redirection starts in the script (its fd digits included). */
+export type Op = { kind: 'sep' | 'redir' | 'open' | 'close'; op: string; at?: number };
 export type Token = Word | Op;
 export type LexResult = { tokens: Token[]; complex?: string };
 
@@ -33,7 +37,7 @@ export const NAME_CHAR = /[A-Za-z0-9_]/;
 export const SPECIAL_PARAM = /[@*#?$!\-]/;
 
 export function newWord(): Word {
-  return { kind: 'word', text: '', quoted: false, lit: -1, expanded: false, brace: false };
+  return { kind: 'word', text: '', quoted: false, lit: -1, expanded: false, brace: false, start: 0, end: 0 };
 }
 
 export const SIMPLE_PARAMETER = /^#?(?:[A-Za-z_][A-Za-z0-9_]*|[0-9]+|[@*#?$!-])$/;

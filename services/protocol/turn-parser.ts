@@ -1,6 +1,7 @@
 // One model turn: a parser per stream (reasoning, text) sharing the turn's ids
 // (PROTOCOL.md §4). Pure: feed deltas in, get commands and parse errors out.
 import type { Command, ParseError } from './command.ts';
+import { precedingText } from './preceding-text.ts';
 import { StreamParser } from './stream-parser.ts';
 import { DEFAULT_BODY_LIMIT } from './tag.ts';
 import { Utf8StreamDecoder } from './utf8.ts';
@@ -23,6 +24,12 @@ export interface ParserOptions {
    * @default none
    */
   usedIds?: Iterable<string>;
+  /**
+   * Keep what the model said before each command (its reasoning and visible
+   * text, cut to 2 KiB), for `precedingText(id)`; the reasoning's visible text
+   * is then kept too. @default false
+   */
+  keepPreceding?: boolean;
 }
 
 const NOTHING: readonly ParserOutput[] = Object.freeze([]);
@@ -35,19 +42,27 @@ export class TurnParser {
   private readonly decoders: Partial<Record<StreamName, Utf8StreamDecoder>> = {};
   private out: ParserOutput[] = [];
   private ended = false;
+  /** command id → the words before it (keepPreceding only) */
+  readonly #preceding: Map<string, string> | null;
 
   constructor(options: ParserOptions = {}) {
     for (const id of options.usedIds ?? []) this.#ids.add(id);
+    const keep = options.keepPreceding ?? false;
+    this.#preceding = keep ? new Map() : null;
     const make = (stream: StreamName) =>
       new StreamParser(
-        { legacyTags: options.legacyTags ?? false, bodyLimit: options.maxBodyBytes ?? DEFAULT_BODY_LIMIT, trackVisible: stream === 'text' },
+        { legacyTags: options.legacyTags ?? false, bodyLimit: options.maxBodyBytes ?? DEFAULT_BODY_LIMIT, trackVisible: stream === 'text' || keep },
         {
           claimId: (id) => {
             if (this.#ids.has(id)) return false;
             this.#ids.add(id);
             return true;
           },
-          command: (command) => this.out.push({ type: 'command', stream, command }),
+          command: (command) => {
+            // Called as the closing tag completes: the visible text is exactly what came before the tag.
+            this.#preceding?.set(command.id, precedingText(this.parsers.reasoning.visibleText, this.parsers.text.visibleText));
+            this.out.push({ type: 'command', stream, command });
+          },
           error: (error) => this.out.push({ type: 'error', stream, error }),
         },
       );
@@ -77,6 +92,11 @@ export class TurnParser {
   /** The text stream with protocol blocks removed, so far. */
   visibleText(): string {
     return this.parsers.text.visibleText;
+  }
+
+  /** What the model said before command `id` (its reasoning, then its visible text; at most 2 KiB), with keepPreceding. */
+  precedingText(id: string): string | undefined {
+    return this.#preceding?.get(id);
   }
 
   /** Visible text produced since the last call (for streaming it to users). */

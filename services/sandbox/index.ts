@@ -14,3 +14,8 @@ export { EgressProxy, DEFAULT_EGRESS_LIMITS, resolveEgressLimits, defaultDialer,
 export type {
   AddressCheck, DecideContext, Dialer, EgressDecision, EgressLimits, EgressProxyDeps, EgressTarget, EgressUsage, Resolver,
 } from './egress/index.ts';
+export { SandboxPreviews, PreviewRefused } from './preview.ts';
+export type { PreviewChange, PreviewRun } from './preview.ts';
+export type { PreviewOptions } from './preview-options.ts';
+export type { PreviewRefusalCode } from './preview-copy.ts';
+export { LABEL_PREVIEW, isPreviewId } from './names.ts';

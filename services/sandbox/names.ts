@@ -5,8 +5,14 @@ export const LABEL_MANAGED = 'thinkflow.managed';
 export const LABEL_SESSION = 'thinkflow.session';
 export const LABEL_KIND = 'thinkflow.kind';
 
+/** On a preview's throwaway container and volume (preview.ts), besides the others: what a clean-up check lists. */
+export const LABEL_PREVIEW = 'thinkflow.preview';
+/** A preview's sandbox is a session of its own, with an id no real session has (real ones are `ses_…`). */
+export const PREVIEW_ID_PREFIX = 'preview_';
+export const isPreviewId = (sessionId: string) => sessionId.startsWith(PREVIEW_ID_PREFIX);
+
 export function labelsFor(sessionId: string, kind: 'sandbox' | 'workspace'): Record<string, string> {
-  return { [LABEL_MANAGED]: 'true', [LABEL_SESSION]: sessionId, [LABEL_KIND]: kind };
+  return { [LABEL_MANAGED]: 'true', [LABEL_SESSION]: sessionId, [LABEL_KIND]: kind, ...(isPreviewId(sessionId) ? { [LABEL_PREVIEW]: 'true' } : {}) };
 }
 
 /**

@@ -86,11 +86,16 @@ async function discard(d: Deps, staging: string): Promise<void> {
   }
 }
 
-/** argv of the extraction program: as the command user with no capability, like every command (identity.mjs), and a clean environment. */
-function extractorArgv(o: ResolvedSandboxOptions, staging: string, allowance: number | 'none'): string[] {
+/** `argv` as the command user with no capability, like every command (identity.mjs), and a clean environment (`docker exec` as root otherwise). */
+export function asCommandUser(o: Pick<ResolvedSandboxOptions, 'user'>, argv: string[]): string[] {
   const [uid, gid] = o.user.split(':');
   const drop = uid === '0' ? [] : ['setpriv', `--reuid=${uid}`, `--regid=${gid}`, '--clear-groups', '--inh-caps=-all', '--bounding-set=-all', '--no-new-privs', '--'];
-  return [...drop, '/usr/bin/env', '-i', '/usr/bin/node', EXTRACTOR, `/workspace/${staging}`, String(allowance), String(o.workspaceInodes)];
+  return [...drop, '/usr/bin/env', '-i', ...argv];
+}
+
+/** argv of the extraction program (as the command user). */
+function extractorArgv(o: ResolvedSandboxOptions, staging: string, allowance: number | 'none'): string[] {
+  return asCommandUser(o, ['/usr/bin/node', EXTRACTOR, `/workspace/${staging}`, String(allowance), String(o.workspaceInodes)]);
 }
 
 async function extract(d: Deps, staging: string, allowance: number | 'none', body: Readable, opts: UploadOptions): Promise<UploadResult> {

@@ -3,6 +3,7 @@ import { isToolName, targetOf, TOOLS, type Command } from '../../protocol/index.
 import { type ApprovalState, type LedgerApproval, type Pipeline, type PolicyGate } from '../../pipeline/index.ts';
 import { withIds, reasonOf } from '../../log/index.ts';
 import type { BaseSummary, BoundedDiff } from './bounded-diff.mjs';
+import { scriptLines, type ScriptLines } from './indirect-lines.ts';
 import { Lru } from './lru.ts';
 import type { ViewPool } from './view-pool.ts';
 
@@ -30,6 +31,8 @@ export type CardView = {
   edit_sides: BoundedDiff['edit_sides'] | null;
   bash: BashExplanation | null;
   grant: { scope: Grant | null; words: string };
+  /** the shell script a bash command runs (the approval's `indirect`), line by line with each part's decision */
+  indirect_lines?: ScriptLines | null;
 };
 export type RecentEntry = {
   index: number; id: string; tool: string; status: string; target: string;
@@ -78,11 +81,17 @@ export class CardViews {
     return v;
   }
 
-  /** The session's last entries but this one, from cached heads and the small fields that change. */
-  async recent(sid: string, except: number): Promise<RecentEntry[]> {
+  /**
+   * The session's last entries before this one (`before`: its ledger index), from cached heads and the small
+   * fields that change. Records after it are commands queued behind it: what led here is what came before.
+   */
+  async recent(sid: string, before: number): Promise<RecentEntry[]> {
     const l = this.#d.pipeline.records;
-    const indexes = (await l.lastIndexes(sid, RECENT + 1)).filter((i) => i !== except).slice(-RECENT);
+    const from = Math.max(1, before - RECENT);
+    const indexes = Array.from({ length: Math.max(0, before - from) }, (_, k) => from + k);
     const [states, heads] = await Promise.all([l.states(sid, indexes), Promise.all(indexes.map((i) => this.#head(sid, i)))]);
+    // An approve_edited answer rewrote its record (pipeline/approval-edit.ts): a head cached before shows the asked command.
+    await Promise.all(indexes.map(async (i, j) => { if (states[j]?.approval?.decision === 'approve_edited') heads[j] = await this.#head(sid, i, true); }));
     const out: RecentEntry[] = [];
     indexes.forEach((index, j) => {
       const s = states[j];
@@ -145,12 +154,13 @@ export class CardViews {
       edit_sides: edit?.edit_sides ?? null,
       bash,
       grant: { scope: grants[0] ?? null, words: grantWords(a, grants, command) },
+      indirect_lines: a.indirect && session ? scriptLines(this.#d.gate, session, a.indirect) : null,
     };
   }
 
-  async #head(sid: string, index: number): Promise<Head | null> {
+  async #head(sid: string, index: number, fresh = false): Promise<Head | null> {
     const key = `${sid}:${index}`;
-    const hit = this.#heads.get(key);
+    const hit = fresh ? undefined : this.#heads.get(key);
     if (hit) return hit;
     const raw = await this.#d.pipeline.records.rawBase(sid, index);
     if (!raw) return null;

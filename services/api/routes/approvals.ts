@@ -1,26 +1,38 @@
 import { OpenAPIHono } from '@hono/zod-openapi';
 import { z } from 'zod';
-import { PublicApproval, type Pipeline } from '../../pipeline/index.ts';
+import { answerEdited, editPortsOf, PublicApproval, type EditSource, type Pipeline } from '../../pipeline/index.ts';
 import type { AppEnv } from '../env.ts';
 import { AppError } from '../errors.ts';
 import { maxBody } from '../middleware/limits.ts';
 import { json, route } from '../openapi.ts';
-import { AnswerApprovalBody, ApprovalsQuery, PendingApproval } from '../schemas.ts';
+import { listedApproval, listQuery } from '../approval-listing.ts';
+import { jobFacts, withJobContext, type JobFacts } from '../approval-context.ts';
+import { AnswerApprovalBody, ApprovalsQuery, ListedApproval } from '../schemas.ts';
 import { jsonBody } from '../validate.ts';
 
-// Operator routes of POLICY.md §5: the pending approvals, and one answer to
-// one of them (at most once: a second answer, or one after expiry, is a 409).
+// Operator routes of POLICY.md §5: the approvals (pending, or answered with
+// their outcomes: approval-listing.ts), and one answer to one of them (at
+// most once: a second answer, or one after expiry, is a 409).
 
-export type ApprovalRoutesDeps = { pipeline: Pick<Pipeline, 'approvals'>; maxJsonBytes: number };
+export type ApprovalRoutesDeps = {
+  pipeline: Pick<Pipeline, 'approvals'> & EditSource; maxJsonBytes: number;
+  /** the jobs' tasks and metadata, for each approval's `context` (approval-context.ts) */
+  jobFacts?: JobFacts;
+};
 
 const routes = (d: ApprovalRoutesDeps) => ({
   list: route({
-    method: 'get', path: '/', id: 'listApprovals', summary: 'Pending approvals', auth: 'operator',
+    method: 'get', path: '/', id: 'listApprovals', auth: 'operator',
+    summary: 'Approvals: pending (oldest first), or decided / expired / all (newest first) with their answers and outcomes',
     request: { query: ApprovalsQuery },
-    ok: { 200: json(z.object({ approvals: z.array(PendingApproval) }), 'the pending approvals') },
+    ok: { 200: json(z.object({ approvals: z.array(ListedApproval) }), 'the approvals asked for; an approved one whose command is final carries its `outcome`') },
   }),
   answer: route({
     method: 'post', path: '/{token}', id: 'answerApproval', summary: 'Answer an approval', auth: 'operator', writes: true,
+    errors: {
+      400: '`invalid_body` (a field that does not fit the decision or the command, named in `details.field`); `edit_forbidden` (approve_edited: the policy forbids the edited command, `details.rule`; the approval stays pending)',
+      404: '`approval_not_found`', 409: '`approval_closed` (already answered, or expired)',
+    },
     middleware: [maxBody(d.maxJsonBytes), jsonBody()],
     request: { body: { required: true, content: { 'application/json': { schema: AnswerApprovalBody } } } },
     ok: { 200: json(z.object({ approval: PublicApproval.nullable() }), 'the approval as answered') },
@@ -32,14 +44,8 @@ export function approvalRoutes(d: ApprovalRoutesDeps): OpenAPIHono<AppEnv> {
   const app = new OpenAPIHono<AppEnv>();
 
   app.openapi(r.list, async (c) => {
-    const pending = await d.pipeline.approvals.listPending();
-    return c.json({
-      approvals: pending.map((x) => ({
-        token: x.token, session_id: x.session_id, job_id: x.job_id, command_id: x.command_id, tool: x.tool,
-        target: x.target, matched_rules: x.matched_rules, justification: x.justification,
-        created_at: x.created_at, expires_at: x.expires_at, grant_options: x.grant_options ?? [],
-      })),
-    }, 200);
+    const rows = await withJobContext(d.jobFacts ?? jobFacts(null), await d.pipeline.approvals.history.list(listQuery(c, c.req.valid('query')), d.pipeline.records));
+    return c.json({ approvals: rows.map(listedApproval) }, 200);
   });
 
   app.openapi(r.answer, async (c) => {
@@ -49,8 +55,14 @@ export function approvalRoutes(d: ApprovalRoutesDeps): OpenAPIHono<AppEnv> {
     if (body.scope !== undefined && body.decision !== 'approve_for_session') {
       throw new AppError(400, 'invalid_body', `scope applies to approve_for_session only, not ${body.decision}`, { details: { field: 'scope' } });
     }
+    const edit = body.cmd !== undefined ? 'cmd' : body.content !== undefined ? 'content' : null;
+    if (edit && body.decision !== 'approve_edited') {
+      throw new AppError(400, 'invalid_body', `${edit} applies to approve_edited only, not ${body.decision}`, { details: { field: edit } });
+    }
     if (body.scope === 'prefix') await requirePrefixOption(a, token);
-    const outcome = await a.answer(token, body.decision, body.reason ?? null, c.var.principal.name, body.scope ?? 'exact');
+    const outcome = body.decision === 'approve_edited'
+      ? await answerEdited(editPortsOf(d.pipeline), token, body, body.reason ?? null, c.var.principal.name)
+      : await a.answer(token, body.decision, body.reason ?? null, c.var.principal.name, body.scope ?? 'exact');
     if (outcome === 'unknown') throw new AppError(404, 'approval_not_found', 'no such approval token');
     if (outcome !== 'ok') throw closed(await a.get(token), outcome);
     return c.json({ approval: await a.get(token) }, 200);

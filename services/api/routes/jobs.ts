@@ -57,7 +57,8 @@ const routes = (d: JobRoutesDeps) => ({
     ok: { 200: sse("the job's events (API.md §Events), `id:` = seq, ending after job_finished; `gap {first_seq}` before trimmed events") },
   }),
   cancel: route({
-    method: 'post', path: '/{job_id}/cancel', id: 'cancelJob', summary: 'Stop the model, skip the queue', auth: 'writer', writes: true,
+    // Operators too (issue 24: the dashboard's job page); a submitter only its own jobs (visibleJob).
+    method: 'post', path: '/{job_id}/cancel', id: 'cancelJob', summary: 'Stop the model, skip the queue (the job\'s submitter, operators, admins)', auth: 'any', writes: true,
     ok: { 202: json(JobViewRef, 'the job, cancelling (or already final)') },
   }),
   deliveries: route({

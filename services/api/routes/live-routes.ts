@@ -3,6 +3,7 @@ import type { JobsService } from '../../jobs/index.ts';
 import { withIds } from '../../log/index.ts';
 import type { Firehose, Pipeline } from '../../pipeline/index.ts';
 import { approvalCard } from '../approval-view.ts';
+import { jobFacts, withJobContext, type JobFacts } from '../approval-context.ts';
 import type { CardViews } from '../card/card-views.ts';
 import type { AppEnv } from '../env.ts';
 import { streamFeed, throttleByKey } from '../live-feed.ts';
@@ -14,14 +15,18 @@ import type { StreamCaps } from '../stream-caps.ts';
 // answer or expiry as it happens) and `GET /v1/jobs/events` (the jobs the
 // caller may see, each time one changes).
 
-export type LiveDeps = { pipeline: Pick<Pipeline, 'approvals'>; views: CardViews; firehose: Firehose; streams: StreamCaps };
+export type LiveDeps = {
+  pipeline: Pick<Pipeline, 'approvals'>; views: CardViews; firehose: Firehose; streams: StreamCaps;
+  /** the jobs' tasks and metadata, for each card's `context` (approval-context.ts) */
+  jobFacts?: JobFacts;
+};
 
 const LIST_LIMIT = 100;
 
 const approvalsRoute = route({
   method: 'get', path: '/events', id: 'streamApprovals', summary: 'Pending approvals and their answers, live (SSE)', auth: 'operator', capped: true,
   ok: {
-    200: sse('SSE across all sessions: `snapshot` {approvals: cards} on every (re)connect, then `approval_requested` (a card: the approval with its command, edit diff (null with `diff_truncated`, `diff_note` and `edit_sides` of both sides {bytes, lines, sha256} past the THINKFLOW_DIFF_MAX_* limits), bash segments, grant scope in words, recent ledger) and `approval_resolved` {token, status, decision, decided_by, decided_at, reason}'),
+    200: sse('SSE across all sessions: `snapshot` {approvals: cards} on every (re)connect, then `approval_requested` (a card: the approval with its command, edit diff (null with `diff_truncated`, `diff_note` and `edit_sides` of both sides {bytes, lines, sha256} past the THINKFLOW_DIFF_MAX_* limits), bash segments (each as written in the script), grant scope in words, `recent` (the session\'s last ledger entries before this command, not the ones queued after it), `context` {task?, task_truncated?, metadata?, preceding_text}, and for a command that runs a workspace file `indirect` {path, runner, script?, content, bytes, truncated, written_by_command_id?, written_by_index?, written_by_turn?} with `indirect_lines` (a shell script\'s lines, each split into parts with its decision)) and `approval_resolved` {token, status, decision, decided_by, decided_at, reason}'),
   },
 });
 
@@ -34,6 +39,7 @@ export function approvalEventRoutes(d: LiveDeps): OpenAPIHono<AppEnv> {
   const app = new OpenAPIHono<AppEnv>();
   app.openapi(approvalsRoute, (c) => {
     const a = d.pipeline.approvals;
+    const facts = d.jobFacts ?? jobFacts(null);
     return streamFeed(c, {
       label: 'approvals stream',
       streams: d.streams,
@@ -41,7 +47,7 @@ export function approvalEventRoutes(d: LiveDeps): OpenAPIHono<AppEnv> {
         event: (e) => {
           if (e.type !== 'approval_requested' || !e.approval) return;
           void a.get(e.approval.token)
-            .then(async (s) => { if (s?.status === 'pending') push('approval_requested', await approvalCard(d.views, s)); })
+            .then(async (s) => { if (s?.status === 'pending') push('approval_requested', await approvalCard(d.views, (await withJobContext(facts, [s]))[0]!)); })
             .catch((err: unknown) => withIds({ session_id: e.session_id, job_id: e.job_id }).error({ err }, 'approvals stream: the card could not be built'));
         },
         answered: (token) => {
@@ -52,7 +58,7 @@ export function approvalEventRoutes(d: LiveDeps): OpenAPIHono<AppEnv> {
           }).catch((err: unknown) => withIds({}).error({ err }, 'approvals stream: the answer could not be read'));
         },
       }),
-      snapshot: async () => ({ approvals: await Promise.all((await a.listPending()).map((s) => approvalCard(d.views, s))) }),
+      snapshot: async () => ({ approvals: await Promise.all((await withJobContext(facts, await a.listPending())).map((s) => approvalCard(d.views, s))) }),
     });
   });
   return app;

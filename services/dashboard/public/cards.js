@@ -2,17 +2,33 @@
 // last ledger entries. Pure rendering from the card data of
 // GET /v1/approvals/events; the approvals view owns state and actions.
 import { h, when } from './dom.js';
+import { label } from './labels.js';
+import { foldable } from './card-fold.js';
+import { previewPanel } from './preview.js';
+import { renderContext } from './card-context.js';
 import { TOOLS } from './tools.js';
 
 const FOLD_LINES = 16;
 const FOLD_CHARS = 1500;
 
-function rulesList(rules) {
-  if (!rules?.length) return h('p', { class: 'muted' }, 'No rule matched: the tool\'s default decided.');
-  return h('ul', { class: 'rules' }, rules.map((r) => h('li', {},
+// The engine's words when a default decided: "…; bash default (global): prompt".
+const DEFAULT_REASON = /\b([a-z_]+) default \(([^)]+)\): (allow|prompt|forbid)\b/;
+
+/**
+ * The rules that matched, and the default when the decision came from it: an
+ * `allow` rule can match one part while the stop came from the default
+ * `prompt` of another part (the reason names it), and both must be shown.
+ */
+function rulesList(rules, reason) {
+  const d = DEFAULT_REASON.exec(reason ?? '');
+  const fromDefault = d && !(rules ?? []).some((r) => r.decision === d[3]);
+  if (!rules?.length && !fromDefault) return h('p', { class: 'muted' }, 'No rule matched: the tool\'s default decided.');
+  return h('ul', { class: 'rules' }, (rules ?? []).map((r) => h('li', {},
     h('span', { class: `decision d-${r.decision}` }, r.decision), ' ',
     h('code', {}, r.id), h('span', { class: 'muted' }, ` (${r.layer})`),
-    r.justification ? [': ', r.justification] : '')));
+    r.justification ? [': ', r.justification] : '')),
+  fromDefault ? h('li', { class: 'default-rule' }, h('span', { class: `decision d-${d[3]}` }, d[3]), ' ',
+    h('code', {}, `${d[1]} default`), h('span', { class: 'muted' }, ` (${d[2]})`), ': no rule decided this, so the default did') : null);
 }
 
 /** Long text: its first lines shown, the whole behind a <details>; plain monospace. */
@@ -50,7 +66,7 @@ function segmentsTable(bash) {
       h('tbody', {}, bash.segments.map((s, i) => h('tr', { class: `seg seg-${s.decision}` },
         h('td', {}, String(i + 1)), h('td', {}, h('code', {}, s.text)),
         h('td', {}, h('span', { class: `decision d-${s.decision}` }, s.decision)),
-        h('td', {}, rulesList(s.matched_rules), h('p', { class: 'muted small' }, s.reason)))))),
+        h('td', {}, rulesList(s.matched_rules, s.reason), h('p', { class: 'muted small' }, s.reason)))))),
   ];
 }
 
@@ -86,30 +102,42 @@ function connection(c) {
 }
 
 function recentTable(recent) {
-  if (!recent.length) return h('p', { class: 'muted' }, 'No other ledger entries in this session yet.');
+  if (!recent.length) return h('p', { class: 'muted' }, 'No ledger entries in this session before this one.');
   return h('table', { class: 'recent' },
-    h('caption', { class: 'sr-only' }, 'Last ledger entries of the session'),
+    h('caption', { class: 'sr-only' }, 'Last ledger entries of the session before this command'),
     h('thead', {}, h('tr', {}, ['#', 'Command', 'Tool', 'Target', 'Status'].map((t) => h('th', { scope: 'col' }, t)))),
     h('tbody', {}, recent.map((r) => h('tr', {},
       h('td', {}, String(r.index)), h('td', {}, r.id), h('td', {}, r.tool), h('td', {}, h('code', {}, r.target)),
-      h('td', {}, h('span', { class: `status s-${r.status}` }, r.status), r.decided_by ? ` (${r.decision} by ${r.decided_by})` : '')))));
+      h('td', {}, h('span', { class: `status s-${r.status}` }, label(r.status)), r.decided_by ? ` (${label(r.decision)} by ${r.decided_by})` : '')))));
 }
 
-/** The card element; `actions` are the buttons the view wires (null for a read-only viewer). */
+/**
+ * The card element; `actions` are the buttons the view wires (null for a read-only viewer).
+ * Compact (card-fold.js): only the head, the `.gist` line, `.actions`, `.card-status` and
+ * anything marked `.compact-keep` show until the card is opened.
+ */
 export function renderCard(c, { actions, onSelect }) {
   const id = `card-${c.token.slice(0, 12)}`;
-  return h('article', { class: 'card', id, tabindex: '0', 'aria-labelledby': `${id}-h`, 'aria-describedby': `${id}-keys`, dataset: { token: c.token, tool: c.tool } },
+  const why = c.policy_reason ?? c.justification ?? '';
+  const more = h('button', { type: 'button', class: 'link more' }, 'Details');
+  const card = h('article', { class: 'card compact', id, tabindex: '0', 'aria-labelledby': `${id}-h`, 'aria-describedby': `${id}-keys`, dataset: { token: c.token, tool: c.tool } },
     h('header', { class: 'card-head' },
       onSelect ? h('label', { class: 'select' }, h('input', { type: 'checkbox', class: 'sel', onchange: (e) => onSelect(e.target.checked) }), h('span', { class: 'sr-only' }, `Select command ${c.command_id}`)) : null,
       h('h3', { id: `${id}-h` }, h('span', { class: `tool t-${c.tool}` }, c.tool), ' ', h('code', { class: 'target' }, c.target)),
+      more,
       // A network approval's id names its connection record (net-N); it has no turn of its own.
       h('p', { class: 'meta' }, c.tool === 'network' ? `connection ${c.command_id}` : `command ${c.command_id} · turn ${c.turn}`, ` · asked ${when(c.created_at)} · `,
         h('span', { class: 'timer', dataset: { expires: c.expires_at } }, ''))),
-    h('section', { class: 'why' }, h('h4', {}, 'Why it stopped here'), h('p', { class: 'reason' }, c.policy_reason ?? c.justification ?? ''),
-      h('p', { class: 'muted small' }, 'Matched rules:'), rulesList(c.matched_rules)),
+    h('p', { class: 'gist' }, why),
+    h('section', { class: 'why' }, h('h4', {}, 'Why it stopped here'), h('p', { class: 'reason' }, why),
+      h('p', { class: 'muted small' }, 'Matched rules:'), rulesList(c.matched_rules, c.policy_reason)),
     h('section', { class: 'what' }, h('h4', {}, 'What will run'), whatWillRun(c)),
+    renderContext(c, { segmentsTable }),
     h('details', { class: 'recent-wrap' }, h('summary', {}, `Session's last ledger entries (${c.recent.length})`), recentTable(c.recent)),
     actions ? h('div', { class: 'actions' }, actions) : null,
+    actions ? previewPanel(c) : null,
     h('p', { class: 'keys muted small', id: `${id}-keys` }, actions ? 'Keys: A approve · S approve for session · R reject · X select · J/K next/previous' : 'Read only: your key cannot decide.'),
     h('p', { class: 'card-status', role: 'status' }));
+  foldable(card, more);
+  return card;
 }

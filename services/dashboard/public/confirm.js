@@ -3,6 +3,7 @@
 // takes a reject reason, then runs the items in order and reports each one.
 import { api, ApiError, words } from './api.js';
 import { h, when } from './dom.js';
+import { label } from './labels.js';
 
 const LABEL = { approve: 'Approve', approve_for_session: 'Approve for session', reject: 'Reject' };
 
@@ -11,16 +12,16 @@ export function refusal(err) {
   if (err instanceof ApiError && err.status === 409) {
     const d = err.details ?? {};
     if (d.status === 'expired') return 'This approval expired before the answer arrived: the command was not run.';
-    if (d.decided_by) return `Already decided by ${d.decided_by} at ${when(d.decided_at)} (${d.decision ?? d.status}).`;
+    if (d.decided_by) return `Already decided by ${d.decided_by} at ${when(d.decided_at)} (${label(d.decision ?? d.status)}).`;
   }
   return words(err);
 }
 
-/** Sends one answer. Resolves {ok: true} or {ok: false, message}. */
+/** Sends one answer. Resolves {ok: true, approval} (the approval as answered) or {ok: false, message}. */
 export async function answer(card, decision, reason) {
   try {
-    await api(`/v1/approvals/${encodeURIComponent(card.token)}`, { method: 'POST', body: reason ? { decision, reason } : { decision } });
-    return { ok: true };
+    const res = await api(`/v1/approvals/${encodeURIComponent(card.token)}`, { method: 'POST', body: reason ? { decision, reason } : { decision } });
+    return { ok: true, approval: res.approval };
   } catch (err) {
     return { ok: false, message: refusal(err) };
   }

@@ -43,12 +43,13 @@ export function clock(ms) {
   return `${Math.floor(s / 60)}:${String(s % 60).padStart(2, '0')}`;
 }
 
-/** A local time people can read, with the date when it is not today. */
+/** A local time people can read, with its zone ("14:03:07 UTC"), and the date when it is not today. */
 export function when(iso) {
   if (!iso) return '';
   const d = new Date(iso);
   const sameDay = d.toDateString() === new Date().toDateString();
-  return sameDay ? d.toLocaleTimeString() : d.toLocaleString();
+  // Operators in several zones compare times: a bare "14:03" is ambiguous.
+  return sameDay ? d.toLocaleTimeString(undefined, { timeZoneName: 'short' }) : d.toLocaleString(undefined, { timeZoneName: 'short' });
 }
 
 const toastEl = () => document.getElementById('toast');

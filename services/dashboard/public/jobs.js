@@ -1,7 +1,8 @@
 // The jobs list: GET /v1/jobs/events gives a snapshot, then each job's view
 // whenever it is written, so rows update in place without polling.
-import { connectionWords, stream } from './api.js';
+import { stream } from './api.js';
 import { age, clear, h } from './dom.js';
+import { label } from './labels.js';
 
 const COUNTS = ['succeeded', 'failed', 'skipped', 'forbidden', 'rejected'];
 
@@ -10,7 +11,7 @@ export function countsText(c) {
   return `${c.total} total${parts.length ? `: ${parts.join(', ')}` : ''}`;
 }
 
-export function jobsListView(root, { setConn }) {
+export function jobsListView(root, { setLink }) {
   const body = h('tbody', {});
   const empty = h('p', { class: 'muted' }, 'No jobs yet.');
   clear(root, h('h1', {}, 'Jobs'), empty, h('div', { class: 'table-wrap', tabindex: '0', role: 'region', 'aria-label': 'scrollable table' }, h('table', { class: 'jobs' },
@@ -20,7 +21,7 @@ export function jobsListView(root, { setConn }) {
   const rows = new Map();
   const row = (j) => h('tr', { dataset: { job: j.job_id, status: j.status } },
     h('td', {}, h('a', { href: `#/jobs/${j.job_id}` }, j.job_id)),
-    h('td', {}, h('span', { class: `status s-${j.status}` }, j.status.replace('_', ' '))),
+    h('td', {}, h('span', { class: `status s-${j.status}` }, label(j.status))),
     h('td', { class: 'task' }, j.task.length > 120 ? `${j.task.slice(0, 120)}…` : j.task),
     h('td', { class: 'num' }, String(j.turns)), h('td', { class: 'num' }, String(j.api_calls)),
     h('td', {}, countsText(j.commands)), h('td', { class: 'age', dataset: { created: j.created_at } }, age(j.created_at)));
@@ -37,7 +38,7 @@ export function jobsListView(root, { setConn }) {
   };
   const timer = setInterval(() => { for (const td of body.querySelectorAll('.age')) td.textContent = age(td.dataset.created); }, 10_000);
   const stop = stream('/v1/jobs/events', {
-    onStatus: (s) => setConn(connectionWords('Jobs', s)),
+    onStatus: (s) => setLink('Jobs', s),
     onEvent: (type, data) => {
       if (type === 'snapshot') data.jobs.forEach(put);
       else if (type === 'job') put(data);

@@ -1,4 +1,4 @@
-import { UploadError } from '../../sandbox/index.ts';
+import { PreviewRefused, UploadError, type PreviewRefusalCode } from '../../sandbox/index.ts';
 
 // What can go wrong between a caller and the worker that serves its call
 // (not in the sandbox: those errors cross the wire as they were thrown).
@@ -39,12 +39,14 @@ export function toWire(err: unknown): WireError {
 
 /**
  * The worker's error again on the caller's side: the upload's refusals as
- * the sandbox's `UploadError` (the pipeline maps them by class), the others
+ * the sandbox's `UploadError` and a preview's as its `PreviewRefused` (the
+ * pipeline maps them by class), the others
  * as an Error with the same name, code and exit code (baseline.ts and the
  * routes read those).
  */
 export function fromWire(w: WireError): Error {
   if (w.name === 'UploadError') return new UploadError(w.code ?? 'upload_failed', w.message, w.details ?? {});
+  if (w.name === 'PreviewRefused') return new PreviewRefused((w.code ?? 'copy_failed') as PreviewRefusalCode, w.message);
   if (w.name === 'SandboxCallError') return new SandboxCallError((w.code ?? 'sandbox_timeout') as SandboxCallErrorCode, w.message, w.details ?? {});
   const err = new Error(w.message) as Error & Record<string, unknown>;
   err.name = w.name;

@@ -25,6 +25,11 @@ export type OpContext = {
 
 type Op = (c: OpContext, sid: string, args: unknown[]) => Promise<void>;
 
+function previewOf(s: Sandboxes): NonNullable<Sandboxes['preview']> {
+  if (!s.preview) throw new SandboxCallError('sandbox_unavailable', 'this worker has no sandbox workspaces to preview on');
+  return s.preview.bind(s);
+}
+
 function workspaceOf(s: Sandboxes): WorkspaceOut {
   if (!s.workspace) throw new SandboxCallError('sandbox_unavailable', 'this worker has no sandbox workspaces to read');
   return s.workspace;
@@ -128,6 +133,8 @@ export const OPS: Record<string, Op> = {
   changes: async (c, sid) => answer(c, await workspaceOf(c.sandboxes).changes(sid)),
   setBaseline: async (c, sid) => answer(c, await workspaceOf(c.sandboxes).setBaseline(sid)),
   ensureBaseline: async (c, sid) => answer(c, await workspaceOf(c.sandboxes).ensureBaseline(sid)),
+  // The worker's shutdown ends a preview at once (its sandbox is removed); the caller sees the refusal.
+  preview: async (c, sid, [command]) => answer(c, await previewOf(c.sandboxes)(sid, command as Command, c.signal)),
   upload: async (c, sid) => {
     await c.writer.write({ t: 'A', mailbox: c.mailbox }, c.signal);
     const { body, close } = upBody(c);

@@ -2,7 +2,7 @@ import type { Redis } from 'ioredis';
 import type { Readable } from 'node:stream';
 import type { Command } from '../../protocol/index.ts';
 import type {
-  BaselineInfo, ChangeList, ExecuteOptions, ExecutionResult, ReadPathResult, UploadOptions, UploadResult, WorkspaceFormat, WorkspaceOut,
+  BaselineInfo, ChangeList, ExecuteOptions, ExecutionResult, PreviewRun, ReadPathResult, UploadOptions, UploadResult, WorkspaceFormat, WorkspaceOut,
 } from '../../sandbox/index.ts';
 import { sandboxCallKeys, type Keys } from '../keys.ts';
 import type { PipelineRedis } from '../redis.ts';
@@ -82,6 +82,8 @@ export class RemoteSandboxes implements Sandboxes {
   }
 
   async remove(sid: string): Promise<void> { await this.value(sid, 'remove'); }
+  /** Bounded by the serving worker (sandbox/preview.ts), within `answerMs`; its refusals come back as PreviewRefused. */
+  preview(sid: string, command: Command): Promise<PreviewRun> { return this.value(sid, 'preview', [command]); }
 
   /** True when a worker answered within 2 s and its Docker engine did. */
   async ping(): Promise<boolean> {

@@ -19,6 +19,7 @@
   ARGV[6] full command JSON   ARGV[7] base JSON   ARGV[8] result JSON ("" = none)
   ARGV[9] finished_at ("" = none)  ARGV[10] event channel  ARGV[11] events kept per session (0 = all)
   ARGV[12] event type   ARGV[13] event JSON without seq/index
+  ARGV[14] what the model said before the command ("" = nothing kept): field `preceding`, read for an approval's context
   Returns {RC.OK, index, seq, open, run} | {RC.DUPLICATE, existing index} | {RC.TURN_FAILED, failure marker}
   (open = the session's non-final count after this record; run = the run list's length after it, 0 when
   the record is not queued: 1 means no run job works on the session, so the caller starts one)
@@ -36,6 +37,7 @@ local id = string.sub(ARGV[1], string.find(ARGV[1], ':', 1, true) + 1)
 local fields = {'status', ARGV[2], 'id', id, 'cmd', ARGV[6], 'base', ARGV[7], 'injected', '0'}
 if ARGV[8] ~= '' then table.insert(fields, 'result'); table.insert(fields, ARGV[8]) end
 if ARGV[9] ~= '' then table.insert(fields, 'finished_at'); table.insert(fields, ARGV[9]) end
+if ARGV[14] and ARGV[14] ~= '' then table.insert(fields, 'preceding'); table.insert(fields, ARGV[14]) end
 redis.call('HSET', rec, unpack(fields))
 redis.call('HSET', KEYS[2], ARGV[1], n)
 redis.call('RPUSH', KEYS[5], n)
@@ -55,6 +57,6 @@ local s, e = string.find(data, '"index":-1', 1, true)
 if s then data = string.sub(data, 1, s - 1) .. '"index":' .. n .. string.sub(data, e + 1) end
 -- fields, ids and list entries cost about 200 bytes beyond the values
 local seq, charge = emitEvent(KEYS[6], KEYS[7], ARGV[10], ARGV[11], n, ARGV[12], data)
-redis.call('INCRBY', KEYS[10], #ARGV[6] + #ARGV[7] + #ARGV[8] + #ARGV[9] + 2 * #ARGV[1] + 200 + charge)
+redis.call('INCRBY', KEYS[10], #ARGV[6] + #ARGV[7] + #ARGV[8] + #ARGV[9] + #(ARGV[14] or '') + 2 * #ARGV[1] + 200 + charge)
 followTtl(KEYS[9], KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7], KEYS[10], KEYS[11], rec)
 return {RC.OK, n, seq, open, run}

@@ -37,10 +37,15 @@ export async function launch(): Promise<Browser> {
   return chromium.launch({ executablePath: CHROMIUM, args: CHROMIUM_ARGS, headless: true });
 }
 
-/** One person at one browser: a fresh context (own storage), signed in with `key`. */
-export async function signedIn(browser: Browser, base: string, key: string, viewport = { width: 1280, height: 800 }): Promise<{ context: BrowserContext; page: Page }> {
+/**
+ * One person at one browser: a fresh context (own storage), signed in with `key`.
+ * `opts`: browser permissions (e.g. notifications) and a script run in the page before its own.
+ */
+export async function signedIn(browser: Browser, base: string, key: string, viewport = { width: 1280, height: 800 },
+  opts: { permissions?: string[]; init?: () => void } = {}): Promise<{ context: BrowserContext; page: Page }> {
   // The page's Content-Security-Policy stays on: whatever the app needs must pass it.
-  const context = await browser.newContext({ viewport });
+  const context = await browser.newContext({ viewport, permissions: opts.permissions ?? [] });
+  if (opts.init) await context.addInitScript(opts.init);
   const page = await context.newPage();
   page.on('pageerror', (e) => pageErrors.push(`[${key.slice(0, 6)}] ${e.message}`));
   page.on('console', (m) => { if (m.type() === 'error' && /Content Security Policy/i.test(m.text())) pageErrors.push(`[${key.slice(0, 6)}] ${m.text()}`); });
@@ -61,11 +66,16 @@ export async function axeViolations(page: Page): Promise<{ id: string; impact: s
     .map((v) => ({ id: v.id, impact: v.impact, help: v.help, nodes: v.nodes.map((n: any) => n.target.join(' ')) }));
 }
 
-/** A TCP proxy to `target`; `dropAll()` cuts every open connection at once. */
-export async function startProxy(target: string): Promise<{ url: string; dropAll(): number; close(): Promise<void> }> {
+/**
+ * A TCP proxy to `target`; `dropAll()` cuts every open connection at once;
+ * `hold(true)` refuses new ones (an outage that lasts) until `hold(false)`.
+ */
+export async function startProxy(target: string): Promise<{ url: string; dropAll(): number; hold(on: boolean): void; close(): Promise<void> }> {
   const t = new URL(target);
   const sockets = new Set<Socket>();
+  let held = false;
   const server: Server = createServer((client) => {
+    if (held) { client.destroy(); return; }
     const upstream = connect(Number(t.port), t.hostname);
     for (const s of [client, upstream]) {
       sockets.add(s);
@@ -83,6 +93,7 @@ export async function startProxy(target: string): Promise<{ url: string; dropAll
       for (const s of sockets) s.destroy();
       return n;
     },
+    hold(on) { held = on; },
     close: () => new Promise<void>((r) => { for (const s of sockets) s.destroy(); server.close(() => r()); }),
   };
 }

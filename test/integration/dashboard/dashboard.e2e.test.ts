@@ -178,7 +178,7 @@ describe('dashboard in a browser', () => {
     const late = bob.waitForResponse((r) => r.url().includes('/v1/approvals/') && r.request().method() === 'POST');
     await bob.locator('dialog.confirm button[type=submit]').click();
     expect((await late).status()).toBe(409);
-    await expect.poll(() => bob.locator('dialog.confirm .outcome').textContent()).toMatch(/^Already decided by alice at .+ \(approve\)\.$/);
+    await expect.poll(() => bob.locator('dialog.confirm .outcome').textContent()).toMatch(/^Already decided by alice at .+ \(approved\)\.$/);
     await bob.context().close();
   }, 60_000);
 

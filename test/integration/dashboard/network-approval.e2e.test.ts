@@ -47,8 +47,8 @@ const esc = (s: string) => s.replace(/&/g, '&amp;').replace(/"/g, '&quot;').repl
 const fetchHello = (n: number) => `python3 -c "import urllib.request; print('${n}:', urllib.request.urlopen('http://${ASK}:${up.port}/hello', timeout=120).read().decode())"`;
 
 /** Sent, not awaited: the command holds at the proxy until the operator decides. */
-function bash(id: number, cmd: string): Promise<{ status: string; stdout: string; stderr: string }> {
-  const p = sub.text(`/v1/sessions/${sid}/commands`, `<tf-bash id="${id}" cmd="${esc(cmd)}" timeout="150" />`)
+function bash(id: number, cmd: string, session = sid): Promise<{ status: string; stdout: string; stderr: string }> {
+  const p = sub.text(`/v1/sessions/${session}/commands`, `<tf-bash id="${id}" cmd="${esc(cmd)}" timeout="150" />`)
     .then(async (res) => ((await res.json()) as { results: any[] }).results[0]);
   // A test that fails before awaiting it leaves it to the service's close: its rejection is not a second failure.
   p.catch(() => undefined);
@@ -109,5 +109,32 @@ describe('a network approval in the dashboard', () => {
       ['2', 'succeeded', 'approve_for_session', 'olga'],
       ['3', 'succeeded', null, null],
     ]);
+  }, 150_000);
+
+  it('a card about to expire goes to the top, marked: a new connection (90 s to answer) above an older command (15 min)', async () => {
+    const policy = { rules: [{ id: 'slow-asks', tool: ['write'], path: 'slow/**', decision: 'prompt', justification: 'an older request with the long TTL' }] };
+    const older = ((await (await sub.json('/v1/sessions', { approval: 'on-request', policy })).json()) as { session_id: string }).session_id;
+    const write = sub.text(`/v1/sessions/${older}/commands`, '<tf-write id="1" path="slow/a.txt">x</tf-write>');
+    write.catch(() => undefined);
+    const olderCard = page.locator(`#approval-groups section.group[data-job="${older}"] article.card`);
+    await olderCard.waitFor({ timeout: 30_000 });
+    expect(await olderCard.getAttribute('class')).not.toMatch(/\bwarn\b/);
+
+    const newer = ((await (await sub.json('/v1/sessions', { approval: 'on-request' })).json()) as { session_id: string }).session_id;
+    const fetched = bash(1, fetchHello(4), newer);
+    const netCard = page.locator(`#approval-groups section.group[data-job="${newer}"] article.card`);
+    await netCard.waitFor({ timeout: 60_000 });
+    // Asked later, it expires first: on top, and says so. (Groups left with only a decided notice are not counted.)
+    const order = () => page.locator('#approval-groups > section.group').evaluateAll((gs) => gs.filter((g) => g.querySelector('article.card')).map((g) => (g as HTMLElement).dataset.job));
+    await expect.poll(order).toEqual([newer, older]);
+    expect(await netCard.getAttribute('class')).toMatch(/\bwarn\b/);
+    expect(await netCard.locator('.timer').textContent()).toMatch(/^⚠ expires in 1:[0-3]\d: decide now$/);
+    expect(await olderCard.locator('.timer').textContent()).toMatch(/^expires in 1[45]:\d\d$/);
+
+    await netCard.locator('button.approve').click();
+    expect((await fetched).stdout.trim()).toBe('4: hello from upstream');
+    const token = ((await (await client(svc.url!, OP).get('/v1/approvals')).json()) as { approvals: any[] }).approvals.find((a) => a.session_id === older)!.token;
+    await client(svc.url!, OP).json(`/v1/approvals/${token}`, { decision: 'reject' });
+    expect((await write).status).toBe(200);
   }, 150_000);
 });

@@ -29,8 +29,8 @@ describe('pending-approvals index: drift after a crash is repaired by the listin
     const kept = await ask('idxrepA');
     const answered = await ask('idxrepB');
     // The answer script alone (what Approvals.answer runs before its ZREM).
-    await redis.answerApproval(keys.approval('idxrepB', answered.token), keys.grants('idxrepB'),
-      'reject', 'no', 'op', Date.now(), new Date().toISOString(), answered.token, keys.approvalChannel(), 'exact');
+    await redis.answerApproval(keys.approval('idxrepB', answered.token), keys.grants('idxrepB'), keys.record('idxrepB', 0), keys.sessionBytes('idxrepB'),
+      'reject', 'no', 'op', Date.now(), new Date().toISOString(), answered.token, keys.approvalChannel(), 'exact', '', '');
     expect(await redis.zscore(keys.approvalsPending(), answered.token)).not.toBeNull();
     const listed = (await approvals.listPending()).map((a) => a.token);
     expect(listed).toContain(kept.token);

@@ -25,7 +25,7 @@ describe('request validation (the error shape of API.md)', () => {
     expect(await send('POST', '/v1/sessions', '{"nope":1}', null)).toEqual([400, schemaError('body', [{ path: '(root)', message: 'Unrecognized key: "nope"' }])]);
     expect(await send('POST', '/v1/sessions', '{"approval":"sometimes"}')).toEqual([400, schemaError('body', [{ path: 'approval', message: 'Invalid option: expected one of "never"|"on-request"' }])]);
     expect(await send('POST', '/v1/jobs', '{"task":"x","limits":{"max_turns":0}}')).toEqual([400, schemaError('body', [{ path: 'limits.max_turns', message: 'Too small: expected number to be >=1' }])]);
-    expect(await send('POST', '/v1/approvals/t', '{"decision":"expired"}')).toEqual([400, schemaError('body', [{ path: 'decision', message: 'Invalid option: expected one of "approve"|"approve_for_session"|"reject"' }])]);
+    expect(await send('POST', '/v1/approvals/t', '{"decision":"expired"}')).toEqual([400, schemaError('body', [{ path: 'decision', message: 'Invalid option: expected one of "approve"|"approve_for_session"|"approve_edited"|"reject"' }])]);
     expect(await send('POST', '/v1/approvals/t', '')).toEqual([400, error('invalid_json', 'body is not valid JSON: Unexpected end of JSON input')]);
   });
 
@@ -36,7 +36,9 @@ describe('request validation (the error shape of API.md)', () => {
   });
 
   it('a query: 400 invalid_query, in the schema\'s words or the limit\'s', async () => {
-    expect(await send('GET', '/v1/approvals?status=all')).toEqual([400, schemaError('query', [{ path: 'status', message: 'Invalid input: expected "pending"' }])]);
+    expect(await send('GET', '/v1/approvals?status=done')).toEqual([400, schemaError('query', [{ path: 'status', message: 'Invalid option: expected one of "pending"|"decided"|"expired"|"all"' }])]);
+    expect(await send('GET', '/v1/approvals?status=all&since=yesterday')).toEqual([400, schemaError('query', [{ path: 'since', message: 'Invalid ISO datetime' }])]);
+    expect(await send('GET', '/v1/approvals?job_id=')).toEqual([400, schemaError('query', [{ path: 'job_id', message: 'Too small: expected string to have >=1 characters' }])]);
     expect(await send('GET', '/v1/approvals?status=pending&x=1')).toEqual([400, schemaError('query', [{ path: '(root)', message: 'Unrecognized key: "x"' }])]);
     expect(await send('GET', '/v1/jobs?limit=0')).toEqual([400, error('invalid_query', "limit must be a whole number from 1 to 500, got '0'")]);
     expect(await send('GET', '/admin/queues?limit=abc')).toEqual([400, error('invalid_query', "limit must be a whole number from 1 to 500, got 'abc'")]);

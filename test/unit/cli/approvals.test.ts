@@ -62,6 +62,25 @@ describe('thinkflow approvals', () => {
     expect(bad.stderr).toContain('usage: thinkflow approvals');
   });
 
+  it('--status decided lists who decided, when and the outcome; a bad --status is a usage error', async () => {
+    const decided = [
+      { ...pending()[0], status: 'approve', decision: 'approve', decided_by: 'alice', decided_at: '2026-12-01T10:00:00.000Z', outcome: { status: 'failed', exit_code: 1, error: 'exit code 1' } },
+      { ...pending()[1], status: 'reject', decision: 'reject', decided_by: 'bob', decided_at: '2026-12-01T09:00:00.000Z', reason: 'no' },
+    ];
+    api = await startFakeApi({ decided });
+    const r = await run(['approvals', '--status', 'decided'], { THINKFLOW_URL: api.url });
+    expect(r.code, r.stderr).toBe(0);
+    expect(api.requests[0]?.path).toBe('/v1/approvals?status=decided');
+    const lines = r.stdout.trimEnd().split('\n');
+    expect(lines[0]).toMatch(/^TOKEN +JOB +CMD +TOOL +TARGET +STATUS +BY +AT +OUTCOME$/);
+    expect(lines[1]).toMatch(/^tok-a{40} +job_1 +2 +bash +rm -rf build +approve +alice +2026-12-01T10:00:00\.000Z +failed \(exit 1\): exit code 1$/);
+    expect(lines[2]).toMatch(/^tok-b +- +7 +copy +a\.txt -> \.env +reject +bob +2026-12-01T09:00:00\.000Z +-$/);
+    const none = await run(['approvals', '--status', 'expired'], { THINKFLOW_URL: api.url });
+    expect([none.code, none.stdout]).toEqual([0, 'no expired approvals\n']);
+    const bad = await run(['approvals', '--status', 'done'], { THINKFLOW_URL: api.url });
+    expect([bad.code, bad.stderr.split('\n')[0]]).toEqual([2, "thinkflow approvals: --status must be one of pending, decided, expired, all, got 'done'"]);
+  });
+
   it('expiresIn formats the time left', () => {
     const now = Date.parse('2026-11-29T22:00:00Z');
     expect(expiresIn('2026-11-29T22:00:42Z', now)).toBe('42s');

@@ -21,8 +21,10 @@ export type FakeOptions = {
   hangAfter?: number;
   job?: JobView;
   approvals?: Record<string, unknown>[];
-  /** token -> 'ok' | 'closed'; other tokens are unknown. */
-  tokens?: Record<string, 'ok' | 'closed'>;
+  /** what `GET /v1/approvals?status=` decided, expired or all answers */
+  decided?: Record<string, unknown>[];
+  /** token -> 'ok' | 'closed' | 'edit_forbidden' (an approve_edited answer is a 400); other tokens are unknown. */
+  tokens?: Record<string, 'ok' | 'closed' | 'edit_forbidden'>;
 };
 
 export type FakeApi = { url: string; requests: SeenRequest[]; eventConnections: (string | undefined)[]; close(): Promise<void> };
@@ -83,8 +85,10 @@ export async function startFakeApi(opts: FakeOptions = {}): Promise<FakeApi> {
     if (method === 'POST' && p === '/v1/jobs/job_1/cancel') return send(res, 202, jobView({ status: 'cancelled' }));
     if (method === 'GET' && p === '/v1/jobs/job_1/events') return stream(req, res);
     if (method === 'GET' && p === '/v1/approvals') {
-      if (url.searchParams.get('status') !== 'pending') return apiError(res, 400, 'invalid_query', 'status must be pending');
-      return send(res, 200, { approvals: opts.approvals ?? [] });
+      const status = url.searchParams.get('status');
+      if (!['pending', 'decided', 'expired', 'all'].includes(status ?? '')) return apiError(res, 400, 'invalid_query', 'status must be pending, decided, expired or all');
+      const answered = (opts.decided ?? []).filter((a) => status === 'all' || (a.status === 'expired') === (status === 'expired'));
+      return send(res, 200, { approvals: status === 'pending' ? opts.approvals ?? [] : answered });
     }
     const m = /^\/v1\/approvals\/([^/]+)$/.exec(p);
     if (method === 'POST' && m) {
@@ -92,6 +96,7 @@ export async function startFakeApi(opts: FakeOptions = {}): Promise<FakeApi> {
       const state = opts.tokens?.[token];
       if (!state) return apiError(res, 404, 'approval_not_found', 'no such approval token');
       if (state === 'closed') return apiError(res, 409, 'approval_closed', 'approval already answered', { status: 'reject', decided_by: 'key-ops' });
+      if (state === 'edit_forbidden') return apiError(res, 400, 'edit_forbidden', 'the edited command "curl x" is forbidden by rule no-network-tools (global layer)', { rule: 'no-network-tools' });
       const { decision, reason } = JSON.parse(body) as { decision: string; reason?: string };
       return send(res, 200, { approval: { token, session_id: 'ses_1', job_id: 'job_1', command_id: '3', tool: 'bash', target: 'rm -rf build', status: decision, reason: reason ?? null } });
     }

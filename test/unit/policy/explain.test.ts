@@ -26,6 +26,17 @@ describe('explainBash: each part of a script with its own decision', () => {
     expect(e.segments[1]!.matched_rules[0]!.justification).toBe('deleting needs a human');
   });
 
+  it('shows each part as it was written (quotes, `=` and redirections kept), judged on its argv', () => {
+    const e = explainBash(layers, `env OFFLINE_TEST=1 npm test -- --grep "a b" 2>&1 &&  ls  -la >out.txt ; >log rm x`);
+    expect(e.complex).toBeNull();
+    expect(e.segments.map((s) => [s.text, s.argv])).toEqual([
+      ['env OFFLINE_TEST=1 npm test -- --grep "a b" 2>&1', ['env', 'OFFLINE_TEST=1', 'npm', 'test', '--', '--grep', 'a b']],
+      ['ls  -la >out.txt', ['ls', '-la']],
+      ['>log rm x', ['rm', 'x']],
+    ]);
+    expect(e.segments.map((s) => s.decision)).toEqual(['prompt', 'allow', 'prompt']);
+  });
+
   it('keeps a complex script whole, with the evaluation of the whole script', () => {
     const e = explainBash(layers, 'ls $(rm -rf x)');
     expect(e.complex).not.toBeNull();
