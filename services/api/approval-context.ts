@@ -1,6 +1,6 @@
 import type { JobStore } from '../jobs/index.ts';
 import { withIds } from '../log/index.ts';
-import { TASK_CHARS, type ApprovalContext, type ApprovalState } from '../pipeline/index.ts';
+import { boundMetadata, TASK_CHARS, type ApprovalContext, type ApprovalState } from '../pipeline/index.ts';
 
 // The job's part of an approval's `context` (pipeline/approval-context.ts):
 // its task and metadata, added where approvals are listed (GET /v1/approvals,
@@ -27,11 +27,12 @@ export function jobFacts(jobs: { store: Pick<JobStore, 'get'> } | null | undefin
  * its approvals without a task (logged): the list is still served.
  */
 export async function withJobContext<T extends ApprovalState>(facts: JobFacts, approvals: readonly T[]): Promise<(T & { context: ApprovalContext })[]> {
-  const reads = new Map<string, ReturnType<JobFacts>>();
+  const reads = new Map<string, Promise<Job | null>>();
   const read = (id: string) => {
     let p = reads.get(id);
     if (!p) {
-      p = facts(id).catch((err: unknown) => {
+      // The metadata bounded once per job (boundMetadata): every approval of the job repeats it.
+      p = facts(id).then((job) => (job ? { ...job, ...boundedOf(job.metadata) } : null)).catch((err: unknown) => {
         withIds({ job_id: id }).warn({ err }, 'approvals: the job could not be read; its approvals are listed without a task');
         return null;
       });
@@ -42,7 +43,14 @@ export async function withJobContext<T extends ApprovalState>(facts: JobFacts, a
   return Promise.all(approvals.map(async (a) => ({ ...a, context: contextOf(a, a.job_id ? await read(a.job_id) : null) })));
 }
 
-function contextOf(a: ApprovalState, job: Awaited<ReturnType<JobFacts>>): ApprovalContext {
+type Job = { task: string; metadata: Record<string, unknown>; metadata_truncated: boolean };
+
+function boundedOf(metadata: Record<string, unknown>): Pick<Job, 'metadata' | 'metadata_truncated'> {
+  const b = boundMetadata(metadata);
+  return { metadata: b.metadata, metadata_truncated: b.truncated };
+}
+
+function contextOf(a: ApprovalState, job: Job | null): ApprovalContext {
   const preceding_text = a.context?.preceding_text ?? '';
   if (!job) return { preceding_text };
   const cut = job.task.length > TASK_CHARS;
@@ -50,6 +58,7 @@ function contextOf(a: ApprovalState, job: Awaited<ReturnType<JobFacts>>): Approv
     task: cut ? job.task.slice(0, TASK_CHARS) : job.task,
     ...(cut ? { task_truncated: true } : {}),
     ...(Object.keys(job.metadata).length > 0 ? { metadata: job.metadata } : {}),
+    ...(job.metadata_truncated ? { metadata_truncated: true } : {}),
     preceding_text,
   };
 }

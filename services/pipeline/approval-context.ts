@@ -13,6 +13,11 @@ import { PRECEDING_TEXT_BYTES, tailUtf8 } from '../protocol/index.ts';
 
 /** The most of a job's task an approval carries (the job view has all of it). */
 export const TASK_CHARS = 16 * 1024;
+/**
+ * The most of a job's metadata an approval carries, as JSON characters: each approval of a job repeats it,
+ * and the submitter's metadata may be up to the whole body limit (the job view has all of it).
+ */
+export const METADATA_CHARS = 8 * 1024;
 /** The most of a file `indirect` carries, in UTF-8 bytes. */
 export const INDIRECT_BYTES = 64 * 1024;
 
@@ -21,8 +26,10 @@ export const ApprovalContext = z.object({
   task: z.string().optional(),
   /** the task was longer and is cut */
   task_truncated: z.boolean().optional(),
-  /** the job's metadata, as submitted */
+  /** the job's metadata, as submitted: its first entries up to METADATA_CHARS of JSON */
   metadata: z.record(z.string(), z.unknown()).optional(),
+  /** the metadata was larger and is cut: entries past the bound are left out (a long string value is cut) */
+  metadata_truncated: z.boolean().optional(),
   /** the model's reasoning and visible text just before the command's tag, its last 2 KiB ('' when none: a REST command, a network connection) */
   preceding_text: z.string(),
 });
@@ -55,6 +62,34 @@ export type IndirectFile = z.infer<typeof IndirectFile>;
 /** The stored form of a preceding text: bounded again here, whoever the caller (the parser already cut it). */
 export function boundPreceding(text: string | undefined): string {
   return text ? tailUtf8(text, PRECEDING_TEXT_BYTES) : '';
+}
+
+/**
+ * `metadata` within METADATA_CHARS of JSON: whole when it fits, else its first entries that fit (the
+ * string value that does not fit cut to what is left), and `truncated`. Entries are never split otherwise.
+ */
+export function boundMetadata(metadata: Record<string, unknown>, max = METADATA_CHARS): { metadata: Record<string, unknown>; truncated: boolean } {
+  const whole = JSON.stringify(metadata);
+  if (whole.length <= max) return { metadata, truncated: false };
+  const out: Record<string, unknown> = {};
+  let used = 2; // {}
+  for (const [k, v] of Object.entries(metadata)) {
+    const key = JSON.stringify(k).length + 2; // "k": and a comma
+    const value = JSON.stringify(v) ?? 'null';
+    if (used + key + value.length <= max) {
+      out[k] = v;
+      used += key + value.length;
+      continue;
+    }
+    // A long string is cut to what is left (its JSON may be longer than its characters: escapes).
+    if (typeof v === 'string' && max - used - key > 32) {
+      let cut = v.slice(0, max - used - key - 2);
+      while (JSON.stringify(cut).length > max - used - key) cut = cut.slice(0, Math.floor(cut.length * 0.9));
+      out[k] = cut;
+    }
+    break;
+  }
+  return { metadata: out, truncated: true };
 }
 
 /** The start of `bytes` as text, at most `max` bytes, never cut inside a character. */

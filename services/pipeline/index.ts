@@ -20,7 +20,7 @@ export type { JobEmit } from './event-writer.ts';
 export { Approvals, ApprovalAnswer } from './approvals.ts';
 export { answerEdited, checkEdit, editableField, editPortsOf, type ApprovalEdit, type EditPorts, type EditSource } from './approval-edit.ts';
 export type { ApprovalState } from './approvals.ts';
-export { ApprovalContext, IndirectFile, IndirectRunner, TASK_CHARS, INDIRECT_BYTES } from './approval-context.ts';
+export { ApprovalContext, IndirectFile, IndirectRunner, TASK_CHARS, METADATA_CHARS, INDIRECT_BYTES, boundMetadata } from './approval-context.ts';
 export { indirectTarget } from './indirect-target.ts';
 export { ApprovalHistory, ApprovalListStatus, ApprovalOutcome, type ApprovalQuery, type ApprovalWithOutcome } from './approval-history.ts';
 export { ApprovalDecision } from './ledger-record.ts';

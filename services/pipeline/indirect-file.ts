@@ -27,7 +27,7 @@ export async function readIndirect(p: IndirectPorts, rec: LedgerRecord, cmd: str
     if (got.kind === 'unreadable') withIds({ session_id: rec.session, command_id: rec.id }).warn({ path: target.path, reason: got.reason }, 'approval: the file the command runs could not be read; the card shows the command alone');
     return null;
   }
-  const file = target.runner === 'npm' ? npmScriptOf(got.bytes, target, rec) : { ...headUtf8(got.bytes, INDIRECT_BYTES), bytes: got.bytes.length };
+  const file = target.runner === 'npm' ? npmScriptOf(got.bytes, target, rec, await npmrcOf(p, rec)) : { ...headUtf8(got.bytes, INDIRECT_BYTES), bytes: got.bytes.length };
   if (!file) return null;
   const writer = await lastWriter(p, rec, target.path);
   return {
@@ -36,8 +36,18 @@ export async function readIndirect(p: IndirectPorts, rec: LedgerRecord, cmd: str
   };
 }
 
-/** The script's line of package.json; null when the file is no JSON or has no such script (npm itself then refuses). */
-function npmScriptOf(bytes: Buffer, target: IndirectTarget, rec: LedgerRecord): Pick<IndirectFile, 'content' | 'bytes' | 'truncated'> | null {
+/** The workspace's `.npmrc` (npm reads it: it can set the shell and the options scripts run with); null when none. */
+async function npmrcOf(p: IndirectPorts, rec: LedgerRecord): Promise<string | null> {
+  const got = await p.sandboxes.readPath(rec.session, '.npmrc');
+  return got.kind === 'file' ? headUtf8(got.bytes, INDIRECT_BYTES).content : null;
+}
+
+/**
+ * What npm runs for the script: its line of package.json, or, when npm runs more (its `pre` and `post`
+ * scripts, a workspace `.npmrc`), each of them in order under a comment naming it. Null when the file is
+ * no JSON or has no such script (npm itself then refuses).
+ */
+function npmScriptOf(bytes: Buffer, target: IndirectTarget, rec: LedgerRecord, npmrc: string | null): Pick<IndirectFile, 'content' | 'bytes' | 'truncated'> | null {
   let pkg: unknown;
   try {
     pkg = JSON.parse(bytes.toString('utf8'));
@@ -45,9 +55,22 @@ function npmScriptOf(bytes: Buffer, target: IndirectTarget, rec: LedgerRecord): 
     withIds({ session_id: rec.session, command_id: rec.id }).info({ err }, 'approval: package.json is not JSON; no npm script shown');
     return null;
   }
-  const line = (pkg as { scripts?: Record<string, unknown> } | null)?.scripts?.[target.script!];
-  if (typeof line !== 'string') return null;
-  return { ...headUtf8(Buffer.from(line, 'utf8'), INDIRECT_BYTES), bytes: Buffer.byteLength(line, 'utf8') };
+  const scripts = (pkg as { scripts?: unknown } | null)?.scripts;
+  const line = (name: string): string | null => {
+    if (typeof scripts !== 'object' || scripts === null || !Object.hasOwn(scripts, name)) return null;
+    const v = (scripts as Record<string, unknown>)[name];
+    return typeof v === 'string' ? v : null;
+  };
+  const name = target.script!;
+  const main = line(name);
+  if (main === null) return null;
+  const runs = [`pre${name}`, name, `post${name}`].flatMap((n) => { const l = line(n); return l === null ? [] : [[n, l] as const]; });
+  const text = runs.length === 1 && npmrc === null ? main : [
+    ...(npmrc !== null ? ['# .npmrc in the workspace (npm reads it: it can change the shell and the options the scripts run with):', ...npmrc.split('\n').map((l) => `#   ${l}`)] : []),
+    '# npm runs these scripts of package.json, in this order:',
+    ...runs.flatMap(([n, l]) => [`# ${n}`, l]),
+  ].join('\n');
+  return { ...headUtf8(Buffer.from(text, 'utf8'), INDIRECT_BYTES), bytes: Buffer.byteLength(text, 'utf8') };
 }
 
 /** The latest earlier record of the session that succeeded in writing to `path` with a tf-* tool. */

@@ -7,7 +7,9 @@ import type { IndirectRunner } from './approval-context.ts';
 // `npm run NAME` (the script line in package.json). Read from the argv the
 // policy engine splits, so quoting is the engine's. Anything else (a chain,
 // `bash -c`, `python3 -m`, `node -e`, a path outside the workspace) names no
-// file: the card then shows the command alone, as before.
+// file: the card then shows the command alone, as before. Nor does a command
+// that runs more than the file shown could say (`node -r X`, npm options that
+// pick another package.json or shell): the operator reads the command itself.
 
 export type IndirectTarget = { runner: IndirectRunner; path: string; script?: string };
 
@@ -21,8 +23,14 @@ const VALUED: Record<string, ReadonlySet<string>> = {
 const NO_FILE: Record<string, (opt: string) => boolean> = {
   shell: (o) => /^-[A-Za-z]*[cs]/.test(o) && !o.startsWith('--'),
   python3: (o) => /^-[A-Za-z]*[cm]/.test(o) && !o.startsWith('--'),
-  node: (o) => ['-e', '--eval', '-p', '--print', '-i', '--interactive', '--test'].includes(o.split('=')[0]!),
+  // A preload (`-r FILE`, `--import FILE`, a loader) runs another file before the one named: no one file is what runs.
+  node: (o) => ['-e', '--eval', '-p', '--print', '-i', '--interactive', '--test', '-r', '--require', '--import', '--loader', '--experimental-loader'].includes(o.split('=')[0]!),
 };
+/**
+ * npm options that leave which package.json and which shell as they are; any other option before `--`
+ * (`--prefix`, `--workspace`, `--script-shell`, `-g`, …) may run another file's script, so it names none.
+ */
+const NPM_SAFE = new Set(['-s', '--silent', '-q', '--quiet', '--if-present', '-d', '-dd', '-ddd', '--verbose']);
 const NPM_TEST = new Set(['test', 't', 'tst']);
 const NPM_RUN = new Set(['run', 'run-script', 'rum', 'urn']);
 
@@ -57,7 +65,10 @@ function fileOf(runner: IndirectRunner, args: string[], kind: keyof typeof VALUE
 }
 
 function npmScript(args: string[]): IndirectTarget | null {
-  const words = args.filter((a) => !a.startsWith('-'));
+  const end = args.indexOf('--');
+  const own = end < 0 ? args : args.slice(0, end); // after `--`: the script's own arguments
+  if (own.some((a) => a.startsWith('-') && !NPM_SAFE.has(a))) return null;
+  const words = own.filter((a) => !a.startsWith('-'));
   const verb = words[0];
   const script = verb && NPM_TEST.has(verb) ? 'test' : verb === 'start' ? 'start' : verb && NPM_RUN.has(verb) ? words[1] : undefined;
   return script ? { runner: 'npm', path: 'package.json', script } : null;

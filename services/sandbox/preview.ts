@@ -1,8 +1,9 @@
 import Docker from 'dockerode';
 import { randomBytes } from 'node:crypto';
+import { access } from 'node:fs/promises';
 import type { Command } from '../protocol/index.ts';
 import { sandboxLog } from './log.ts';
-import { containerName, LABEL_PREVIEW, LABEL_SESSION, PREVIEW_ID_PREFIX } from './names.ts';
+import { containerName, LABEL_PREVIEW, LABEL_SESSION, PREVIEW_ID_PREFIX, volumeName } from './names.ts';
 import { copyInto, PreviewRefused } from './preview-copy.ts';
 import { fileDiffs, readBounded } from './preview-diff.ts';
 import { resolvePreviewOptions, type PreviewOptions, type ResolvedPreviewOptions } from './preview-options.ts';
@@ -96,9 +97,13 @@ export class SandboxPreviews {
   async #inHeld(sessionId: string, pid: string, sandbox: DockerSandbox, command: Command, stop: AbortSignal): Promise<Omit<PreviewRun, 'duration_ms'>> {
     const o = this.options;
     const m = this.#manager;
-    const archive = await m.workspace.archive(sessionId, 'tar');
+    // The archive opens the session's sandbox: asked first whether it has a workspace at all. One that has
+    // none (never opened, or deleted while the preview was on its way) is previewed as the empty workspace
+    // it is, and gets no new sandbox that nobody would remove.
     const container = this.#docker.getContainer(containerName(m.options.namePrefix, pid));
-    const copied = await copyInto(this.#docker, container, archive, { options: m.options, limitBytes: o.maxWorkspaceBytes, signal: stop });
+    const copied = (await this.#hasWorkspace(sessionId))
+      ? await copyInto(this.#docker, container, await m.workspace.archive(sessionId, 'tar'), { options: m.options, limitBytes: o.maxWorkspaceBytes, signal: stop })
+      : 0;
     // The copy as it starts is what the changes are counted from.
     await m.workspace.setBaseline(pid);
     stop.throwIfAborted();
@@ -121,6 +126,18 @@ export class SandboxPreviews {
       changes_truncated: changes.length > listed.length,
       copied_bytes: copied,
     };
+  }
+
+  /** Whether the session's workspace is on this host (its volume, or its image when stopped), without opening anything. */
+  async #hasWorkspace(sessionId: string): Promise<boolean> {
+    const m = this.#manager;
+    const volume = await this.#docker.getVolume(volumeName(m.options.namePrefix, sessionId)).inspect().then(() => true, (err: { statusCode?: number }) => {
+      if (err.statusCode === 404) return false;
+      throw err;
+    });
+    if (volume) return true;
+    const image = await m.workspaceImage(sessionId);
+    return image !== null && (await access(image).then(() => true, () => false));
   }
 
   /** Removes preview sandboxes older than the whole bound (a process that died mid-preview left them). */

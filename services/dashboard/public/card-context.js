@@ -43,6 +43,7 @@ function contextSection(c, id) {
     h('h4', { id: `${id}-ctx` }, c.job_id ? 'The job and the agent\'s words' : 'The agent\'s words'),
     ctx.task ? [h('p', { class: 'label' }, 'Task'), taskView(ctx.task, ctx.task_truncated)] : null,
     ctx.metadata && Object.keys(ctx.metadata).length ? [h('p', { class: 'label' }, 'Metadata'), metadataView(ctx.metadata)] : null,
+    ctx.metadata_truncated ? h('p', { class: 'muted small metadata-cut' }, 'The metadata is longer than a card shows: the job page has all of it.') : null,
     h('p', { class: 'label' }, 'Said just before this command'),
     ctx.preceding_text
       ? h('pre', { class: 'code preceding', tabindex: '0', 'aria-label': 'what the agent said just before this command' }, ctx.preceding_text)

@@ -15,7 +15,8 @@ const STATUSES = ['all', 'queued', 'awaiting_approval', 'running', 'succeeded', 
 /** Events after which the figures and the ledger are read again. */
 const REFRESH_ON = new Set(['command_finished', 'approval_requested', 'approval_resolved', 'turn_ended', 'job_finished', 'command_queued', 'turn_started', 'validation_finished']);
 
-const tableWrap = (table) => h('div', { class: 'table-wrap', tabindex: '0', role: 'region', 'aria-label': 'scrollable table' }, table);
+/** A table that may scroll sideways, in a focusable region named after it (each region's name must differ). */
+const tableWrap = (name, table) => h('div', { class: 'table-wrap', tabindex: '0', role: 'region', 'aria-label': name }, table);
 const head = (cols) => h('thead', {}, h('tr', {}, cols.map((t) => h('th', { scope: 'col' }, t))));
 
 function describe(type, e) {
@@ -113,9 +114,9 @@ function ledgerTables() {
   };
   filter.addEventListener('change', render);
   return {
-    approvals: tableWrap(h('table', { class: 'approvals' }, head(['Command', 'Tool', 'Target', 'Decision', 'Decided by', 'At', 'Reason']), approvalsBody)),
+    approvals: tableWrap('Approvals of this job', h('table', { class: 'approvals' }, head(['Command', 'Tool', 'Target', 'Decision', 'Decided by', 'At', 'Reason']), approvalsBody)),
     ledger: [h('p', {}, h('label', { for: 'ledger-filter' }, 'Show status '), filter),
-      tableWrap(h('table', { class: 'ledger' }, head(['#', 'Turn', 'Command', 'Tool', 'Target', 'Decision', 'Status', 'Result', 'Time']), ledgerBody))],
+      tableWrap('Ledger of this job', h('table', { class: 'ledger' }, head(['#', 'Turn', 'Command', 'Tool', 'Target', 'Decision', 'Status', 'Result', 'Time']), ledgerBody))],
     show(entries) { ledger = entries; render(); },
   };
 }

@@ -14,7 +14,7 @@ export function countsText(c) {
 export function jobsListView(root, { setLink }) {
   const body = h('tbody', {});
   const empty = h('p', { class: 'muted' }, 'No jobs yet.');
-  clear(root, h('h1', {}, 'Jobs'), empty, h('div', { class: 'table-wrap', tabindex: '0', role: 'region', 'aria-label': 'scrollable table' }, h('table', { class: 'jobs' },
+  clear(root, h('h1', {}, 'Jobs'), empty, h('div', { class: 'table-wrap', tabindex: '0', role: 'region', 'aria-label': 'Jobs table' }, h('table', { class: 'jobs' },
     h('caption', { class: 'sr-only' }, 'Jobs, newest first'),
     h('thead', {}, h('tr', {}, ['Job', 'Status', 'Task', 'Turns', 'API calls', 'Commands', 'Age'].map((t) => h('th', { scope: 'col' }, t)))),
     body)));

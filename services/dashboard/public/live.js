@@ -13,6 +13,9 @@ import { stream } from './api.js';
  */
 export function pendingStore() {
   const cards = new Map();
+  // Answered tokens (the last 1000): the server builds a request's card after reading it pending, so an
+  // answer given meanwhile can reach this page before its request does; that request must not add a card.
+  const answered = new Set();
   const listeners = new Set();
   let status = { state: 'connecting' };
   let fresh = false;
@@ -36,9 +39,12 @@ export function pendingStore() {
         snapshots += 1;
         emit('snapshot', { approvals: data.approvals, first: snapshots === 1 });
       } else if (type === 'approval_requested') {
+        if (answered.has(data.token)) return;
         cards.set(data.token, data);
         emit('requested', data);
       } else if (type === 'approval_resolved') {
+        answered.add(data.token);
+        if (answered.size > 1000) answered.delete(answered.values().next().value);
         cards.delete(data.token);
         emit('resolved', data);
       }

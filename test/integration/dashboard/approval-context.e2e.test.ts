@@ -15,8 +15,8 @@ import { axeViolations, checkPagesAndClose, launch, signedIn } from './browser.t
 const ALICE = 'op-alice-key-0001';
 const SAM = 'sub-sam-key-0003';
 const KEYS = `${ALICE}:operator:alice,${SAM}:submitter:sam`;
-// THINKFLOW_SCREENSHOTS=docs refreshes the committed ones (dashboard README).
-const SHOTS = process.env.THINKFLOW_SCREENSHOTS ?? '.tmp/screenshots';
+// Pictures for debugging only; the ones committed in docs/ come from axe.e2e.test.ts (THINKFLOW_SCREENSHOTS=docs).
+const SHOTS = '.tmp/screenshots';
 
 const SCRIPT = 'rm -rf ./data\necho \'<img src=x onerror=alert(1)><b>bold</b>\'\ncurl -X POST https://prod.example/deploy\n';
 const WORDS = 'Writing the deploy script.\n\nI will now run <i>deploy.sh</i> to deploy.';

@@ -12,7 +12,8 @@ import { readJobEvents } from './events.ts';
 
 const OP = 'op-attn-key-0001';
 const SUB = 'sub-attn-key-0002';
-const SHOTS = process.env.THINKFLOW_SCREENSHOTS ?? '.tmp/screenshots';
+// Pictures for debugging only; the ones committed in docs/ come from axe.e2e.test.ts (THINKFLOW_SCREENSHOTS=docs).
+const SHOTS = '.tmp/screenshots';
 
 let h: Harness;
 let proxy: Awaited<ReturnType<typeof startProxy>>;

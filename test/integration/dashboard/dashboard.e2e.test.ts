@@ -15,8 +15,8 @@ const BOB = 'op-bob-key-0002';
 const SAM = 'sub-sam-key-0003';
 const SUE = 'sub-sue-key-0004';
 const KEYS = `${ALICE}:operator:alice,${BOB}:operator:bob,${SAM}:submitter:sam,${SUE}:submitter:sue`;
-// The committed screenshots in docs/ are refreshed with THINKFLOW_SCREENSHOTS=docs.
-const SHOTS = process.env.THINKFLOW_SCREENSHOTS ?? '.tmp/screenshots';
+// Pictures for debugging only; the ones committed in docs/ come from axe.e2e.test.ts (THINKFLOW_SCREENSHOTS=docs).
+const SHOTS = '.tmp/screenshots';
 
 let h: Harness;
 let proxy: Awaited<ReturnType<typeof startProxy>>;

@@ -16,7 +16,8 @@ const ALICE = 'op-alice-decided-1';
 const BOB = 'op-bob-decided-002';
 const SAM = 'sub-sam-decided-03';
 const KEYS = `${ALICE}:operator:alice,${BOB}:operator:bob,${SAM}:submitter:sam`;
-const SHOTS = process.env.THINKFLOW_SCREENSHOTS ?? '.tmp/screenshots';
+// Pictures for debugging only; the ones committed in docs/ come from axe.e2e.test.ts (THINKFLOW_SCREENSHOTS=docs).
+const SHOTS = '.tmp/screenshots';
 const TASK = 'Decided view check: remove the two stale files.';
 
 let h: Harness;
@@ -140,7 +141,8 @@ describe('history and outcomes in the dashboard', () => {
     const dialog = alice.locator('dialog.cancel-confirm');
     await expect.poll(() => dialog.locator('h2').textContent()).toBe(`Cancel job ${jobs.C.job_id}?`);
     await dialog.locator('button', { hasText: 'Keep it running' }).click();
-    expect(await alice.locator('dialog.cancel-confirm').count()).toBe(0);
+    // The dialog leaves once its close has run (a task later than the click).
+    await expect.poll(() => alice.locator('dialog.cancel-confirm').count()).toBe(0);
     expect((await h.job(jobs.C.job_id)).status).toBe('awaiting_approval');
     await alice.locator('button.cancel-job').click();
     await alice.locator('dialog.cancel-confirm button[type=submit]').click();

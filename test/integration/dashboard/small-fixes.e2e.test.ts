@@ -10,7 +10,8 @@ import { client, newSession } from '../pipeline/helpers.ts';
 import { axeViolations, checkPagesAndClose, launch, signedIn } from './browser.ts';
 
 const OP = 'op-small-key-0001';
-const SHOTS = process.env.THINKFLOW_SCREENSHOTS ?? '.tmp/screenshots';
+// Pictures for debugging only; the ones committed in docs/ come from axe.e2e.test.ts (THINKFLOW_SCREENSHOTS=docs).
+const SHOTS = '.tmp/screenshots';
 const SUB = 'sub-small-key-0002';
 // Enum values that must never reach the page as they are.
 const RAW_ENUMS = /\b(awaiting_approval|approve_for_session|approve_edited|turn_started|command_queued)\b/;
@@ -127,7 +128,7 @@ describe('the smaller issues of the second pass', () => {
     expect(await page.textContent('#conn')).toBe('');
   }, 30_000);
 
-  it('every view: no horizontal overflow at 390 px, no serious axe violations in light and dark at 1366 and 390 px', async () => {
+  it('every view: no horizontal overflow at 390 px, no axe violations (any impact) in light and dark at 1366 and 390 px', async () => {
     const pendingJob = await h.submit({ task: REVIEW_TASK, approval: 'on-request', policy: REVIEW_POLICY });
     const token = await tokenOf((a) => a.job_id === pendingJob.job_id);
     const views: [string, string][] = [

@@ -80,7 +80,7 @@ describe('REST API (real Redis and Docker)', () => {
     await bad(await sub1.json('/v1/sessions', { policy: { version: 1, rules: [{ id: 'x', tool: 'bash', decision: 'maybe' }] } }), 400, 'invalid_policy');
     await bad(await sub1.json('/v1/sessions', { files: { '../evil': 'x' } }), 400, 'invalid_files');
     await bad(await op.json('/v1/approvals/abc', { decision: 'perhaps' }), 400, 'invalid_body');
-    await bad(await op.get('/v1/approvals?status=all'), 400, 'invalid_query');
+    await bad(await op.get('/v1/approvals?status=sometimes'), 400, 'invalid_query');
     const bigJson = await rawPost(svc.url!, '/v1/sessions', JSON.stringify({ files: { 'big.txt': 'x'.repeat(2 * 1024 * 1024) } }),
       { authorization: 'Bearer k-sub1', 'content-type': 'application/json' });
     expect([bigJson.status, JSON.parse(bigJson.body).error.code]).toEqual([413, 'payload_too_large']);

@@ -107,9 +107,10 @@ describe('a preview runs the command on a copy and throws the copy away', () => 
   });
 
   it('gives up a preview past its whole bound and leaves nothing behind', async () => {
-    const hasty = new SandboxPreviews(manager, { docker, maxRunMs: 1_000, setupMs: 200 });
+    // No time at all for the setup: the run's own 1 s plus any start or copy is past the bound, however fast the host.
+    const hasty = new SandboxPreviews(manager, { docker, maxRunMs: 1_000, setupMs: 0 });
     const t0 = Date.now();
-    const err = await hasty.run(sid, cmd({ tool: 'bash', cmd: 'true' })).catch((e: unknown) => e);
+    const err = await hasty.run(sid, cmd({ tool: 'bash', cmd: 'sleep 5' })).catch((e: unknown) => e);
     expect(err).toMatchObject({ code: 'preview_timeout', message: expect.stringMatching(/did not finish within its bound of 1 s/) });
     expect(Date.now() - t0).toBeLessThan(15_000);
     await expect.poll(previewLeftovers, { timeout: 30_000, interval: 500 }).toEqual([]);

@@ -13,7 +13,7 @@ describe('indirectTarget', () => {
     ['bash /workspace/x.sh', { runner: 'bash', path: 'x.sh' }],
     ['python3 -u tools/gen.py --out a', { runner: 'python3', path: 'tools/gen.py' }],
     ['python -W ignore gen.py', { runner: 'python3', path: 'gen.py' }],
-    ['node --require ./setup.js main.mjs', { runner: 'node', path: 'main.mjs' }],
+    ['node --env-file .env main.mjs', { runner: 'node', path: 'main.mjs' }],
     ['npm test', { runner: 'npm', path: 'package.json', script: 'test' }],
     ['npm t', { runner: 'npm', path: 'package.json', script: 'test' }],
     ['npm run build -- --fix', { runner: 'npm', path: 'package.json', script: 'build' }],
@@ -25,7 +25,7 @@ describe('indirectTarget', () => {
 
   it.each([
     'bash', 'bash -c "rm -rf /"', 'bash -ec "ls"', 'bash -s', 'sh < deploy.sh', 'python3 -m http.server', 'python3 -c "print(1)"', 'python3 -',
-    'node -e "1"', 'node --print 1', 'node', 'npm install', 'npm run', 'ls deploy.sh', 'cd sub && bash deploy.sh', 'bash a.sh; bash b.sh',
+    'node -e "1"', 'node --print 1', 'node --require ./setup.js main.mjs', 'node', 'npm install', 'npm run', 'ls deploy.sh', 'cd sub && bash deploy.sh', 'bash a.sh; bash b.sh',
     'bash ../outside.sh', 'bash /etc/profile', 'bash .', 'FOO=1 bash x.sh', 'echo $(bash x.sh)',
   ])('%s runs no workspace file', (cmd) => {
     expect(indirectTarget(cmd)).toBeNull();
