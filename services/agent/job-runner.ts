@@ -46,12 +46,15 @@ export async function runJob<V extends JobState>(deps: JobRunnerDeps<V>, view: V
   const logger = withIds({ job_id: view.job_id, session_id: view.session_id });
   view.status = 'running';
   view.started_at = new Date().toISOString();
-  await deps.save(view);
   let unwatch = () => {};
+  let countsFresh = false;
   try {
-    unwatch = await watchSession(deps, view, logger);
+    // The running state and the session's subscription go out together, both on the way to the first model call.
+    const [watching, saved] = await Promise.allSettled([watchSession(deps, view, logger), deps.save(view)]);
+    if (watching.status === 'fulfilled') unwatch = watching.value;
+    for (const r of [watching, saved]) if (r.status === 'rejected') throw r.reason;
     await seedFiles(deps, view, task, signal);
-    await runTurns(deps, view, task, signal);
+    countsFresh = await runTurns(deps, view, task, signal);
     view.status = 'succeeded';
   } catch (err) {
     if (!(err instanceof JobStopped)) logger.error({ err }, 'job failed on an infrastructure error');
@@ -64,7 +67,8 @@ export async function runJob<V extends JobState>(deps: JobRunnerDeps<V>, view: V
   } finally {
     unwatch();
     view.finished_at = new Date().toISOString();
-    await refreshCounts(deps.pipeline, view).catch((err: unknown) => logger.warn({ err }, 'final command counts not refreshed'));
+    // After a last turn that counted its drained ledger, nothing has run since (a read less at every job's end).
+    if (!countsFresh) await refreshCounts(deps.pipeline, view).catch((err: unknown) => logger.warn({ err }, 'final command counts not refreshed'));
   }
   return view;
 }
@@ -108,8 +112,10 @@ async function seedFiles<V extends JobState>(deps: JobRunnerDeps<V>, view: V, ta
 /**
  * Model calls until one ends the job (and its validator, if any, passes);
  * throws JobStopped when a limit, the watchdog or an abort ends it first.
+ * True when the view's command counts are those of the ledger as it ends
+ * (no validator ran commands after the last turn counted them).
  */
-async function runTurns<V extends JobState>(deps: JobRunnerDeps<V>, view: V, task: JobTask, signal: AbortSignal): Promise<void> {
+async function runTurns<V extends JobState>(deps: JobRunnerDeps<V>, view: V, task: JobTask, signal: AbortSignal): Promise<boolean> {
   const flow = FLOWS[view.flow];
   const history: AgentMessage[] = [{ role: 'system', text: flow.systemPrompt }, { role: 'user', kind: 'task', text: taskMessage(task) }];
   const watchdog = new Watchdog(view.limits.max_failed_turns_in_a_row);
@@ -131,7 +137,7 @@ async function runTurns<V extends JobState>(deps: JobRunnerDeps<V>, view: V, tas
     let validationFailed: string | null = null;
     if (outcome.kind === 'done') {
       validationFailed = await validate(deps, view, validation, signal);
-      if (validationFailed === null) return;
+      if (validationFailed === null) return validation === null;
     }
     await feedBack(deps.pipeline, view.session_id, history, report, outcome, validationFailed);
   }
@@ -144,8 +150,8 @@ async function oneTurn<V extends JobState>(deps: JobRunnerDeps<V>, view: V, c: T
   const { pipeline } = deps;
   const sid = view.session_id;
   const turn = await pipeline.nextTurn(sid).catch(quotaStops);
-  await deps.emit({ type: 'turn_started', turn, api_call: c.call });
-  const burntIds = (await pipeline.entries(sid)).filter((r) => r.turn > 0 && r.flow !== 'native' && BURNT.has(r.status)).map((r) => r.id);
+  const [, entries] = await Promise.all([deps.emit({ type: 'turn_started', turn, api_call: c.call }), pipeline.entries(sid)]);
+  const burntIds = entries.filter((r) => r.turn > 0 && r.flow !== 'native' && BURNT.has(r.status)).map((r) => r.id);
   let report: TurnReport;
   try {
     report = await runTurn(deps, {
@@ -171,10 +177,11 @@ async function oneTurn<V extends JobState>(deps: JobRunnerDeps<V>, view: V, c: T
     throw new JobStopped('failed', `too_many_commands: a model call issued more than ${report.stop.limit} commands (THINKFLOW_MAX_COMMANDS_PER_TURN)`);
   }
   let outcome = decideTurnOutcome({ records: report.records, stop: report.stop, nativeCalls: report.toolCalls.length });
-  if (outcome.kind === 'done' && (await pendingSteering(deps.control))) outcome = { kind: 'steered' };
-  await refreshCounts(pipeline, view);
-  await deps.emit({ type: 'turn_ended', turn, api_call: c.call, outcome: outcome.kind === 'interrupt' ? outcome.interruption.kind : outcome.kind });
-  await deps.save(view);
+  // Independent reads, and then two writes, each pair sent together: the turn's end is on every job's path.
+  const [steered] = await Promise.all([outcome.kind === 'done' && pendingSteering(deps.control), refreshCounts(pipeline, view)]);
+  if (steered) outcome = { kind: 'steered' };
+  const ended = outcome.kind === 'interrupt' ? outcome.interruption.kind : outcome.kind;
+  await Promise.all([deps.emit({ type: 'turn_ended', turn, api_call: c.call, outcome: ended }), deps.save(view)]);
   return { report, outcome };
 }
 

@@ -8,6 +8,7 @@ import { precedingText, TurnParser, type ParserOutput } from '../protocol/index.
 import type { CommandHandle, FinishWatch, JobEmit, LedgerRecord, Pipeline } from '../pipeline/index.ts';
 import { reasonOf, withIds } from '../log/index.ts';
 import { DeltaEvents } from './delta-events.ts';
+import { openTurnWatches } from './turn-watches.ts';
 import { dispatch, startDispatch, type DispatchInput, type DispatchState, type DispatchVerdict, type StopReason } from './dispatcher.ts';
 import type { Flow } from './flows.ts';
 import type { AgentMessage, ModelEvent, NativeToolCall, StreamFn, ToolSpec } from './messages.ts';
@@ -113,11 +114,10 @@ class TurnRun {
     const { pipeline } = this.deps;
     const { signal, sessionId } = this.input;
     // A failure of this turn's command stops the stream as soon as the worker reports it.
-    const unsubscribe = await pipeline.hub.subscribe(sessionId, (e) => {
+    const { unsubscribe, watch } = await openTurnWatches(pipeline, sessionId, (e) => {
       if (e.type === 'command_finished' && e.record) this.#halt({ type: 'command_finished', turn: e.record.turn, commandId: e.record.id, status: e.record.status });
     });
-    // Opened before the first command: the drain at the end then reads no status (finish-watch.ts).
-    this.#watch = await pipeline.watchFinished?.(sessionId);
+    this.#watch = watch;
     const onAbort = () => this.#halt({ type: 'aborted', reason: signal.reason });
     signal.addEventListener('abort', onAbort, { once: true });
     if (signal.aborted) onAbort();

@@ -148,8 +148,8 @@ export class JobsService {
     const emit = this.events.emitter(view.session_id, view.job_id);
     const pipeline = scopedPipeline(this.#d.pipeline, ledgerFrom);
     const final = await runJob({ pipeline, stream: this.#d.endpoint.stream, emit, save, control }, view, request, signal);
-    await this.#settleControl(final, control, logger);
-    final.changes = await countChanges(this.#d.pipeline, final.session_id, logger);
+    // Independent: the pause flags and the workspace's comparison (an executor request) go out together.
+    [, final.changes] = await Promise.all([this.#settleControl(final, control, logger), countChanges(this.#d.pipeline, final.session_id, logger)]);
     // The final state must land even across a Redis restart, or the job would
     // stay `running` with a live runner that no recovery would ever fail.
     await this.#persistently('writing the final job state', logger, () => this.events.finish(this.store.keyOf(final.job_id), final));

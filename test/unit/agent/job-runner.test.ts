@@ -127,4 +127,25 @@ describe('runJob', () => {
     expect(broken.view.finished_at).not.toBeNull();
     expect(broken.saved[0]).toBe('running');
   });
+
+  it('reads the ledger twice per model call (burnt ids, then counts) and not again at a successful end; a failed end counts once more', async () => {
+    const reads = (p: { entries: () => Promise<unknown> }) => {
+      let n = 0;
+      const orig = p.entries.bind(p);
+      p.entries = async () => { n++; return orig(); };
+      return () => n;
+    };
+    const pipeline = new FakePipeline();
+    const count = reads(pipeline);
+    const ok = await runJob({ pipeline, stream: scripted([{ type: 'reasoning', text: `${write('1', 'a')}${write('2', 'b')}` }, { type: 'text', text: 'done' }]).stream, emit: collect().emit, save: async () => undefined },
+      newJob(), { task: 'do it' }, new AbortController().signal);
+    expect([ok.status, ok.commands.total, count()]).toEqual(['succeeded', 2, 2]);
+
+    const failing = new FakePipeline(() => ({ status: 'failed', error: 'disk full' }));
+    const countFailing = reads(failing);
+    const failed = await runJob({ pipeline: failing, stream: scripted([{ type: 'reasoning', text: write('1', 'a') }]).stream, emit: collect().emit, save: async () => undefined },
+      newJob('thinkflow', { max_turns: 1, max_commands: 50, timeout_s: 60, max_failed_turns_in_a_row: 3 }), { task: 'do it' }, new AbortController().signal);
+    // One call whose write failed (its ledger goes into the feedback: a third read), then max_turns: its counts are read again as it fails.
+    expect([failed.status, failed.commands.total, countFailing()]).toEqual(['failed', 1, 4]);
+  });
 });
