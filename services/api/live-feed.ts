@@ -8,16 +8,20 @@ import type { StreamCaps } from './stream-caps.ts';
 // that reconnects gets a fresh snapshot, so nothing is missed across a drop
 // (these streams span many sessions, which have no common seq to resume from).
 
-export type Push = (event: string, data: unknown) => void;
+/** A stream's events: a union discriminated on `event` (live-events.ts). */
+export type FeedEvent = { event: string; data: unknown };
+/** Sends one event: only a member of the stream's union, with that member's data. */
+export type Push<E extends FeedEvent> = <K extends E['event']>(event: K, data: Extract<E, { event: K }>['data']) => void;
+type Write = (event: string, data: unknown) => void;
 
 const KEEP_ALIVE_MS = 15_000;
 
-export function streamFeed(
+export function streamFeed<E extends FeedEvent>(
   c: Context,
   opts: {
     /** Start listening for changes; resolves once listening (the snapshot is read after). */
-    listen: (push: Push) => Promise<() => void>;
-    snapshot: () => Promise<unknown>;
+    listen: (push: Push<E>) => Promise<() => void>;
+    snapshot: () => Promise<Extract<E, { event: 'snapshot' }>['data']>;
     label: string;
     /** the per-key cap on open streams (THINKFLOW_MAX_STREAMS_PER_KEY) */
     streams: StreamCaps;
@@ -32,7 +36,7 @@ export function streamFeed(
     let chain: Promise<unknown> = Promise.resolve();
     let n = 0;
     // Writes are chained so events leave in the order they were pushed.
-    const push: Push = (event, data) => {
+    const push: Write = (event, data) => {
       chain = chain.then(async () => {
         if (stream.aborted) return;
         await stream.writeSSE({ id: String(++n), event, data: JSON.stringify(data) });

@@ -16,7 +16,7 @@ import { IDEMPOTENCY_ERRORS, IdempotencyHeaders } from './middleware/idempotency
  * through the prototype: zod gives a schema its methods when it is created,
  * and the layers below may create theirs before @hono/zod-openapi adds `openapi`.
  */
-function named<T extends z.ZodType>(schema: T, name: string): T {
+export function named<T extends z.ZodType>(schema: T, name: string): T {
   return (z.ZodType.prototype as unknown as { openapi: (this: T, refId: string) => T }).openapi.call(schema, name);
 }
 
@@ -41,8 +41,14 @@ type Answer = RouteConfig['responses'][string];
 
 /** A JSON answer. */
 export const json = (schema: z.ZodType, description: string): Answer => ({ description, content: { 'application/json': { schema } } });
-/** A Server-Sent Events stream; `description` names its events. */
-export const sse = (description: string): Answer => ({ description, content: { 'text/event-stream': { schema: z.string() } } });
+/**
+ * A Server-Sent Events stream; `description` names its events. `events`, a union
+ * discriminated on `event` (live-events.ts), documents each message's schema.
+ */
+export const sse = (description: string, events?: z.ZodType): Answer => ({
+  description: events ? `${description}. Each SSE message's \`event:\` is the \`event\` field of the schema below and its \`data:\` is the JSON of \`data\`.` : description,
+  content: { 'text/event-stream': { schema: events ?? z.string() } },
+});
 /** A body of another media type (text, HTML, bytes, a script …). */
 export const media = (description: string, ...types: string[]): Answer => ({
   description, content: Object.fromEntries(types.map((t) => [t, { schema: z.string() }])),

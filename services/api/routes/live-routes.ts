@@ -6,6 +6,7 @@ import { approvalCard } from '../approval-view.ts';
 import { jobFacts, withJobContext, type JobFacts } from '../approval-context.ts';
 import type { CardViews } from '../card/card-views.ts';
 import type { AppEnv } from '../env.ts';
+import { ApprovalsStreamEvent, JobsStreamEvent } from '../live-events.ts';
 import { streamFeed, throttleByKey } from '../live-feed.ts';
 import { route, sse } from '../openapi.ts';
 import type { StreamCaps } from '../stream-caps.ts';
@@ -13,7 +14,8 @@ import type { StreamCaps } from '../stream-caps.ts';
 // Live streams across sessions, for the dashboard and any operator tool:
 // `GET /v1/approvals/events` (operators: pending approvals as cards, and each
 // answer or expiry as it happens) and `GET /v1/jobs/events` (the jobs the
-// caller may see, each time one changes).
+// caller may see, each time one changes). Each stream's events are one union
+// of live-events.ts: the document shows it and `push` sends only its members.
 
 export type LiveDeps = {
   pipeline: Pick<Pipeline, 'approvals'>; views: CardViews; firehose: Firehose; streams: StreamCaps;
@@ -26,13 +28,13 @@ const LIST_LIMIT = 100;
 const approvalsRoute = route({
   method: 'get', path: '/events', id: 'streamApprovals', summary: 'Pending approvals and their answers, live (SSE)', auth: 'operator', capped: true,
   ok: {
-    200: sse('SSE across all sessions: `snapshot` {approvals: cards} on every (re)connect, then `approval_requested` (a card: the approval with its command, edit diff (null with `diff_truncated`, `diff_note` and `edit_sides` of both sides {bytes, lines, sha256} past the THINKFLOW_DIFF_MAX_* limits), bash segments (each as written in the script), grant scope in words, `recent` (the session\'s last ledger entries before this command, not the ones queued after it), `context` {task?, task_truncated?, metadata?, preceding_text}, and for a command that runs a workspace file `indirect` {path, runner, script?, content, bytes, truncated, written_by_command_id?, written_by_index?, written_by_turn?} with `indirect_lines` (a shell script\'s lines, each split into parts with its decision)) and `approval_resolved` {token, status, decision, decided_by, decided_at, reason}'),
+    200: sse('SSE across all sessions: `snapshot` {approvals: cards} on every (re)connect, then `approval` (a card: the approval with its command, edit diff (null with `diff_truncated`, `diff_note` and `edit_sides` of both sides {bytes, lines, sha256} past the THINKFLOW_DIFF_MAX_* limits), bash segments (each as written in the script), grant scope in words, `recent` (the session\'s last ledger entries before this command, not the ones queued after it), `context` {task?, task_truncated?, metadata?, preceding_text}, and for a command that runs a workspace file `indirect` with `indirect_lines` (a shell script\'s lines, each split into parts with its decision)) and `resolution` {token, session_id, job_id, command_id, status, decision, decided_by, decided_at, reason} when one is answered or expires', ApprovalsStreamEvent),
   },
 });
 
 const jobsRoute = route({
   method: 'get', path: '/events', id: 'streamJobs', summary: 'The jobs the key may see, live (SSE)', auth: 'any', capped: true,
-  ok: { 200: sse('SSE of the jobs the key may see: `snapshot` {jobs} on every (re)connect, then `job` (the job view) whenever one changes') },
+  ok: { 200: sse('SSE of the jobs the key may see: `snapshot` {jobs} on every (re)connect, then `job` (the job view) whenever one changes', JobsStreamEvent) },
 });
 
 export function approvalEventRoutes(d: LiveDeps): OpenAPIHono<AppEnv> {
@@ -40,21 +42,21 @@ export function approvalEventRoutes(d: LiveDeps): OpenAPIHono<AppEnv> {
   app.openapi(approvalsRoute, (c) => {
     const a = d.pipeline.approvals;
     const facts = d.jobFacts ?? jobFacts(null);
-    return streamFeed(c, {
+    return streamFeed<ApprovalsStreamEvent>(c, {
       label: 'approvals stream',
       streams: d.streams,
       listen: (push) => d.firehose.listen({
         event: (e) => {
           if (e.type !== 'approval_requested' || !e.approval) return;
           void a.get(e.approval.token)
-            .then(async (s) => { if (s?.status === 'pending') push('approval_requested', await approvalCard(d.views, (await withJobContext(facts, [s]))[0]!)); })
+            .then(async (s) => { if (s?.status === 'pending') push('approval', await approvalCard(d.views, (await withJobContext(facts, [s]))[0]!)); })
             .catch((err: unknown) => withIds({ session_id: e.session_id, job_id: e.job_id }).error({ err }, 'approvals stream: the card could not be built'));
         },
         answered: (token) => {
           void a.get(token).then((s) => {
             if (!s || s.status === 'pending') return;
             const { token: t, session_id, job_id, command_id, status, decision, decided_by, decided_at, reason } = s;
-            push('approval_resolved', { token: t, session_id, job_id, command_id, status, decision, decided_by, decided_at, reason });
+            push('resolution', { token: t, session_id, job_id, command_id, status, decision, decided_by, decided_at, reason });
           }).catch((err: unknown) => withIds({}).error({ err }, 'approvals stream: the answer could not be read'));
         },
       }),
@@ -72,7 +74,7 @@ export function jobEventRoutes(d: Omit<LiveDeps, 'pipeline' | 'views'> & { jobs:
       const job = await d.jobs.store.get(id);
       return job && (me.role !== 'submitter' || job.owner === me.id) ? job.view : null;
     };
-    return streamFeed(c, {
+    return streamFeed<JobsStreamEvent>(c, {
       label: 'jobs stream',
       streams: d.streams,
       listen: async (push) => {

@@ -1,6 +1,7 @@
 // One approval as a card: what will run, why it stopped, and the session's
 // last ledger entries. Pure rendering from the card data of
-// GET /v1/approvals/events; the approvals view owns state and actions.
+// GET /v1/approvals/events (its `snapshot` and `approval` events); the
+// approvals view owns state and actions.
 import { h, when } from './dom.js';
 import { label } from './labels.js';
 import { foldable } from './card-fold.js';

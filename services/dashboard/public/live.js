@@ -9,7 +9,9 @@ import { stream } from './api.js';
  * `fresh` is false from a dropped connection until the next snapshot: what
  * the page shows may be out of date, so nothing may be decided from it.
  * Listeners get (type, data): 'status' {state…}, 'snapshot' {approvals,
- * first}, 'requested' card, 'resolved' {token, status, decision…}.
+ * first}, 'requested' card, 'resolved' {token, status, decision…}. The
+ * stream's own events (live-events.ts ApprovalsStreamEvent) are `snapshot`,
+ * `approval` (a card) and `resolution` (an answer or expiry).
  */
 export function pendingStore() {
   const cards = new Map();
@@ -38,11 +40,11 @@ export function pendingStore() {
         fresh = true;
         snapshots += 1;
         emit('snapshot', { approvals: data.approvals, first: snapshots === 1 });
-      } else if (type === 'approval_requested') {
+      } else if (type === 'approval') {
         if (answered.has(data.token)) return;
         cards.set(data.token, data);
         emit('requested', data);
-      } else if (type === 'approval_resolved') {
+      } else if (type === 'resolution') {
         answered.add(data.token);
         if (answered.size > 1000) answered.delete(answered.values().next().value);
         cards.delete(data.token);

@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ApprovalsStreamEvent } from '../../../services/api/live-events.ts';
 import { suiteService } from '../suite-service.ts';
 import { client } from '../pipeline/helpers.ts';
 
@@ -42,11 +43,12 @@ function operatorStream(url: string) {
   })().then(() => null, (err: unknown) => (ctl.signal.aborted ? null : err));
   return {
     events,
-    /** Ends the stream; throws what broke it before, if anything did. */
+    /** Ends the stream; throws what broke it before, if anything did, or an event that is not of the stream's schema. */
     close: async () => {
       ctl.abort();
       const err = await done;
       if (err) throw err;
+      for (const e of events) ApprovalsStreamEvent.parse({ event: e.type, data: e.data });
     },
   };
 }
@@ -161,7 +163,7 @@ async function withStreamOpen(stream: ReturnType<typeof operatorStream>): Promis
   expect(big.length).toBeGreaterThan(16 * MIB - 100);
   expect(big.length).toBeLessThanOrEqual(16 * MIB);
   turns.push(sub.text(`/v1/sessions/${a}/commands`, small), sub.text(`/v1/sessions/${b}/commands`, big));
-  const card = (sid: string) => until(`the card of ${sid}`, () => stream.events.find((e) => e.type === 'approval_requested' && e.data.session_id === sid)?.data);
+  const card = (sid: string) => until(`the card of ${sid}`, () => stream.events.find((e) => e.type === 'approval' && e.data.session_id === sid)?.data);
   const [ca, cb] = await Promise.all([card(a), card(b)]);
   expect(ca).toMatchObject({ tool: 'edit', command: { path: 'a.txt', text_truncated: false }, edit_sides: { old: { lines: 1600 }, new: { lines: 1600 } } });
   if (ca.diff) expect(ca.diff).toHaveLength(3200); // else jsdiff gave up within its time budget, and says so

@@ -4,6 +4,7 @@
 // approval lists the job's task and metadata, the model's words before the
 // command, and the script as it is in the workspace with the record that wrote it.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ApprovalsStreamEvent } from '../../../services/api/live-events.ts';
 import type { TranscriptInput } from '../../../services/replay-model/transcript.ts';
 import { startHarness, type Harness } from './harness.ts';
 
@@ -80,6 +81,46 @@ async function firstEvent(path: string, type: string): Promise<any> {
   }
 }
 
+/**
+ * The operator stream's events, each parsed with its schema (live-events.ts), up to and including the first
+ * that `last` accepts. `opened` resolves with the snapshot, sent once the stream listens: nothing after it is missed.
+ */
+function operatorEvents(last: (e: ApprovalsStreamEvent) => boolean): { opened: Promise<void>; events: Promise<ApprovalsStreamEvent[]> } {
+  const ctl = new AbortController();
+  let opened!: () => void;
+  const open = new Promise<void>((resolve) => { opened = resolve; });
+  const events = (async () => {
+    const res = await fetch(`${h.url}/v1/approvals/events`, { signal: ctl.signal });
+    expect(res.status).toBe(200);
+    const reader = res.body!.pipeThrough(new TextDecoderStream()).getReader();
+    const out: ApprovalsStreamEvent[] = [];
+    let buf = '';
+    try {
+      for (;;) {
+        const { value, done } = await reader.read();
+        if (done) throw new Error('the operator stream ended');
+        buf += value;
+        for (let cut = buf.indexOf('\n\n'); cut >= 0; cut = buf.indexOf('\n\n')) {
+          const block = buf.slice(0, cut);
+          buf = buf.slice(cut + 2);
+          const field = (n: string) => block.split('\n').find((l) => l.startsWith(`${n}:`))?.slice(n.length + 1).trim();
+          const data = field('data');
+          if (!data) continue;
+          const e = ApprovalsStreamEvent.parse({ event: field('event'), data: JSON.parse(data) });
+          out.push(e);
+          if (e.event === 'snapshot') opened();
+          if (last(e)) return out;
+        }
+      }
+    } finally {
+      ctl.abort();
+    }
+  })();
+  // A stream that fails before its snapshot lets the caller on, to get the error from `events`.
+  events.catch(() => opened());
+  return { opened: open, events };
+}
+
 describe('approval context and indirection', () => {
   it('a bash FILE approval carries the task, metadata, the words before it, and the script with the write that made it', async () => {
     const task = 'Please ship the release\nto production, carefully.';
@@ -111,7 +152,13 @@ describe('approval context and indirection', () => {
     expect(requested.approval).toMatchObject({ token: a.token, command_id: '2' });
     expect(requested.approval.context).toBeUndefined();
     expect(requested.approval.indirect).toBeUndefined();
+    // Every event of the operator stream is of its schema, the answer (`resolution`) included.
+    const live = operatorEvents((e) => e.event === 'resolution' && e.data.token === a.token);
+    await live.opened;
     await reject(a.token);
+    const seen = await live.events;
+    expect(seen[0]!.event).toBe('snapshot');
+    expect(seen.at(-1)!.data).toMatchObject({ token: a.token, session_id, job_id, command_id: '2', status: 'reject', decision: 'reject', reason: 'test done' });
     expect((await h.waitFinal(job_id)).status).toBe('succeeded');
   });
 
