@@ -78,16 +78,26 @@ async function each<T>(items: T[], fn: (x: T) => Promise<void>): Promise<void> {
   }));
 }
 
-/** Keeps `sids` busy, one command after another each, until `stop` says so; the latencies. */
-function keepBusy(sids: string[], stop: { now: boolean }): Promise<Array<{ at: number; ms: number }>> {
+type Busy = { now: boolean; paceMs: number };
+
+/**
+ * Keeps `sids` busy until `stop.now`: one command after another each while `paceMs` is 0 (when measured), else
+ * one every `paceMs` (still never idle long enough to be paused: the 25 minutes of opening the idle ones would
+ * otherwise fill the key's ledger budget with busy writes). The latencies.
+ */
+function keepBusy(sids: string[], stop: Busy): Promise<Array<{ at: number; ms: number }>> {
   const ms: Array<{ at: number; ms: number }> = [];
-  return Promise.all(sids.map(async (sid) => {
+  const running = Promise.all(sids.map(async (sid) => {
     for (let i = 100; !stop.now; i++) {
       const r = await write(sid, i);
       if (r.status !== 'succeeded') throw new Error(`busy ${sid}: ${r.status}`);
       ms.push({ at: performance.now(), ms: r.ms });
+      if (stop.paceMs > 0) await sleep(stop.paceMs);
     }
   })).then(() => ms);
+  // Awaited later: a failure meanwhile must not end the process before the cleanup (the await rethrows it).
+  running.catch(() => undefined);
+  return running;
 }
 
 async function clients(): Promise<number> {
@@ -103,7 +113,7 @@ async function run(): Promise<boolean> {
   // Alone: the busy sessions' latency before the idle ones exist.
   const busy = await Promise.all(Array.from({ length: BUSY }, openSession));
   for (const sid of busy) await write(sid, 1);
-  const aloneStop = { now: false };
+  const aloneStop: Busy = { now: false, paceMs: 0 };
   const aloneRun = keepBusy(busy, aloneStop);
   await sleep(15_000);
   aloneStop.now = true;
@@ -112,7 +122,7 @@ async function run(): Promise<boolean> {
   console.log(`[alone] ${BUSY} busy sessions: ${alone.length} commands, p50 ${pct(alone, 50).toFixed(1)} ms p95 ${pct(alone, 95).toFixed(1)} ms; Redis clients ${clientsBusy}`);
 
   // The idle ones: opened with one write each, while the busy ones keep going.
-  const stop = { now: false };
+  const stop: Busy = { now: false, paceMs: 1000 };
   const during = keepBusy(busy, stop);
   const idle: string[] = [];
   const t0 = performance.now();
@@ -132,12 +142,13 @@ async function run(): Promise<boolean> {
 }
 
 type Phase = {
-  busy: string[]; idle: string[]; stop: { now: boolean }; during: Promise<Array<{ at: number; ms: number }>>;
+  busy: string[]; idle: string[]; stop: Busy; during: Promise<Array<{ at: number; ms: number }>>;
   mem0: number; clients0: number; clientsBusy: number; alone: number[]; from: number;
 };
 
 /** Once the idle ones hold no container: the busy ones' latency, memory, connections, then every session's next command. */
 async function finish({ busy, idle, stop, during, mem0, clients0, clientsBusy, alone, from }: Phase): Promise<boolean> {
+  stop.paceMs = 0; // measured from here, back to back as when alone
   await sleep(15_000);
   const mem1 = await memSettled();
   const clientsIdle = await clients();
@@ -202,6 +213,8 @@ async function main(): Promise<void> {
     // One load generator stands for many tenants.
     THINKFLOW_MAX_SESSIONS_PER_KEY: String(N + 10), THINKFLOW_MAX_RUNNING_PER_KEY: String(N + 10), THINKFLOW_MAX_TURNS_PER_KEY: String(N + 10),
     THINKFLOW_MAX_CONNECTIONS_PER_ADDRESS: '1000',
+    // 1,000 sessions' ledgers and events under one key: 256 MiB (the default) is one tenant's share, not a host's.
+    THINKFLOW_STORE_BYTES_PER_KEY: String(2 * 1024 ** 3),
   });
   let ok = false;
   try {
