@@ -63,7 +63,11 @@ export class SandboxPreviews {
     this.#running++;
     const pid = `${PREVIEW_ID_PREFIX}${randomBytes(8).toString('hex')}`;
     const bound = o.maxRunMs + o.setupMs;
-    const stop = AbortSignal.any([AbortSignal.timeout(bound), ...(signal ? [signal] : [])]);
+    // A timer of our own, not AbortSignal.timeout: inside AbortSignal.any, Node 20 may collect a timeout signal
+    // before it fires (nodejs/node#57736), and the preview then ran past its bound (seen in CI).
+    const deadline = new AbortController();
+    const timer = setTimeout(() => deadline.abort(), bound);
+    const stop = AbortSignal.any([deadline.signal, ...(signal ? [signal] : [])]);
     const log = sandboxLog(sessionId).child({ preview: pid });
     const t0 = performance.now();
     let steps: Promise<unknown> = Promise.resolve();
@@ -76,6 +80,7 @@ export class SandboxPreviews {
       log.info({ tool: command.tool, copied_bytes: run.copied_bytes, changes: run.changes.length, ms: Math.round(performance.now() - t0) }, 'preview done');
       return { ...run, duration_ms: Math.round(performance.now() - t0) };
     } finally {
+      clearTimeout(timer);
       this.#running--;
       await remove();
       // Past the bound a step may still be in flight and open the sandbox again (a connect waits for the removal's lock): once it settles, once more.
