@@ -17,7 +17,7 @@ import type { JobControl } from './steering.ts';
 import { estimateUsage, type Usage } from './usage.ts';
 
 /** The part of the pipeline a turn uses. */
-export type TurnPipeline = Pick<Pipeline, 'parserOptions' | 'enqueue' | 'failTurn' | 'awaitResult' | 'drainTurn'> & Partial<Pick<Pipeline, 'maxCommandsPerTurn' | 'watchFinished'>> & { hub: Pick<Pipeline['hub'], 'subscribe'> };
+export type TurnPipeline = Pick<Pipeline, 'parserOptions' | 'enqueue' | 'failTurn' | 'awaitResult' | 'drainTurn'> & Partial<Pick<Pipeline, 'maxCommandsPerTurn' | 'watchFinished' | 'prewake'>> & { hub: Pick<Pipeline['hub'], 'subscribe'> };
 
 export interface TurnDeps {
   pipeline: TurnPipeline;
@@ -113,6 +113,7 @@ class TurnRun {
   async run(): Promise<TurnReport> {
     const { pipeline } = this.deps;
     const { signal, sessionId } = this.input;
+    pipeline.prewake?.(sessionId); // a paused container thaws while the model thinks, not when its first command comes
     // A failure of this turn's command stops the stream as soon as the worker reports it.
     const { unsubscribe, watch } = await openTurnWatches(pipeline, sessionId, (e) => {
       if (e.type === 'command_finished' && e.record) this.#halt({ type: 'command_finished', turn: e.record.turn, commandId: e.record.id, status: e.record.status });

@@ -2,7 +2,7 @@ import { hostname } from 'node:os';
 import type { Config } from '../config/index.ts';
 import { log } from '../log/index.ts';
 import {
-  Approvals, createKeys, createRedis, createSubscriber, EgressGate, EgressListeners, FilePolicyGate, Pipeline, PipelineMetrics, Processor, DockerSandboxes, RedisProbe, WorkerPool,
+  Approvals, PauseMarks, createKeys, createRedis, createSubscriber, EgressGate, EgressListeners, FilePolicyGate, Pipeline, PipelineMetrics, Processor, DockerSandboxes, RedisProbe, WorkerPool,
   RemoteSandboxes, SandboxCallServer, migrateKeys, uploadChecks, warmSandboxesOf, type Sandboxes, type Keys, type PipelineRedis, type PolicyGate, type WorkerPoolOptions, type WarmSandboxes,
 } from '../pipeline/index.ts';
 import type { Redis } from 'ioredis';
@@ -67,6 +67,7 @@ export async function createRuntime(config: Config, overrides: RuntimeOverrides 
     workspaceFs: config.workspace.fs, workspaceDir: config.workspace.dir, workspaceInodes: config.workspace.inodes, workspaceSpares: config.workspace.spares,
     egressDir: config.egressDir, egressRelayMaxConnections: config.egress.maxConnections, executorChannel: config.executorChannel, startConcurrency: config.sandboxStartConcurrency,
     idleStopMs: config.sandboxIdleStopS * 1000, reapIntervalMs: config.sandboxReapIntervalS * 1000, idlePauseMs: config.sandboxIdlePauseS * 1000,
+    onPause: new PauseMarks(redis, keys).changed,
   });
   const remoteSandboxes = remote ? new RemoteSandboxes({ redis, keys, subscriber }, config.sandboxCalls) : null;
   await remoteSandboxes?.start();
@@ -120,7 +121,10 @@ export async function createRuntime(config: Config, overrides: RuntimeOverrides 
       { approvalTtlS: config.approvalTtlS, workerId: `${hostname()}:${process.pid}` },
     );
     pool = new WorkerPool(
-      { redis, keys, subscriber, queues: pipeline.queues, processor, openWorkers: metrics.openWorkers, ...warmOf(sandboxes, config.workspace.warmPool, listeners) },
+      {
+        redis, keys, subscriber, queues: pipeline.queues, processor, openWorkers: metrics.openWorkers, ...warmOf(sandboxes, config.workspace.warmPool, listeners),
+        ...(manager && { prewake: (sid: string) => manager.prewake(sid) }),
+      },
       {
         lockMs: config.lockMs, stalledIntervalMs: config.stalledIntervalMs, idleMs: config.workerIdleMs,
         shutdownGraceMs: config.shutdownGraceS * 1000, ...overrides.poolOptions,

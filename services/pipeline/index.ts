@@ -33,6 +33,8 @@ export { resetBaseline } from './baseline.ts';
 export { FilePolicyGate } from './policy-gate.ts';
 export type { PolicyGate } from './policy-gate.ts';
 export { SessionMeta, newSessionId } from './sessions.ts';
+export type { SessionState } from './sessions.ts';
+export { PauseMarks } from './pause-marks.ts';
 export type { RunningJob } from './sessions.ts';
 export { SessionClaims } from './session-claims.ts';
 export { checkSeeds } from './seed-check.ts';

@@ -25,7 +25,8 @@ import { SessionClaims } from './session-claims.ts';
 import { checkSeeds } from './seed-check.ts';
 import { withNetworkRecords, type LedgerEntry } from './egress/ledger-view.ts';
 import { NetworkLog } from './egress/network-log.ts';
-import { newSessionId, Sessions, type SessionMeta } from './sessions.ts';
+import { newSessionId, Sessions, type SessionMeta, type SessionState } from './sessions.ts';
+import { wakeIfPaused } from './pause-marks.ts';
 import { giveBackWarm, takeWarm } from './warm-pool.ts';
 import type { LedgerReads, LiveSlots, PipelineDeps, SeededFile, WorkerSide, CommandHandle } from './pipeline-ports.ts';
 
@@ -168,13 +169,12 @@ export class Pipeline {
     return { id, undo: async () => { if (live) await this.live.releaseLive(owner, id); } };
   }
 
-  sessionMeta(sid: string, fresh = true): Promise<SessionMeta | null> {
-    return this.#sessions.get(sid, fresh);
-  }
+  sessionMeta(sid: string, fresh = true): Promise<SessionState | null> { return this.#sessions.get(sid, fresh); }
 
-  isDeleted(sid: string): Promise<boolean> {
-    return this.#sessions.isDeleted(sid);
-  }
+  isDeleted(sid: string): Promise<boolean> { return this.#sessions.isDeleted(sid); }
+
+  /** A command is coming for the session (a REST turn, a model call): thaws its container ahead of it if a worker paused it (pause-marks.ts). `known`: the session as just read. */
+  prewake(sid: string, known?: SessionState): void { wakeIfPaused(this.#d.redis, this.#d.keys, sid, known); }
 
   async session(sid: string): Promise<SessionMeta> {
     const meta = await this.#sessions.get(sid, true);

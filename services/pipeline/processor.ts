@@ -95,6 +95,7 @@ export class Processor {
     const state = await approvals.waitForAnswer(rec.approval.token, signal);
     lifecycle.approvalAnswered(state.status);
     if (state.status !== 'approve' && state.status !== 'approve_for_session' && state.status !== 'approve_edited') return this.#reject(rec, state);
+    sandboxes.prewake?.(rec.session); // thawed while the command and its grants are read back
     // An edit was written into the record with the answer (approval-edit.ts): what runs, and the record's events, are the edited ones.
     if (state.status === 'approve_edited') rec = (await lifecycle.ledger.get(rec.session, rec.index)) ?? rec;
     const command = await lifecycle.ledger.command(rec.session, rec.index);

@@ -26,6 +26,8 @@ export interface Sandboxes {
   open?(sessionId: string): Promise<void>;
   /** Pauses the session's sandbox while nothing runs there (an approval wait); its next use resumes it. True when paused. */
   pause?(sessionId: string): Promise<boolean>;
+  /** A command is on its way: thaws the session's sandbox now if this process paused it (never throws; failures are logged). */
+  prewake?(sessionId: string): void;
   /** Runs the command on a throwaway copy of the session's workspace (sandbox/preview.ts); absent where there is no real workspace. @throws PreviewRefused */
   preview?(sessionId: string, command: Command, signal?: AbortSignal): Promise<PreviewRun>;
   ping(): Promise<boolean>;
@@ -83,6 +85,10 @@ export class DockerSandboxes implements Sandboxes {
 
   pause(sessionId: string): Promise<boolean> {
     return this.#manager.pause(sessionId);
+  }
+
+  prewake(sessionId: string): void {
+    this.#manager.prewake(sessionId);
   }
 
   preview(sessionId: string, command: Command, signal?: AbortSignal): Promise<PreviewRun> {

@@ -27,6 +27,8 @@ export const ScriptCode = {
   FULL: 10,
   /** runNext: the session's queue is paused (a paused job); the run job ends and `resume` starts another */
   PAUSED: 11,
+  /** pauseMark: the session is gone or deleted; nothing written */
+  MISSING: 12,
 } as const;
 
 export type ScriptCode = (typeof ScriptCode)[keyof typeof ScriptCode];

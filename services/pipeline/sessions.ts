@@ -24,6 +24,9 @@ export const SessionMeta = z.object({
 });
 export type SessionMeta = z.infer<typeof SessionMeta>;
 
+/** The session as a request reads it: with `paused_at` (ms) while a worker holds its container paused (pause-marks.ts). */
+export type SessionState = SessionMeta & { paused_at?: number };
+
 /** What a job running on the session sets (its id, and the settings it brings or keeps). */
 export const RunningJob = SessionMeta.pick({ job_id: true, project: true, approval: true, policy: true });
 export type RunningJob = z.infer<typeof RunningJob>;
@@ -62,17 +65,20 @@ export class Sessions {
    * job's settings over it (read on every call). Pass fresh=true when
    * `deleted_at` matters.
    */
-  async get(sid: string, fresh = false): Promise<SessionMeta | null> {
+  async get(sid: string, fresh = false): Promise<SessionState | null> {
     if (!/^[A-Za-z0-9_-]{1,64}$/.test(sid)) return null;
     const key = this.#keys.sessionMeta(sid);
     const hit = fresh ? undefined : this.#cache.get(sid);
-    if (hit) return withJob(hit, await this.#redis.hget(key, 'running_job'));
-    const [raw, deleted, job] = await this.#redis.hmget(key, 'json', 'deleted_at', 'running_job');
+    if (hit) {
+      const [job, paused] = await this.#redis.hmget(key, 'running_job', 'paused_at');
+      return withPause(withJob(hit, job ?? null), paused ?? null);
+    }
+    const [raw, deleted, job, paused] = await this.#redis.hmget(key, 'json', 'deleted_at', 'running_job', 'paused_at');
     if (!raw) return null;
     const full = { ...SessionMeta.parse(JSON.parse(raw)), deleted_at: deleted ?? null };
     if (this.#cache.size > 10_000) this.#cache.clear();
     this.#cache.set(sid, full);
-    return withJob(full, job ?? null);
+    return withPause(withJob(full, job ?? null), paused ?? null);
   }
 
   /** The session and whether it is deleted now: one read when cached (enqueue, once per command). */
@@ -110,6 +116,10 @@ export class Sessions {
 
 /** Parsed `running_job` values by their JSON: a job's settings are read once per command, parsed once per job. */
 const parsedJobs = new Map<string, RunningJob>();
+
+function withPause(meta: SessionMeta, pausedAt: string | null): SessionState {
+  return pausedAt ? { ...meta, paused_at: Number(pausedAt) } : meta;
+}
 
 function withJob(meta: SessionMeta, job: string | null): SessionMeta {
   if (!job) return meta;

@@ -47,6 +47,8 @@ export type WorkerPoolDeps = {
   openWorkers: PipelineMetrics['openWorkers'];
   /** sandboxes made before they are needed (warm-pool.ts); none when absent, none made at size 0 (a dead maker's are still removed) */
   warm?: WarmPoolOptions & { sandboxes: WarmSandboxes };
+  /** a wake message for a session: a container this process paused is thawed ahead of its command (Sandboxes.prewake) */
+  prewake?: (sid: string) => void;
 };
 
 const IDLE_CLOSE_MS = 5000;
@@ -94,6 +96,7 @@ export class WorkerPool {
     const channel = this.#d.keys.wakeChannel();
     this.#d.subscriber.on('message', (ch: string, sid: string) => {
       if (ch !== channel) return;
+      this.#d.prewake?.(sid);
       void this.ensure(sid).catch((err: unknown) => withIds({ session_id: sid }).error({ err }, 'could not open a session worker'));
       this.#warm?.poke(); // a session's first command: a warm id may have just been taken
     });

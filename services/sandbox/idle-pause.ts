@@ -42,7 +42,12 @@ export type IdlePauseDeps = {
   entry: (sessionId: string) => PausableEntry | undefined;
   /** Leaves a mark other processes' reapers read: the session was in use until now. */
   mark: (sessionId: string) => Promise<void>;
+  /** Told when this process paused the session's container (true) or thawed it (false); must not throw. */
+  changed?: PauseListener;
 };
+
+/** Who wants to know that a session's container froze or thawed (the pipeline marks it, so a request can thaw it ahead of its command). */
+export type PauseListener = (sessionId: string, paused: boolean) => void;
 
 const statusOf = (err: unknown) => (err as { statusCode?: number }).statusCode;
 const messageOf = (err: unknown) => (err instanceof Error ? err.message : String(err));
@@ -136,6 +141,7 @@ export class IdlePauses {
       }
       await this.#d.mark(sessionId).catch((err: unknown) =>
         sandboxLog(sessionId).warn({ err }, 'pause: marking the session in use failed; another process\'s reaper may take it for idle since its last open'));
+      this.#d.changed?.(sessionId, true);
       return true;
     });
   }
@@ -149,6 +155,7 @@ export class IdlePauses {
     if (!e.paused) return true;
     try {
       await unpauseContainer(this.#d.docker.getContainer(this.#name(sessionId)), sessionId);
+      this.#d.changed?.(sessionId, false);
       return true;
     } catch (err) {
       sandboxLog(sessionId).warn({ err }, 'unpause failed; the container is opened again');

@@ -2,7 +2,7 @@ import Docker from 'dockerode';
 import { DockerSandbox } from './docker-sandbox.ts';
 import { EgressDirs } from './egress-dirs.ts';
 import type { ExecutorClient } from './executor-client.ts';
-import { IdlePauses, thawIfPaused, type PausableEntry } from './idle-pause.ts';
+import { IdlePauses, thawIfPaused, type PausableEntry, type PauseListener } from './idle-pause.ts';
 import { containerName } from './names.ts';
 import { lastUses, reapSandboxes, stopContainer, type ReapResult } from './reaper.ts';
 import { resolveSandboxOptions, type ResolvedSandboxOptions, type SandboxOptions } from './sandbox-options.ts';
@@ -41,16 +41,19 @@ export class SandboxManager {
   readonly #egress: EgressDirs;
   readonly #starts: StartSlots;
   readonly #pauses: IdlePauses;
+  readonly #pauseListener?: PauseListener;
   /** Archives, baselines, change lists and patches of the sessions' workspaces, made in their containers. */
   readonly workspace = new SandboxWorkspaceOut(() => this.#docker, () => this.options.namePrefix, (sid) => this.sandboxFor(sid) as Promise<DockerSandbox>);
 
-  constructor(options: SandboxOptions & { docker?: Docker } = {}) {
-    const { docker, ...rest } = options;
+  /** `onPause`: told when this process freezes or thaws a session's container (idle-pause.ts PauseListener). */
+  constructor(options: SandboxOptions & { docker?: Docker; onPause?: PauseListener } = {}) {
+    const { docker, onPause, ...rest } = options;
     this.#docker = docker ?? new Docker();
     this.options = resolveSandboxOptions(rest);
     this.#egress = new EgressDirs({ dir: this.options.egressDir, namePrefix: this.options.namePrefix });
     this.#starts = new StartSlots(this.options.startConcurrency);
-    const pauseDeps = { docker: this.#docker, namePrefix: this.options.namePrefix, entry: (s: string) => this.#entries.get(s), mark: (s: string) => this.#egress.mark(s) };
+    this.#pauseListener = onPause;
+    const pauseDeps = { docker: this.#docker, namePrefix: this.options.namePrefix, entry: (s: string) => this.#entries.get(s), mark: (s: string) => this.#egress.mark(s), changed: onPause };
     this.#pauses = new IdlePauses(pauseDeps, this.options.idlePauseMs);
   }
 
@@ -59,33 +62,21 @@ export class SandboxManager {
    * the host side of /var/lib/thinkflow/egress/egress.sock in its container.
    * Pure; prepareEgress makes its directory.
    */
-  egressSocketPath(sessionId: string): string {
-    return this.#egress.socketPath(sessionId);
-  }
+  egressSocketPath(sessionId: string): string { return this.#egress.socketPath(sessionId); }
 
   /** Makes the session's egress directory (0700, idempotent; also done before each container start) and returns egressSocketPath. */
-  prepareEgress(sessionId: string): Promise<string> {
-    return this.#egress.prepare(sessionId);
-  }
+  prepareEgress(sessionId: string): Promise<string> { return this.#egress.prepare(sessionId); }
 
-  get status(): ManagerStatus {
-    return this.#status;
-  }
+  get status(): ManagerStatus { return this.#status; }
 
   /** How workspaces get their quota on this host (resolved once; `auto` warns when it falls back to the watchdog). */
-  async workspaceMode(): Promise<WorkspaceFsMode> {
-    return (await this.#images()) ? 'loop' : 'watchdog';
-  }
+  async workspaceMode(): Promise<WorkspaceFsMode> { return (await this.#images()) ? 'loop' : 'watchdog'; }
 
   /** Resolves when the spare workspace images being made are ready (benchmarks wait for an idle pool). */
-  async sparesReady(): Promise<void> {
-    await (await this.#images())?.sparesReady();
-  }
+  async sparesReady(): Promise<void> { await (await this.#images())?.sparesReady(); }
 
   /** The session's workspace image, when workspaces are filesystems of their own (tests and operators look at it). */
-  async workspaceImage(sessionId: string): Promise<string | null> {
-    return (await this.#images())?.imageOf(sessionId) ?? null;
-  }
+  async workspaceImage(sessionId: string): Promise<string | null> { return (await this.#images())?.imageOf(sessionId) ?? null; }
 
   /**
    * Reaps what a crashed predecessor left idle past the TTL, then reaps
@@ -137,6 +128,19 @@ export class SandboxManager {
   /** Pauses the session's container unless this process has something in flight there (an approval wait); its next use unpauses it. True when paused now; never with idlePauseMs 0. */
   pause(sessionId: string): Promise<boolean> { return this.#pauses.pause(sessionId); }
 
+  /**
+   * A command is on its way (a request arrived, a model call started): a
+   * container this process paused is thawed now, while the command is still
+   * parsed, recorded and queued, instead of when it reaches the container.
+   * Nothing when this process holds it running or not at all.
+   */
+  prewake(sessionId: string): void {
+    const e = this.#entries.get(sessionId);
+    if (!e?.paused || this.#status !== 'ready') return;
+    e.lastUsed = Date.now(); // not idle: the sweep must not pause it again before the command comes
+    void this.#connect(sessionId, e).catch((err: unknown) => sandboxLog(sessionId).warn({ err }, 'thawing ahead of a command failed; the command opens the container itself'));
+  }
+
   /** Containers this process holds paused (a gauge of the service's metrics). */
   get pausedCount(): number { return [...this.#entries.values()].filter((e) => e.paused).length; }
 
@@ -172,14 +176,8 @@ export class SandboxManager {
   }
 
   /** True when the Docker engine answers (for /readyz). */
-  async ping(): Promise<boolean> {
-    try {
-      await this.#docker.ping();
-      return true;
-    } catch (err) {
-      sandboxLog().warn({ err }, 'docker engine does not answer');
-      return false;
-    }
+  ping(): Promise<boolean> {
+    return this.#docker.ping().then(() => true, (err: unknown) => { sandboxLog().warn({ err }, 'docker engine does not answer'); return false; });
   }
 
   /** Detaches from every container and stops the reaper; containers keep running. Memoized. */
@@ -241,6 +239,8 @@ export class SandboxManager {
       if (entry.client?.alive && (await this.#pauses.resume(sessionId, entry))) return entry.client;
       entry.paused = false; // a container still paused is thawed by connectSession
       const client = await this.#starts.run(() => this.#open(sessionId));
+      // Opened (started, or found and thawed if a process that died had paused it): no pause of this session holds now.
+      this.#pauseListener?.(sessionId, false);
       entry.client = client;
       if (this.#entries.get(sessionId) !== entry) client.close(); // removed meanwhile
       return client;

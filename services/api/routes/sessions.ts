@@ -3,7 +3,7 @@ import type { Context, MiddlewareHandler, Next } from 'hono';
 import { z } from 'zod';
 import { withIds } from '../../log/index.ts';
 import { normalizeWorkspacePath } from '../../policy/index.ts';
-import { CommandResult, parseTurnBody, PipelineError, runParsedTurn, SandboxCallError, turnItems, type IdempotencyStore, type Pipeline, type SessionMeta } from '../../pipeline/index.ts';
+import { CommandResult, parseTurnBody, PipelineError, runParsedTurn, SandboxCallError, turnItems, type IdempotencyStore, type Pipeline, type SessionMeta, type SessionState } from '../../pipeline/index.ts';
 import { ParseError } from '../../protocol/index.ts';
 import type { AppEnv } from '../env.ts';
 import { AppError, toAppError } from '../errors.ts';
@@ -21,7 +21,7 @@ import { filePathOf } from './raw-path.ts';
 export type SessionRoutesDeps = { pipeline: Pipeline; maxJsonBytes: number; maxCommandsBytes: number; turns: TurnCaps; idempotency: IdempotencyStore };
 
 /** Loads a session the caller may see: a submitter sees only its own (404 for others', never 403). */
-export async function visibleSession(c: Context<AppEnv>, p: Pick<Pipeline, 'sessionMeta'>): Promise<SessionMeta> {
+export async function visibleSession(c: Context<AppEnv>, p: Pick<Pipeline, 'sessionMeta'>): Promise<SessionState> {
   const sid = c.req.param('id') ?? '';
   const meta = await p.sessionMeta(sid);
   const me = c.var.principal;
@@ -128,7 +128,7 @@ export function sessionRoutes(d: SessionRoutesDeps): OpenAPIHono<AppEnv> {
   });
 
   app.openapi(r.get, async (c) => {
-    const { policy: _policy, owner: _owner, ...shown } = await visibleSession(c, p);
+    const { policy: _policy, owner: _owner, paused_at: _paused, ...shown } = await visibleSession(c, p);
     return c.json(shown, 200);
   });
 
@@ -167,6 +167,7 @@ async function seed(p: Pipeline, sid: string, files: Record<string, string>, sig
 async function runTurn(c: Context<AppEnv>, p: Pipeline): Promise<Response> {
   const meta = await visibleSession(c, p);
   requireLive(meta);
+  p.prewake(meta.session_id, meta); // a container paused while idle thaws while the body is parsed and its commands recorded
   const type = c.req.header('content-type');
   if (type && !/^text\/plain\b/i.test(type)) throw new AppError(415, 'unsupported_media_type', `expected text/plain with tf-* tags, got ${type}`);
   // Parsed (and counted) before anything is claimed or recorded.
@@ -189,6 +190,7 @@ async function runTurn(c: Context<AppEnv>, p: Pipeline): Promise<Response> {
 async function readPath(c: Context<AppEnv>, p: Pipeline): Promise<Response> {
   const meta = await visibleSession(c, p);
   requireLive(meta);
+  p.prewake(meta.session_id, meta);
   const raw = filePathOf(c);
   const norm = normalizeWorkspacePath(raw === '' ? '.' : raw);
   const outside = () => new AppError(403, 'path_outside_workspace', 'path is outside the workspace', { details: { path: raw } });

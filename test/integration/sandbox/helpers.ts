@@ -6,7 +6,7 @@ import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { Command } from '../../../services/protocol/command.ts';
-import { SandboxManager, type Sandbox, type SandboxOptions } from '../../../services/sandbox/index.ts';
+import { SandboxManager, type PauseListener, type Sandbox, type SandboxOptions } from '../../../services/sandbox/index.ts';
 
 export const docker = new Docker();
 export const IMAGE = process.env.THINKFLOW_SANDBOX_IMAGE ?? 'thinkflow/sandbox:latest';
@@ -48,7 +48,7 @@ export function sessionId(): string {
 }
 
 /** A manager of its own prefix; without spare images unless asked (tests count a prefix's images; spare-images.test.ts covers them). */
-export function newManager(prefix: string, options: SandboxOptions = {}): SandboxManager {
+export function newManager(prefix: string, options: SandboxOptions & { onPause?: PauseListener } = {}): SandboxManager {
   return new SandboxManager({ namePrefix: prefix, reapIntervalMs: 0, image: IMAGE, workspaceSpares: 0, ...options, docker });
 }
 

@@ -2,7 +2,7 @@
 // nothing written before a pause or a stop is lost (services/sandbox/idle-pause.ts).
 import { Readable } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { containerName, type Sandbox, type SandboxManager, type SandboxOptions } from '../../../services/sandbox/index.ts';
+import { containerName, type PauseListener, type Sandbox, type SandboxManager, type SandboxOptions } from '../../../services/sandbox/index.ts';
 import { bash, cmd, docker, newManager, reapAll, requireImage, sessionId, testPrefix } from './helpers.ts';
 
 // A prefix per test: the reapers of one test judge no other test's containers.
@@ -17,7 +17,7 @@ afterAll(async () => {
 });
 
 /** A manager on a prefix of its own (or `prefix`'s: another process of the same deployment). */
-function manager(options: SandboxOptions, prefix?: string): SandboxManager {
+function manager(options: SandboxOptions & { onPause?: PauseListener }, prefix?: string): SandboxManager {
   let set = made.find((s) => s.prefix === prefix);
   if (!set) made.push((set = { prefix: testPrefix('pause'), managers: [] }));
   const m = newManager(set.prefix, options);
@@ -99,6 +99,37 @@ describe('idle pause', () => {
     } finally {
       unpause.mockRestore();
     }
+  });
+
+  it('prewake thaws a container this manager paused before any command reaches it; the listener hears both', async () => {
+    const heard: [string, boolean][] = [];
+    const m = manager({ idlePauseMs: 60_000, onPause: (s, paused) => heard.push([s, paused]) });
+    const sid = sessionId();
+    const sb = await m.sandboxFor(sid);
+    await sb.execute(cmd({ tool: 'write', path: 'w.txt', content: 'woken' }));
+    expect(heard).toEqual([[sid, false]]); // the open: no pause holds
+    expect(await m.pause(sid)).toBe(true);
+    expect(heard.at(-1)).toEqual([sid, true]);
+    m.prewake(sid);
+    m.prewake('ses_unknown'); // nothing held here: nothing done
+    const until = Date.now() + 3_000;
+    while ((await state(m, sid)).Paused && Date.now() < until) await sleep(5);
+    expect((await state(m, sid)).Paused).toBe(false);
+    expect(m.pausedCount).toBe(0);
+    expect(heard.at(-1)).toEqual([sid, false]);
+    // Thawed ahead: the command takes the running path (no unpause of its own).
+    const unpause = vi.spyOn(Object.getPrototypeOf(docker.getContainer(containerName(m.options.namePrefix, sid))) as { unpause: () => Promise<unknown> }, 'unpause');
+    try {
+      expect(await read(sb, 'w.txt')).toMatchObject({ ok: true, stdout: 'woken' });
+      expect(unpause).not.toHaveBeenCalled();
+    } finally {
+      unpause.mockRestore();
+    }
+    // Running: a prewake does nothing (no Docker call, nothing told).
+    const told = heard.length;
+    m.prewake(sid);
+    await sleep(100);
+    expect(heard.length).toBe(told);
   });
 
   it('pause(sid) does not pause while a command is in flight, and does once it is done', async () => {

@@ -34,24 +34,39 @@ function setup(idlePauseMs: number, entry: PausableEntry) {
   const container = { pause: vi.fn(async () => undefined), unpause: vi.fn(async () => undefined) };
   const docker = { getContainer: vi.fn(() => container) } as unknown as Docker;
   const mark = vi.fn(async () => undefined);
-  const pauses = new IdlePauses({ docker, namePrefix: 'tfu-pause-', entry: () => entry, mark }, idlePauseMs);
-  return { container, mark, pauses };
+  const changed = vi.fn();
+  const pauses = new IdlePauses({ docker, namePrefix: 'tfu-pause-', entry: () => entry, mark, changed }, idlePauseMs);
+  return { container, mark, changed, pauses };
 }
 const client = () => ({ alive: true, close: vi.fn() }) as unknown as ExecutorClient & { close: ReturnType<typeof vi.fn> };
 const idleEntry = (): PausableEntry => ({ client: client(), lastUsed: Date.now() - 1_000, inflight: 0 });
 
 describe('IdlePauses', () => {
-  it('pauses an idle entry once, marks it, and thaws it on resume', async () => {
+  it('pauses an idle entry once, marks it, and thaws it on resume, telling its listener each time', async () => {
     const e = idleEntry();
-    const { container, mark, pauses } = setup(500, e);
+    const { container, mark, changed, pauses } = setup(500, e);
     expect(await pauses.pause('ses_a')).toBe(true);
     expect(await pauses.pause('ses_a')).toBe(true); // already paused: no second call
     expect(container.pause).toHaveBeenCalledTimes(1);
     expect(mark).toHaveBeenCalledWith('ses_a');
+    expect(changed.mock.calls).toEqual([['ses_a', true]]);
     expect(e.paused).toBe(true);
     expect(await pauses.resume('ses_a', e)).toBe(true);
+    expect(await pauses.resume('ses_a', e)).toBe(true); // running: nothing to thaw, nothing told
     expect(container.unpause).toHaveBeenCalledTimes(1);
+    expect(changed.mock.calls).toEqual([['ses_a', true], ['ses_a', false]]);
     expect(e.paused).toBe(false);
+  });
+
+  it('tells the listener nothing when the pause or the unpause failed', async () => {
+    const e = idleEntry();
+    const { container, changed, pauses } = setup(500, e);
+    container.pause.mockRejectedValueOnce(Object.assign(new Error('boom'), { statusCode: 500 }));
+    await expect(pauses.pause('ses_a')).rejects.toThrow('boom');
+    expect(await pauses.pause('ses_a')).toBe(true);
+    container.unpause.mockRejectedValueOnce(new Error('gone'));
+    expect(await pauses.resume('ses_a', e)).toBe(false);
+    expect(changed.mock.calls).toEqual([['ses_a', true]]);
   });
 
   it('leaves alone what is in flight, connecting, used within minIdleMs or not connected', async () => {
