@@ -91,10 +91,12 @@ export async function unpauseContainer(container: Docker.Container, sessionId: s
   }
 }
 
-/** Thaws the container when it is paused (by another process: this one thaws its own on use); one inspect otherwise. */
-export async function thawIfPaused(docker: Docker, name: string, sessionId: string): Promise<void> {
+/** Thaws the container when it is paused (by another process: this one thaws its own on use); one inspect otherwise. True when it thawed it. */
+export async function thawIfPaused(docker: Docker, name: string, sessionId: string): Promise<boolean> {
   const c = docker.getContainer(name);
-  if ((await c.inspect()).State.Paused) await unpauseContainer(c, sessionId);
+  if (!(await c.inspect()).State.Paused) return false;
+  await unpauseContainer(c, sessionId);
+  return true;
 }
 
 export class IdlePauses {
@@ -164,6 +166,21 @@ export class IdlePauses {
     } finally {
       e.paused = false;
     }
+  }
+
+  /**
+   * A command is on its way: thaws the container now if this process paused
+   * it, under the session lock, and only while the entry is still the one
+   * held. Never opens a container: a session removed or reaped meanwhile stays
+   * gone (its command, if any, opens it through the manager's own path).
+   */
+  thawAhead(sessionId: string): void {
+    const e = this.#d.entry(sessionId);
+    if (!e?.paused) return;
+    e.lastUsed = Date.now(); // in use: the sweep must not pause it again before the command comes
+    void withSessionLock(this.#name(sessionId), async () => {
+      if (this.#d.entry(sessionId) === e && e.paused && e.client?.alive) await this.resume(sessionId, e);
+    }).catch((err: unknown) => sandboxLog(sessionId).warn({ err }, 'thawing ahead of a command failed; the command thaws the container itself'));
   }
 
   /**

@@ -135,10 +135,7 @@ export class SandboxManager {
    * Nothing when this process holds it running or not at all.
    */
   prewake(sessionId: string): void {
-    const e = this.#entries.get(sessionId);
-    if (!e?.paused || this.#status !== 'ready') return;
-    e.lastUsed = Date.now(); // not idle: the sweep must not pause it again before the command comes
-    void this.#connect(sessionId, e).catch((err: unknown) => sandboxLog(sessionId).warn({ err }, 'thawing ahead of a command failed; the command opens the container itself'));
+    if (this.#status === 'ready') this.#pauses.thawAhead(sessionId);
   }
 
   /** Containers this process holds paused (a gauge of the service's metrics). */
@@ -215,7 +212,7 @@ export class SandboxManager {
             current.inflight = Math.max(0, current.inflight + delta);
           },
           recover: () => this.#recover(sessionId),
-          thaw: () => thawIfPaused(this.#docker, containerName(this.options.namePrefix, sessionId), sessionId),
+          thaw: async () => { if (await thawIfPaused(this.#docker, containerName(this.options.namePrefix, sessionId), sessionId)) this.#pauseListener?.(sessionId, false); },
           docker: this.#docker,
         },
         this.options,
@@ -284,10 +281,12 @@ export class SandboxManager {
     });
   }
 
+  // Removed, reaped or let go at close: a pause mark of this process's would outlive what it marks.
   #detach(sessionId: string): void {
     const entry = this.#entries.get(sessionId);
     this.#entries.delete(sessionId);
     entry?.client?.close();
+    if (entry?.paused) this.#pauseListener?.(sessionId, false);
   }
 
   #assertOpen(): void {

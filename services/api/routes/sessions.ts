@@ -167,7 +167,6 @@ async function seed(p: Pipeline, sid: string, files: Record<string, string>, sig
 async function runTurn(c: Context<AppEnv>, p: Pipeline): Promise<Response> {
   const meta = await visibleSession(c, p);
   requireLive(meta);
-  p.prewake(meta.session_id, meta); // a container paused while idle thaws while the body is parsed and its commands recorded
   const type = c.req.header('content-type');
   if (type && !/^text\/plain\b/i.test(type)) throw new AppError(415, 'unsupported_media_type', `expected text/plain with tf-* tags, got ${type}`);
   // Parsed (and counted) before anything is claimed or recorded.
@@ -175,6 +174,7 @@ async function runTurn(c: Context<AppEnv>, p: Pipeline): Promise<Response> {
   await p.claims.assertNotUploading(meta.session_id);
   const signal = c.req.raw.signal;
   await p.live.claimLive(meta.owner, meta.session_id);
+  p.prewake(meta.session_id, meta); // a container paused while idle thaws while the commands are recorded and queued
   try {
     const out = await runParsedTurn(p, meta.session_id, items, signal, meta);
     return c.json({ results: out.results, errors: out.errors }, 200);
@@ -190,13 +190,13 @@ async function runTurn(c: Context<AppEnv>, p: Pipeline): Promise<Response> {
 async function readPath(c: Context<AppEnv>, p: Pipeline): Promise<Response> {
   const meta = await visibleSession(c, p);
   requireLive(meta);
-  p.prewake(meta.session_id, meta);
   const raw = filePathOf(c);
   const norm = normalizeWorkspacePath(raw === '' ? '.' : raw);
   const outside = () => new AppError(403, 'path_outside_workspace', 'path is outside the workspace', { details: { path: raw } });
   if (!norm.ok) throw outside();
   // Reading starts the session's container when it is stopped: a live slot first (no side door around the cap).
   await p.live.claimLive(meta.owner, meta.session_id);
+  p.prewake(meta.session_id, meta);
   const got = await readInSandbox(p, meta.session_id, norm.path);
   switch (got.kind) {
     case 'outside': throw outside();

@@ -3,6 +3,7 @@
 import { Readable } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { containerName, type PauseListener, type Sandbox, type SandboxManager, type SandboxOptions } from '../../../services/sandbox/index.ts';
+import { withSessionLock } from '../../../services/sandbox/session-lock.ts';
 import { bash, cmd, docker, newManager, reapAll, requireImage, sessionId, testPrefix } from './helpers.ts';
 
 // A prefix per test: the reapers of one test judge no other test's containers.
@@ -130,6 +131,26 @@ describe('idle pause', () => {
     m.prewake(sid);
     await sleep(100);
     expect(heard.length).toBe(told);
+  });
+
+  it('a prewake queued behind a remove never makes the removed session a container again (attack: a wake racing DELETE)', async () => {
+    const heard: boolean[] = [];
+    const m = manager({ idlePauseMs: 60_000, onPause: (_s, paused) => heard.push(paused) });
+    const sid = sessionId();
+    const name = containerName(m.options.namePrefix, sid);
+    await (await m.sandboxFor(sid)).execute(cmd({ tool: 'write', path: 'a.txt', content: 'x' }));
+    expect(await m.pause(sid)).toBe(true);
+    let release!: () => void;
+    const held = withSessionLock(name, () => new Promise<void>((r) => { release = r; })); // the reaper, a stop: something holds the lock
+    const removed = m.remove(sid);
+    await sleep(50);
+    m.prewake(sid); // a request read the mark just before the delete
+    release();
+    await held;
+    await removed;
+    await sleep(1_000);
+    expect(await docker.listContainers({ all: true, filters: { name: [name] } })).toEqual([]);
+    expect(heard.at(-1)).toBe(false); // the mark of what was removed is cleared
   });
 
   it('pause(sid) does not pause while a command is in flight, and does once it is done', async () => {
