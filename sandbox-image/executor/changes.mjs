@@ -40,3 +40,13 @@ export function listChanges(root, base) {
   // Shown as UTF-8 (a name that is not valid UTF-8 shows replacement characters; the patch keeps its bytes).
   return changes.map((c) => ({ ...c, path: Buffer.from(c.path, 'latin1').toString('utf8') }));
 }
+
+/**
+ * Runs the change list once over the executor's own files (read only, an
+ * empty base: all "added"), so that V8 has compiled the walk and the hashing
+ * before a job's first change list needs them: that first list paid ~4 ms of
+ * lazy compilation in a fresh executor (bench/RESULTS.md, bench:flows).
+ */
+export function warmUpChanges(dir) {
+  return listChanges(dir, { entries: {}, racy: () => false }).length;
+}

@@ -27,7 +27,9 @@ import { WorkspaceQuota } from './quota.mjs';
 import { readPath } from './read-path.mjs';
 import { killStrays } from './strays.mjs';
 import { removeStaleStaging, uploadOps } from './upload.mjs';
-import { baselineMissing, workspaceOp } from './workspace-ops.mjs';
+import { baselineMissing, preloadBaseline, workspaceOp } from './workspace-ops.mjs';
+import { warmUpChanges } from './changes.mjs';
+import { fileURLToPath } from 'node:url';
 
 dropToCommandUser();
 // The host sets the cap in the container's environment (the relay outlives any one request's limits).
@@ -179,7 +181,9 @@ async function handle(req, send) {
           if (needsBaseline(req)) return { tool: req.command && req.command.tool, ok: false, error_code: 'baseline_missing', error: 'the workspace has no baseline yet; take it, then ask again' };
           return execCommand(req.command, limits, ac.signal, req.expect);
         });
-        return send({ rid, result });
+        send({ rid, result });
+        setTimeout(preloadBaseline, 0); // once per executor (a no-op after): the first change list finds the manifest read
+        return;
       } finally {
         running.delete(rid);
         lastActivity = Date.now();
@@ -240,6 +244,14 @@ Promise.all([killStrays(), relay.listening, listenControlSocket(onLine)]).then(
       process.stderr.write(`executor: a stale upload staging directory could not be removed: ${err && err.message}\n`);
     }
     sendStdout({ rid: null, type: 'ready', pid: process.pid });
+    // After ready, when nothing else is asked yet (a warm sandbox waits seconds for its session).
+    setTimeout(() => {
+      try {
+        warmUpChanges(path.dirname(fileURLToPath(import.meta.url)));
+      } catch (err) {
+        process.stderr.write(`executor: warming up the change list failed: ${err && err.message}\n`);
+      }
+    }, 50);
   },
   (err) => {
     process.stderr.write(`executor: cannot clear leftover processes: ${err && err.message}\n`);

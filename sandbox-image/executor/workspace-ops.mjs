@@ -30,6 +30,30 @@ export function baselineMissing() {
   }
 }
 
+let preloadTries = 0;
+/**
+ * Reads the baseline's manifest ahead of the first change list (a job asks
+ * for it at its end), in idle time after a command: the baseline was taken by
+ * another program (workspace-out.mjs), so this process has not read it. At
+ * most three tries per executor (a session's first command may come before
+ * its baseline), so a workspace that never has one costs no root switches
+ * per command. None yet, or none possible here: the change list reports why
+ * when it is asked; anything else is logged.
+ */
+export function preloadBaseline() {
+  if (kept || preloadTries >= 3) return;
+  preloadTries += 1;
+  try {
+    asRoot(() => {
+      assertPrivateArea();
+      kept = openBaseline(kept);
+    });
+  } catch (err) {
+    if (err instanceof NoBaseline || err.code === 'baseline_unsupported') return;
+    process.stderr.write(`executor: reading the baseline ahead failed: ${err && err.message}\n`);
+  }
+}
+
 /** `changes` -> {baseline_at, changes} | {failed: {code, message}}. */
 export function workspaceOp(op) {
   try {
