@@ -1,9 +1,10 @@
-import { execFile } from 'node:child_process';
 import { readFile } from 'node:fs/promises';
+import { HostToolRunner } from './tool-runner.ts';
 
 // The host programs behind per-session filesystems (losetup, mkfs.ext4,
 // debugfs, cp), started with argument arrays and no shell, each with a time
-// limit, so a hung tool fails one session instead of holding the process.
+// limit, so a hung tool fails one session instead of holding the process;
+// started by a small runner process (tool-runner.ts), not forked from this one.
 
 export const HOST_TOOL_TIMEOUT_MS = 30_000;
 
@@ -19,14 +20,18 @@ export class HostToolError extends Error {
   }
 }
 
+const runner = new HostToolRunner();
+
 /** Runs `file args…` and resolves with its stdout; rejects with a HostToolError naming the call and its stderr. */
-export function runHostTool(file: string, args: string[], timeoutMs = HOST_TOOL_TIMEOUT_MS): Promise<string> {
-  return new Promise((resolve, reject) => {
-    execFile(file, args, { timeout: timeoutMs, killSignal: 'SIGKILL', encoding: 'utf8', maxBuffer: 4 * 1024 * 1024 }, (err, stdout, stderr) => {
-      if (err) reject(new HostToolError(file, args, stderr, err));
-      else resolve(stdout);
-    });
-  });
+export async function runHostTool(file: string, args: string[], timeoutMs = HOST_TOOL_TIMEOUT_MS): Promise<string> {
+  let out;
+  try {
+    out = await runner.run(file, args, timeoutMs, 4 * 1024 * 1024);
+  } catch (err) {
+    throw new HostToolError(file, args, '', err);
+  }
+  if (out.error) throw new HostToolError(file, args, out.stderr, Object.assign(new Error(out.error.message), out.error));
+  return out.stdout;
 }
 
 /** Loop devices attached to `file` (normally zero or one). */
