@@ -14,7 +14,7 @@ const RUNNER = new URL('./host-tool-runner.mjs', import.meta.url).pathname;
 const GRACE_MS = 5_000;
 
 export type ToolOutcome = { stdout: string; stderr: string; error: null | { message: string; code: string | number | null; signal: string | null; killed: boolean } };
-type Pending = { resolve: (o: ToolOutcome) => void; reject: (err: Error) => void; timer: NodeJS.Timeout };
+type Pending = { resolve: (o: ToolOutcome) => void; reject: (err: Error) => void; timer: NodeJS.Timeout; child: ChildProcess };
 
 export class HostToolRunner {
   #child: ChildProcess | null = null;
@@ -28,9 +28,12 @@ export class HostToolRunner {
     return new Promise<ToolOutcome>((resolve, reject) => {
       const timer = setTimeout(() => {
         sandboxLog().error({ file, args, timeoutMs }, 'host tool runner did not answer within the tool\'s time limit; it is killed and started again');
+        this.#pending.delete(id);
+        reject(new Error(`host tool runner did not answer ${file} within ${timeoutMs + GRACE_MS} ms`));
+        this.#fail(child, new Error('host tool runner killed: it stopped answering'));
         child.kill('SIGKILL');
       }, timeoutMs + GRACE_MS);
-      this.#pending.set(id, { resolve, reject, timer });
+      this.#pending.set(id, { resolve, reject, timer, child });
       this.#hold();
       child.stdin!.write(`${JSON.stringify({ id, file, args, timeoutMs, maxBuffer })}\n`);
     });
@@ -50,14 +53,26 @@ export class HostToolRunner {
     const child = spawn(process.execPath, [RUNNER], { stdio: ['pipe', 'pipe', 'inherit'] });
     this.#child = child;
     createInterface({ input: child.stdout! }).on('line', (line) => this.#answer(line));
-    child.on('error', (err) => sandboxLog().error({ err }, 'host tool runner could not be started'));
-    child.once('exit', (code, signal) => {
-      if (this.#child === child) this.#child = null;
-      const err = new Error(`host tool runner exited (${signal ?? code}) with the call pending`);
-      for (const [id, p] of this.#pending) { clearTimeout(p.timer); p.reject(err); this.#pending.delete(id); }
+    child.on('error', (err) => {
+      sandboxLog().error({ err }, 'host tool runner failed (could not start, or could not be written to)');
+      this.#fail(child, new Error(`host tool runner failed: ${err.message}`));
     });
+    // A write to a runner that just died: the exit (below) fails the call; without a listener the error would end the service.
+    child.stdin!.on('error', (err) => sandboxLog().warn({ err }, 'host tool runner\'s stdin failed; its pending calls fail'));
+    child.once('exit', (code, signal) => this.#fail(child, new Error(`host tool runner exited (${signal ?? code}) with the call pending`)));
     this.#release();
     return child;
+  }
+
+  /** The runner is unusable: the next call starts another; every call pending on it (not on a newer one) fails. */
+  #fail(child: ChildProcess, err: Error): void {
+    if (this.#child === child) this.#child = null;
+    for (const [id, p] of this.#pending) {
+      if (p.child !== child) continue;
+      clearTimeout(p.timer);
+      p.reject(err);
+      this.#pending.delete(id);
+    }
   }
 
   #answer(line: string): void {
