@@ -20,9 +20,15 @@ lines.on('line', (line) => {
     process.stderr.write(`host-tool-runner: a request that is not JSON (${line.length} bytes) was ignored\n`);
     return;
   }
-  execFile(req.file, req.args, { timeout: req.timeoutMs, killSignal: 'SIGKILL', encoding: 'utf8', maxBuffer: req.maxBuffer }, (err, stdout, stderr) => {
+  const answer = (err, stdout, stderr) => {
     const error = err ? { message: err.message, code: err.code ?? null, signal: err.signal ?? null, killed: Boolean(err.killed) } : null;
     process.stdout.write(`${JSON.stringify({ id: req.id, stdout, stderr, error })}\n`);
-  });
+  };
+  try {
+    execFile(req.file, req.args, { timeout: req.timeoutMs, killSignal: 'SIGKILL', encoding: 'utf8', maxBuffer: req.maxBuffer }, answer);
+  } catch (err) {
+    // Thrown, not called back (an argument with a NUL byte, ENOMEM, E2BIG): this call fails, not every call in flight.
+    answer(err, '', '');
+  }
 });
 lines.on('close', () => process.exit(0));

@@ -1,5 +1,6 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { createInterface } from 'node:readline';
+import { fileURLToPath } from 'node:url';
 import { sandboxLog } from './log.ts';
 
 // The service's side of host-tool-runner.mjs: host tools are started by that
@@ -9,7 +10,7 @@ import { sandboxLog } from './log.ts';
 // runner never keeps the service alive), and started again after it dies:
 // every call it had pending fails, none is lost silently.
 
-const RUNNER = new URL('./host-tool-runner.mjs', import.meta.url).pathname;
+const RUNNER = fileURLToPath(new URL('./host-tool-runner.mjs', import.meta.url)); // a path with blanks too
 /** A runner that answers nothing this long past a call's own time limit is taken for hung and killed. */
 const GRACE_MS = 5_000;
 
@@ -35,7 +36,7 @@ export class HostToolRunner {
       }, timeoutMs + GRACE_MS);
       this.#pending.set(id, { resolve, reject, timer, child });
       this.#hold();
-      child.stdin!.write(`${JSON.stringify({ id, file, args, timeoutMs, maxBuffer })}\n`);
+      child.stdin?.write(`${JSON.stringify({ id, file, args, timeoutMs, maxBuffer })}\n`);
     });
   }
 
@@ -49,17 +50,20 @@ export class HostToolRunner {
 
   #started(): ChildProcess {
     if (this.#child) return this.#child;
-    // Plain JavaScript: spawn passes none of this process's flags or loaders, and it needs none.
-    const child = spawn(process.execPath, [RUNNER], { stdio: ['pipe', 'pipe', 'inherit'] });
+    // Plain JavaScript: no flags or loaders of this process (a preload writing to stdout would corrupt the answers).
+    const { NODE_OPTIONS: _options, ...env } = process.env;
+    const child = spawn(process.execPath, [RUNNER], { stdio: ['pipe', 'pipe', 'inherit'], env });
     this.#child = child;
-    createInterface({ input: child.stdout! }).on('line', (line) => this.#answer(line));
+    // First, before anything can throw: a spawn that failed (EMFILE, ENOENT) is reported here, on the next tick.
     child.on('error', (err) => {
       sandboxLog().error({ err }, 'host tool runner failed (could not start, or could not be written to)');
       this.#fail(child, new Error(`host tool runner failed: ${err.message}`));
     });
-    // A write to a runner that just died: the exit (below) fails the call; without a listener the error would end the service.
-    child.stdin!.on('error', (err) => sandboxLog().warn({ err }, 'host tool runner\'s stdin failed; its pending calls fail'));
     child.once('exit', (code, signal) => this.#fail(child, new Error(`host tool runner exited (${signal ?? code}) with the call pending`)));
+    if (!child.stdin || !child.stdout) return child; // no pipes (out of descriptors): the error above fails the call
+    createInterface({ input: child.stdout }).on('line', (line) => this.#answer(line));
+    // A write to a runner that just died: the exit fails the call; without a listener the error would end the service.
+    child.stdin.on('error', (err) => sandboxLog().warn({ err }, 'host tool runner\'s stdin failed; its pending calls fail'));
     this.#release();
     return child;
   }

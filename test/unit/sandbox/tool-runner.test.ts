@@ -4,6 +4,9 @@
 // calls and is started again, and the service's event loop is not held while
 // a tool is forked.
 import { execFile } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { HostToolError, runHostTool } from '../../../services/sandbox/host-tools.ts';
 import { HostToolRunner } from '../../../services/sandbox/tool-runner.ts';
@@ -43,6 +46,29 @@ describe('host tools through the runner', () => {
     process.kill(r.pid!, 'SIGKILL'); // this runner only: other test files' runners are theirs
     await expect(pending).rejects.toThrow(/host tool runner exited/);
     expect((await r.run('echo', ['again'], 5_000, 1024)).stdout).toBe('again\n');
+  });
+
+  it('an argument the runner cannot even start (a NUL byte) fails that call only, not the others in flight (attack: one bad call failing every session\'s)', async () => {
+    const r = newRunner();
+    const other = r.run('sh', ['-c', 'sleep 0.3; echo fine'], 5_000, 1024);
+    const bad = await r.run('echo', ['a\u0000b'], 5_000, 1024);
+    expect(bad.error?.message).toMatch(/null bytes|NUL|must be a string without null bytes/i);
+    expect((await other).stdout).toBe('fine\n');
+  });
+
+  it("runs without this process's NODE_OPTIONS (a preload printing to stdout would corrupt the answers)", async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'tf-runner-'));
+    const preload = join(dir, 'apm.cjs');
+    writeFileSync(preload, "process.stdout.write('[apm] ');\n");
+    const before = process.env.NODE_OPTIONS;
+    process.env.NODE_OPTIONS = `--require ${preload}`;
+    try {
+      const r = newRunner();
+      expect((await r.run('echo', ['clean'], 1_000, 1024)).stdout).toBe('clean\n');
+    } finally {
+      if (before === undefined) delete process.env.NODE_OPTIONS; else process.env.NODE_OPTIONS = before;
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 
   it("does not hold this process's event loop while a tool is forked (a direct fork does, inside the call)", async () => {
