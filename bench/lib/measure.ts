@@ -1,6 +1,6 @@
-import { spawn, type ChildProcess } from 'node:child_process';
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { createServer } from 'node:net';
-
+// What the service benches (bench/pipeline) share: percentiles of a sample, a free loopback port, a service child and its clean-up.
 // What the service benches (bench/pipeline) share: percentiles of a sample, a free loopback port, a service child.
 
 /** Nearest-rank percentile of an unsorted sample. */
@@ -32,4 +32,14 @@ export async function serveAll(root: string, env: Record<string, string>): Promi
     child.once('exit', (c) => reject(new Error(`service exited (${c}): ${log}`)));
   });
   return child;
+}
+
+/** Stops a `serveAll` child, then removes the containers and volumes of its sandbox prefix `boxes`. */
+export async function stopService(service: ChildProcess, boxes: string): Promise<void> {
+  service.kill('SIGTERM');
+  await new Promise((r) => service.once('exit', r));
+  const ids = execFileSync('docker', ['ps', '-aq', '--filter', `name=^/${boxes}`]).toString().split('\n').filter(Boolean);
+  if (ids.length) execFileSync('docker', ['rm', '-f', ...ids], { stdio: 'ignore' });
+  const vols = execFileSync('docker', ['volume', 'ls', '-q', '--filter', `name=^${boxes}`]).toString().split('\n').filter(Boolean);
+  if (vols.length) execFileSync('docker', ['volume', 'rm', '-f', ...vols], { stdio: 'ignore' });
 }

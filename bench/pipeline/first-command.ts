@@ -8,10 +8,10 @@
 // → started); and a burst of `--burst` sessions created at once, each running
 // one command. Judges issue 23's targets in code.
 //   npm run bench:first-command [-- --samples 30 --burst 100 --pool 2]
-import { execFileSync, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { parseArgs } from 'node:util';
 import { createKeys, createRedis } from '../../services/pipeline/index.ts';
-import { freePort, pct, serveAll } from '../lib/measure.ts';
+import { freePort, pct, serveAll, stopService } from '../lib/measure.ts';
 
 const { values } = parseArgs({ options: {
   samples: { type: 'string', default: '30' },
@@ -92,12 +92,7 @@ async function measure(label: string, pool: number): Promise<Figures> {
     process.stdout.write(`[${label}] sequential p50 ${pct(f.seq, 50).toFixed(1)} ms p95 ${pct(f.seq, 95).toFixed(1)} ms; parsed → started p50 ${pct(f.parsed, 50)} ms p99 ${pct(f.parsed, 99)} ms; burst of ${BURST}: p95 ${pct(f.burst, 95).toFixed(0)} ms, all done in ${f.burstSeconds.toFixed(2)} s\n`);
   } finally {
     await Promise.all(sids.map((sid) => fetch(`${base}/v1/sessions/${sid}`, { method: 'DELETE' }).catch(() => undefined)));
-    service.kill('SIGTERM');
-    await new Promise((r) => service.once('exit', r));
-    const ids = execFileSync('docker', ['ps', '-aq', '--filter', `name=^/${boxes}`]).toString().split('\n').filter(Boolean);
-    if (ids.length) execFileSync('docker', ['rm', '-f', ...ids], { stdio: 'ignore' });
-    const vols = execFileSync('docker', ['volume', 'ls', '-q', '--filter', `name=^${boxes}`]).toString().split('\n').filter(Boolean);
-    if (vols.length) execFileSync('docker', ['volume', 'rm', '-f', ...vols], { stdio: 'ignore' });
+    await stopService(service, boxes);
     redis.disconnect();
   }
   return f;

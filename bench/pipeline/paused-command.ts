@@ -12,7 +12,7 @@
 import { execFileSync, type ChildProcess } from 'node:child_process';
 import { parseArgs } from 'node:util';
 import Docker from 'dockerode';
-import { freePort, pct, serveAll } from '../lib/measure.ts';
+import { freePort, pct, serveAll, stopService } from '../lib/measure.ts';
 import { REPLAY_MODEL_NAME, startReplayModel } from '../../services/replay-model/index.ts';
 
 const { values } = parseArgs({ options: {
@@ -109,10 +109,7 @@ async function measure(label: string, root: string): Promise<Figures> {
     process.stdout.write(`[${label}] running p50 ${pct(f.running, 50).toFixed(1)} ms, paused p50 ${pct(f.paused, 50).toFixed(1)} ms (n = ${SAMPLES} each)\n`);
   } finally {
     if (sid) await fetch(`${base}/v1/sessions/${sid}`, { method: 'DELETE' }).catch(() => undefined);
-    service.kill('SIGTERM');
-    await new Promise((r) => service.once('exit', r));
-    const ids = execFileSync('docker', ['ps', '-aq', '--filter', `name=^/${boxes}`]).toString().split('\n').filter(Boolean);
-    if (ids.length) execFileSync('docker', ['rm', '-f', ...ids], { stdio: 'ignore' });
+    await stopService(service, boxes);
     execFileSync('redis-cli', ['-u', REDIS_URL, '--scan', '--pattern', `${prefix}*`], { encoding: 'utf8' }).split('\n').filter(Boolean)
       .forEach((k) => execFileSync('redis-cli', ['-u', REDIS_URL, 'del', k], { stdio: 'ignore' }));
   }

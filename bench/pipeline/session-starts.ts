@@ -8,9 +8,9 @@
 // (services/sandbox/tool-runner.ts). `--before DIR` runs an older checkout in
 // the same run. One `thinkflow serve --role all` child per checkout, warm pool 0.
 //   npm run bench:session-starts [-- --seconds 12 --before /tmp/tf-before]
-import { execFileSync, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { parseArgs } from 'node:util';
-import { freePort, pct, serveAll } from '../lib/measure.ts';
+import { freePort, pct, serveAll, stopService } from '../lib/measure.ts';
 
 const { values } = parseArgs({ options: { seconds: { type: 'string', default: '12' }, before: { type: 'string' } } });
 const SECONDS = Number(values.seconds);
@@ -74,12 +74,7 @@ async function measure(label: string, root: string): Promise<Figures> {
     process.stdout.write(`[${label}] busy write p50/p99: alone ${pct(alone.writes, 50).toFixed(1)}/${pct(alone.writes, 99).toFixed(1)} ms, with ${starting.starts} sessions opened ${pct(starting.writes, 50).toFixed(1)}/${pct(starting.writes, 99).toFixed(1)} ms\n`);
     return f;
   } finally {
-    service.kill('SIGTERM');
-    await new Promise((r) => service.once('exit', r));
-    const ids = execFileSync('docker', ['ps', '-aq', '--filter', `name=^/${boxes}`]).toString().split('\n').filter(Boolean);
-    if (ids.length) execFileSync('docker', ['rm', '-f', ...ids], { stdio: 'ignore' });
-    const vols = execFileSync('docker', ['volume', 'ls', '-q', '--filter', `name=^${boxes}`]).toString().split('\n').filter(Boolean);
-    if (vols.length) execFileSync('docker', ['volume', 'rm', '-f', ...vols], { stdio: 'ignore' });
+    await stopService(service, boxes);
   }
 }
 
