@@ -16,8 +16,10 @@ import { newSessionId } from './sessions.ts';
 //   - a surviving worker, when the maker died (WorkerLiveness calls dropDead);
 //   - its maker, when an id was taken but no session came of it (the taker failed or died).
 // The maker keeps its warm sandboxes in use (so neither the idle pause nor the
-// reaper touch them) and refills as ids are taken: at once on a wake message
-// (a new session's first command publishes one), else every `checkMs`.
+// reaper touch them) and refills as ids are taken, seen on a wake message (a
+// new session's first command publishes one) or every `checkMs`: once the
+// takes pause for `settleMs`, so a burst's commands do not share the CPU with
+// the containers made to replace its sandboxes.
 
 export type WarmSandboxes = {
   /** opens the session's sandbox (container, workspace, executor) and takes its baseline, as its first command would */
@@ -55,6 +57,10 @@ export type WarmPoolOptions = {
   checkMs?: number;
   /** an id taken this long ago with no session behind it is removed. @default 60000 */
   orphanAfterMs?: number;
+  /** refills wait until no id was taken for this long (a burst is over). @default 300 */
+  settleMs?: number;
+  /** ...but never longer than this after the first take they waited for (a steady trickle of sessions). @default 3000 */
+  maxSettleMs?: number;
 };
 
 /** A warm sandbox's entry (`<sid> <maker>`) when one is ready: the caller's new session starts on it, or it gives it back. */
@@ -80,6 +86,13 @@ export class WarmPool {
   /** ids this process made: null while listed, else when it saw them taken */
   readonly #mine = new Map<string, number | null>();
   #filling = 0;
+  readonly #settleMs: number;
+  readonly #maxSettleMs: number;
+  /** when this process last saw an id taken, and when the refill it holds back started waiting */
+  #lastTakeAt = 0;
+  #waitingSince: number | null = null;
+  #settleTimer: NodeJS.Timeout | null = null;
+  #lastTouchAt = 0;
   #timer: NodeJS.Timeout | null = null;
   #checking: Promise<void> | null = null;
   #again = false;
@@ -90,6 +103,8 @@ export class WarmPool {
     this.#size = opts.size;
     this.#checkMs = opts.checkMs ?? 1000;
     this.#orphanAfterMs = opts.orphanAfterMs ?? 60_000;
+    this.#settleMs = opts.settleMs ?? 300;
+    this.#maxSettleMs = opts.maxSettleMs ?? 3000;
   }
 
   /** Warm ids of this process not taken yet (tests, metrics). */
@@ -116,6 +131,15 @@ export class WarmPool {
       });
   }
 
+  /**
+   * A wake message (published on every enqueue): a check only when it names one of this process's warm ids, i.e. a
+   * new session's first command on it. Any other session's command costs the pool nothing; the periodic check sees
+   * ids taken by a session that has not run a command yet.
+   */
+  wake(sessionId: string): void {
+    if (this.#mine.has(sessionId)) this.poke();
+  }
+
   /** Resolves once the pool holds its size (tests and benchmarks wait for a full pool). */
   async filled(timeoutMs = 30_000): Promise<void> {
     const until = Date.now() + timeoutMs;
@@ -127,31 +151,65 @@ export class WarmPool {
   }
 
   async #check(): Promise<void> {
-    const { redis, keys, processId } = this.#d;
+    const { redis, keys } = this.#d;
     const listed = new Set((await redis.lrange(keys.warmIds(), 0, -1)).map(sidOf));
     const now = Date.now();
+    // Those waiting are kept in use (never paused or reaped), at most every 5 s: a burst's checks do no work for them.
+    const touchAll = now - this.#lastTouchAt >= 5000;
+    if (touchAll) this.#lastTouchAt = now;
+    const taken: string[] = [];
     for (const [sid, takenAt] of this.#mine) {
       if (listed.has(sid)) {
-        this.#mine.set(sid, null); // given back by a create that failed
-        await this.#d.sandboxes.touch(sid); // in use: never paused or reaped while it waits
+        if (takenAt === null && !touchAll) continue;
+        this.#mine.set(sid, null); // or given back by a create that failed
+        await this.#d.sandboxes.touch(sid);
         await this.#d.onReady?.(sid);
-        continue;
-      }
-      if (takenAt === null) { this.#mine.set(sid, now); continue; }
-      // A session's now. Its sandbox stays open here too (this process may be the one running it); the idle pause asks
-      // the executor, which every worker's use reaches, before it pauses (sandbox/idle-pause.ts).
-      if (await redis.exists(keys.sessionMeta(sid))) { this.#mine.delete(sid); continue; }
-      if (now - takenAt > this.#orphanAfterMs) {
-        this.#mine.delete(sid);
-        withIds({ session_id: sid }).warn({ worker: processId }, 'warm pool: an id was taken but no session came of it; its sandbox is removed');
-        await this.#d.sandboxes.remove(sid);
+      } else {
+        if (takenAt === null) { this.#mine.set(sid, now); this.#lastTakeAt = now; }
+        taken.push(sid);
       }
     }
+    await this.#settleTaken(taken, now);
     // Never more than the size: those being made count, and so do those taken that are not a session yet (a create that
     // fails gives its id back; one that died leaves it until orphanAfterMs), so failing creates cannot make containers
     // without end. After a burst every missing one is made at once.
     const missing = this.#size - this.#mine.size - this.#filling;
-    if (missing > 0) await Promise.all(Array.from({ length: missing }, () => this.#fillOne()));
+    if (missing <= 0 || this.#holdRefill(now)) return;
+    await Promise.all(Array.from({ length: missing }, () => this.#fillOne()));
+  }
+
+  /**
+   * While ids are being taken (a burst of new sessions), a refill would start containers, each about half a second of
+   * the host's CPU, beside the burst's first commands; it waits until the takes stop for `settleMs`, at most
+   * `maxSettleMs`, then makes every missing one.
+   */
+  #holdRefill(now: number): boolean {
+    const waited = now - (this.#waitingSince ?? now);
+    if (now - this.#lastTakeAt >= this.#settleMs || waited >= this.#maxSettleMs) {
+      this.#waitingSince = null;
+      return false;
+    }
+    this.#waitingSince ??= now;
+    if (!this.#settleTimer) {
+      this.#settleTimer = setTimeout(() => { this.#settleTimer = null; this.poke(); }, this.#settleMs);
+      this.#settleTimer.unref();
+    }
+    return true;
+  }
+
+  /** Ids taken earlier: a session's now (this process forgets them), or removed once no session came of them. */
+  async #settleTaken(taken: string[], now: number): Promise<void> {
+    const { redis, keys, processId } = this.#d;
+    // A session's now. Its sandbox stays open here too (this process may be the one running it); the idle pause asks
+    // the executor, which every worker's use reaches, before it pauses (sandbox/idle-pause.ts).
+    const held = await Promise.all(taken.map((sid) => redis.exists(keys.sessionMeta(sid))));
+    for (const [i, sid] of taken.entries()) {
+      if (held[i]) { this.#mine.delete(sid); continue; }
+      if (now - this.#mine.get(sid)! <= this.#orphanAfterMs) continue;
+      this.#mine.delete(sid);
+      withIds({ session_id: sid }).warn({ worker: processId }, 'warm pool: an id was taken but no session came of it; its sandbox is removed');
+      await this.#d.sandboxes.remove(sid);
+    }
   }
 
   async #fillOne(): Promise<void> {
@@ -182,6 +240,7 @@ export class WarmPool {
   async close(): Promise<void> {
     this.#closed = true;
     if (this.#timer) clearInterval(this.#timer);
+    if (this.#settleTimer) clearTimeout(this.#settleTimer);
     await this.#checking;
     const { redis, keys, processId } = this.#d;
     const own = [...this.#mine].filter(([, takenAt]) => takenAt === null).map(([sid]) => entryOf(sid, processId));

@@ -98,7 +98,7 @@ export class WorkerPool {
       if (ch !== channel) return;
       this.#d.prewake?.(sid);
       void this.ensure(sid).catch((err: unknown) => withIds({ session_id: sid }).error({ err }, 'could not open a session worker'));
-      this.#warm?.poke(); // a session's first command: a warm id may have just been taken
+      this.#warm?.wake(sid); // a session's first command on a warm id: the pool refills
     });
     await this.#d.subscriber.subscribe(channel);
     await this.#liveness.start(); // registered before any Worker takes a job
