@@ -9,6 +9,11 @@ import { connectRedis } from './redis.ts';
 // leaves their sockets open and their commands unanswered. The probe has a
 // connection of its own that fails fast instead (no offline queue, a
 // command timeout) and PINGs on a short period; a closed socket counts at once.
+// A PING unanswered in time counts only when this process was not itself
+// stalled: under load its event loop can be blocked past the timeout with
+// Redis's answer already waiting unread, and calling that an outage answered
+// requests 503 `redis_unavailable` while Redis was fine (seen at 200 busy
+// sessions on 2 cores).
 
 export type RedisProbeOptions = {
   /** @default 500 */
@@ -34,7 +39,8 @@ export class RedisProbe {
     this.#watched = watched;
     // Any REDIS_URL form: on a Cluster the PING goes to one of its masters.
     this.#conn = connectRedis(url, {
-      connectionName: name, enableOfflineQueue: false, maxRetriesPerRequest: 0, commandTimeout: this.#timeoutMs,
+      // The PING's own timer judges; this only clears PINGs a stopped Redis never answers.
+      connectionName: name, enableOfflineQueue: false, maxRetriesPerRequest: 0, commandTimeout: Math.max(5000, 5 * this.#timeoutMs),
       connectTimeout: this.#timeoutMs, retryStrategy: () => 250, lazyConnect: true,
     });
     // Failures are what this connection exists to see: they set the state, logged once per change.
@@ -55,15 +61,36 @@ export class RedisProbe {
 
   /** PINGs now (bounded by the timeout) and returns the new state. */
   async check(): Promise<RedisState> {
-    try {
-      await this.#conn.ping();
+    const verdict = await this.#ping();
+    if (verdict === 'answered') {
       if (!this.#up) log().info('redis reachable');
       this.#up = true;
       this.#reason = null;
-    } catch (err) {
-      this.#down((err as Error).message);
-    }
+    } else if (verdict !== 'stalled') this.#down(verdict.message);
     return this.state;
+  }
+
+  /**
+   * One PING against its own timer. When the timer fires, one turn of the event loop first reads what already
+   * arrived (a `setImmediate` runs after the poll phase); a timer that fired late by half the timeout or more means
+   * this process was stalled, not Redis: no verdict (the next check gives one).
+   */
+  #ping(): Promise<'answered' | 'stalled' | Error> {
+    return new Promise((resolve) => {
+      let settled = false;
+      const settle = (v: 'answered' | 'stalled' | Error) => {
+        if (settled) return;
+        settled = true;
+        clearTimeout(timer);
+        resolve(v);
+      };
+      const due = performance.now() + this.#timeoutMs;
+      const timer = setTimeout(() => {
+        const late = performance.now() - due;
+        setImmediate(() => settle(late >= this.#timeoutMs / 2 ? 'stalled' : new Error(`no answer to PING within ${this.#timeoutMs} ms`)));
+      }, this.#timeoutMs);
+      this.#conn.ping().then(() => settle('answered'), (err: Error) => settle(err));
+    });
   }
 
   /** Start-up: waits until Redis answered, at most `ms`, so a new process does not answer 503 while its probe still connects. */
