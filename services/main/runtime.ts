@@ -122,7 +122,7 @@ export async function createRuntime(config: Config, overrides: RuntimeOverrides 
     );
     pool = new WorkerPool(
       {
-        redis, keys, subscriber, queues: pipeline.queues, processor, openWorkers: metrics.openWorkers, ...warmOf(sandboxes, config.workspace.warmPool, listeners),
+        redis, keys, subscriber, queues: pipeline.queues, processor, openWorkers: metrics.openWorkers, ...warmOf(sandboxes, config, listeners),
         ...(manager && { prewake: (sid: string) => manager.prewake(sid) }),
       },
       {
@@ -179,10 +179,14 @@ export async function createRuntime(config: Config, overrides: RuntimeOverrides 
  * The worker pool's warm sandboxes, where this process opens sandboxes itself: THINKFLOW_WARM_POOL of them, and at 0
  * none made here, but a dead worker's still removed (worker-liveness.ts calls the pool's dropDead in any survivor).
  */
-function warmOf(sandboxes: Sandboxes, size: number, listeners: EgressListeners | null): { warm?: { size: number; sandboxes: WarmSandboxes } } {
+function warmOf(sandboxes: Sandboxes, config: Config, listeners: EgressListeners | null): { warm?: { size: number; touchMs: number; sandboxes: WarmSandboxes } } {
   const warm = warmSandboxesOf(sandboxes);
   if (!warm) return {};
+  const size = config.workspace.warmPool;
+  // Touched well within every idle limit that could otherwise close, pause or stop a waiting one (0 = that limit is off).
+  const limits = [config.workerIdleMs, config.sandboxIdlePauseS * 1000, config.sandboxIdleStopS * 1000].filter((ms) => ms > 0);
+  const touchMs = Math.max(100, Math.min(5000, ...limits.map((ms) => ms / 2)));
   // The session's egress proxy listens before its first command as before any command: a warm one already does.
   const listen = async (sid: string) => { await listeners?.ready(sid); };
-  return { warm: { size, sandboxes: { ...warm, prewarm: async (sid) => { await warm.prewarm(sid); await listen(sid); }, touch: async (sid) => { await warm.touch(sid); await listen(sid); } } } };
+  return { warm: { size, touchMs, sandboxes: { ...warm, prewarm: async (sid) => { await warm.prewarm(sid); await listen(sid); }, touch: async (sid) => { await warm.touch(sid); await listen(sid); } } } };
 }

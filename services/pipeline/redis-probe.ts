@@ -24,12 +24,17 @@ export type RedisProbeOptions = {
 
 export type RedisState = { up: boolean; reason: string | null };
 
+/** Checks this process was too stalled to judge still end in an outage once no PING was answered for this many timeouts. */
+const SILENT_LIMIT = 3;
+
 export class RedisProbe {
   readonly #conn: Redis | Cluster;
   readonly #watched: Redis[];
   readonly #timeoutMs: number;
   #up = false;
   #reason: string | null = 'not connected yet';
+  /** when Redis last answered a PING of this probe, late answers included */
+  #answeredAt = 0;
   #timer: NodeJS.Timeout | null = null;
   readonly #onDown = new Set<() => void>();
 
@@ -67,6 +72,10 @@ export class RedisProbe {
       this.#up = true;
       this.#reason = null;
     } else if (verdict !== 'stalled') this.#down(verdict.message);
+    else if (performance.now() - this.#answeredAt >= SILENT_LIMIT * this.#timeoutMs) {
+      // Stalls alone never hide an outage for long: a live Redis answers between them (its answer is read first).
+      this.#down(`no answer to PING for ${Math.round(performance.now() - this.#answeredAt)} ms`);
+    }
     return this.state;
   }
 
@@ -89,7 +98,7 @@ export class RedisProbe {
         const late = performance.now() - due;
         setImmediate(() => settle(late >= this.#timeoutMs / 2 ? 'stalled' : new Error(`no answer to PING within ${this.#timeoutMs} ms`)));
       }, this.#timeoutMs);
-      this.#conn.ping().then(() => settle('answered'), (err: Error) => settle(err));
+      this.#conn.ping().then(() => { this.#answeredAt = performance.now(); settle('answered'); }, (err: Error) => settle(err));
     });
   }
 

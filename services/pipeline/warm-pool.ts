@@ -61,6 +61,11 @@ export type WarmPoolOptions = {
   settleMs?: number;
   /** ...but never longer than this after the first take they waited for (a steady trickle of sessions). @default 3000 */
   maxSettleMs?: number;
+  /**
+   * Waiting sandboxes are marked in use (and their queue Worker kept open) this often: below half of the worker idle
+   * time, the idle pause and the idle stop, so none of them takes a warm sandbox for idle. @default 5000
+   */
+  touchMs?: number;
 };
 
 /** A warm sandbox's entry (`<sid> <maker>`) when one is ready: the caller's new session starts on it, or it gives it back. */
@@ -88,6 +93,7 @@ export class WarmPool {
   #filling = 0;
   readonly #settleMs: number;
   readonly #maxSettleMs: number;
+  readonly #touchMs: number;
   /** when this process last saw an id taken, and when the refill it holds back started waiting */
   #lastTakeAt = 0;
   #waitingSince: number | null = null;
@@ -105,6 +111,7 @@ export class WarmPool {
     this.#orphanAfterMs = opts.orphanAfterMs ?? 60_000;
     this.#settleMs = opts.settleMs ?? 300;
     this.#maxSettleMs = opts.maxSettleMs ?? 3000;
+    this.#touchMs = opts.touchMs ?? 5000;
   }
 
   /** Warm ids of this process not taken yet (tests, metrics). */
@@ -154,21 +161,21 @@ export class WarmPool {
     const { redis, keys } = this.#d;
     const listed = new Set((await redis.lrange(keys.warmIds(), 0, -1)).map(sidOf));
     const now = Date.now();
-    // Those waiting are kept in use (never paused or reaped), at most every 5 s: a burst's checks do no work for them.
-    const touchAll = now - this.#lastTouchAt >= 5000;
-    if (touchAll) this.#lastTouchAt = now;
+    // Those waiting are kept in use (never paused or reaped) every touchMs, not on every check: a burst's checks do no
+    // work for them. One that cannot be touched is logged; the others still are.
+    const touchAll = now - this.#lastTouchAt >= this.#touchMs;
     const taken: string[] = [];
     for (const [sid, takenAt] of this.#mine) {
       if (listed.has(sid)) {
         if (takenAt === null && !touchAll) continue;
         this.#mine.set(sid, null); // or given back by a create that failed
-        await this.#d.sandboxes.touch(sid);
-        await this.#d.onReady?.(sid);
+        await this.#touch(sid);
       } else {
         if (takenAt === null) { this.#mine.set(sid, now); this.#lastTakeAt = now; }
         taken.push(sid);
       }
     }
+    if (touchAll) this.#lastTouchAt = now;
     await this.#settleTaken(taken, now);
     // Never more than the size: those being made count, and so do those taken that are not a session yet (a create that
     // fails gives its id back; one that died leaves it until orphanAfterMs), so failing creates cannot make containers
@@ -176,6 +183,15 @@ export class WarmPool {
     const missing = this.#size - this.#mine.size - this.#filling;
     if (missing <= 0 || this.#holdRefill(now)) return;
     await Promise.all(Array.from({ length: missing }, () => this.#fillOne()));
+  }
+
+  async #touch(sid: string): Promise<void> {
+    try {
+      await this.#d.sandboxes.touch(sid);
+      await this.#d.onReady?.(sid);
+    } catch (err) {
+      withIds({ session_id: sid }).warn({ err }, 'warm pool: a waiting sandbox could not be marked in use; the next touch tries again');
+    }
   }
 
   /**
@@ -190,8 +206,9 @@ export class WarmPool {
       return false;
     }
     this.#waitingSince ??= now;
-    if (!this.#settleTimer) {
-      this.#settleTimer = setTimeout(() => { this.#settleTimer = null; this.poke(); }, this.#settleMs);
+    if (!this.#settleTimer && !this.#closed) {
+      const wait = Math.max(10, Math.min(this.#lastTakeAt + this.#settleMs, this.#waitingSince + this.#maxSettleMs) - now);
+      this.#settleTimer = setTimeout(() => { this.#settleTimer = null; this.poke(); }, wait);
       this.#settleTimer.unref();
     }
     return true;
@@ -241,7 +258,7 @@ export class WarmPool {
     this.#closed = true;
     if (this.#timer) clearInterval(this.#timer);
     if (this.#settleTimer) clearTimeout(this.#settleTimer);
-    await this.#checking;
+    await this.#checking; // a check running now arms no new timer (closed)
     const { redis, keys, processId } = this.#d;
     const own = [...this.#mine].filter(([, takenAt]) => takenAt === null).map(([sid]) => entryOf(sid, processId));
     await Promise.all(own.map((e) => this.#unlist(e)));

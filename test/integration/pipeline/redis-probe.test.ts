@@ -41,11 +41,11 @@ afterAll(() => {
 
 describe('RedisProbe', () => {
   it('a PING answered while this process was blocked past the timeout is no outage', async () => {
-    const { probe, downs } = newProbe(300);
+    const { probe, downs } = newProbe(500);
     expect((await probe.settle(5000)).up).toBe(true);
-    for (let i = 0; i < 3; i++) {
+    for (let i = 0; i < 2; i++) {
       const checked = probe.check();
-      blockLoop(700); // the PONG arrives meanwhile and waits unread; the PING's timer is long overdue
+      blockLoop(1200); // the PONG arrives meanwhile and waits unread; the PING's timer is long overdue
       expect(await checked).toEqual({ up: true, reason: null });
     }
     expect(downs).toEqual([]);
@@ -57,10 +57,10 @@ describe('RedisProbe', () => {
     redis.kill('SIGSTOP');
     try {
       const t0 = Date.now();
-      const state = await probe.check();
-      expect(state.up).toBe(false);
-      expect(state.reason).toMatch(/no answer to PING within 300 ms/);
-      expect(Date.now() - t0).toBeLessThan(1000);
+      // One on-time check suffices; polled, so a check this loaded machine happened to stall judges again.
+      await expect.poll(async () => (await probe.check()).up, { timeout: 3000, interval: 10 }).toBe(false);
+      expect(probe.state.reason).toMatch(/no answer to PING/);
+      expect(Date.now() - t0).toBeLessThan(3000);
       expect(downs).toHaveLength(1);
     } finally {
       redis.kill('SIGCONT');
@@ -68,7 +68,7 @@ describe('RedisProbe', () => {
     await expect.poll(async () => (await probe.check()).up, { timeout: 5000, interval: 100 }).toBe(true);
   });
 
-  it('blocked while Redis is really stopped: no verdict from that PING, the next check gives it', async () => {
+  it('blocked while Redis is really stopped: no verdict from that PING, a later check gives it', async () => {
     const { probe, downs } = newProbe(300);
     expect((await probe.settle(5000)).up).toBe(true);
     redis.kill('SIGSTOP');
@@ -76,8 +76,28 @@ describe('RedisProbe', () => {
       const checked = probe.check();
       blockLoop(700);
       expect((await checked).up).toBe(true); // inconclusive: the state stands
-      expect((await probe.check()).up).toBe(false);
+      await expect.poll(async () => (await probe.check()).up, { timeout: 3000, interval: 10 }).toBe(false);
       expect(downs).toHaveLength(1);
+    } finally {
+      redis.kill('SIGCONT');
+    }
+  });
+
+  it('stalls that never end do not hide an outage: no PING answered for three timeouts is one', async () => {
+    const { probe, downs } = newProbe(200);
+    expect((await probe.settle(5000)).up).toBe(true);
+    redis.kill('SIGSTOP');
+    try {
+      const t0 = Date.now();
+      // Every check's timer lands in the next stall, so no check is on time.
+      for (let i = 0; i < 20 && downs.length === 0; i++) {
+        const checked = probe.check();
+        blockLoop(400);
+        await checked;
+      }
+      expect(downs).toHaveLength(1);
+      expect(probe.state.reason).toMatch(/no answer to PING for \d+ ms/);
+      expect(Date.now() - t0).toBeLessThan(3 * 200 + 2 * 450 + 500);
     } finally {
       redis.kill('SIGCONT');
     }

@@ -21,7 +21,7 @@ function countingSandboxes() {
   return { made, sandboxes };
 }
 
-function startPool(sandboxes: WarmSandboxes, size: number, settle: { settleMs: number; maxSettleMs: number }): WarmPool {
+function startPool(sandboxes: WarmSandboxes, size: number, settle: { settleMs: number; maxSettleMs: number; touchMs?: number }): WarmPool {
   const pool = new WarmPool({ redis, keys, processId: `burst-${pools.length}`, sandboxes }, { size, checkMs: 100_000, ...settle });
   pools.push(pool);
   pool.start();
@@ -47,23 +47,24 @@ afterAll(() => redis.disconnect());
 describe('warm pool refill during a burst', () => {
   it('makes nothing while ids are being taken, then every missing one at once when the takes stop', async () => {
     const { made, sandboxes } = countingSandboxes();
-    const pool = startPool(sandboxes, 4, { settleMs: 300, maxSettleMs: 5000 });
+    const pool = startPool(sandboxes, 4, { settleMs: 1000, maxSettleMs: 10_000 });
     await pool.filled(5000);
     expect(made).toHaveLength(4);
     // A burst: the four taken 50 ms apart, each followed by the wake a new session's first command publishes.
+    let lastWake = 0;
     for (let i = 0; i < 4; i++) {
       await newSession();
       pool.poke();
+      lastWake = Date.now();
       await sleep(50);
     }
-    const lastTake = Date.now();
-    await sleep(150);
+    await sleep(300);
     expect(made).toHaveLength(4); // nothing made during the burst, nor right after it
     await pool.filled(5000);
     const refill = made.slice(4);
     expect(refill).toHaveLength(4);
-    // All after the takes settled (300 ms after the last one was seen), in one go.
-    for (const m of refill) expect(m.at).toBeGreaterThanOrEqual(lastTake + 200);
+    // All once the takes settled (1 s after the last one was seen, which was after its wake), in one go.
+    for (const m of refill) expect(m.at).toBeGreaterThanOrEqual(lastWake + 950);
     expect(Math.max(...refill.map((m) => m.at)) - Math.min(...refill.map((m) => m.at))).toBeLessThan(100);
   });
 
@@ -99,11 +100,45 @@ describe('warm pool refill during a burst', () => {
     const { made, sandboxes } = countingSandboxes();
     const pool = startPool(sandboxes, 2, { settleMs: 50, maxSettleMs: 500 });
     await pool.filled(5000);
+    await sleep(200); // a check the fill queued has run: none is left to see the take below
     const taken = await newSession();
     for (let i = 0; i < 20; i++) pool.wake(`ses_someone_else_${i}`);
     await sleep(300);
     expect(made).toHaveLength(2); // the take is not seen: no check ran
     pool.wake(taken);
     await expect.poll(() => made.length, { timeout: 3000, interval: 20 }).toBe(3);
+  });
+
+  it('waiting sandboxes are marked in use every touchMs, not on every check; one that fails to be touched does not stop the others', async () => {
+    const touched: string[] = [];
+    let failing: string | null = null;
+    const sandboxes: WarmSandboxes = {
+      prewarm: async () => undefined,
+      touch: async (sid) => {
+        touched.push(sid);
+        failing ??= sid;
+        if (sid === failing) throw new Error('touch failed');
+      },
+      remove: async () => undefined,
+    };
+    const slow = startPool(sandboxes, 2, { settleMs: 50, maxSettleMs: 500 });
+    await slow.filled(5000);
+    await sleep(100);
+    const afterFill = touched.length;
+    for (let i = 0; i < 20; i++) { slow.poke(); await sleep(5); }
+    expect(touched.length).toBe(afterFill); // twenty checks within touchMs (5 s): no touch
+    await slow.close();
+
+    touched.length = 0;
+    failing = null;
+    const quick = startPool(sandboxes, 2, { settleMs: 50, maxSettleMs: 500, touchMs: 100 });
+    await quick.filled(5000);
+    for (let round = 0; round < 3; round++) {
+      await sleep(150);
+      quick.poke();
+    }
+    // Both touched in every due check, though one of them fails each time.
+    await expect.poll(() => new Set(touched).size, { timeout: 2000, interval: 20 }).toBe(2);
+    expect(touched.filter((sid) => sid !== failing).length).toBeGreaterThanOrEqual(2);
   });
 });
