@@ -98,12 +98,17 @@ async function latency(a: Api): Promise<{ e2e: number[]; queue: number[]; parsed
   return { e2e, queue, parsedToStarted, phases };
 }
 
+const WARM_UP_COMMANDS = 2;
+
 /** `sessions` sessions in parallel, each sending its share of COMMANDS as turns of TURN appends. */
 async function throughput(a: Api, sessions: number, redis: PipelineRedis, servicePid: number) {
   const per = Math.max(1, Math.ceil(COMMANDS / sessions));
   const sids = await Promise.all(Array.from({ length: sessions }, () => a.session()));
-  // Warm-up: one command per session creates its container outside the timed window.
-  await Promise.all(sids.map((sid) => a.turn(sid, '<tf-touch id="1" path="log.txt" />')));
+  // Warm-up: one command per session creates its container outside the timed window. Made all at once, the first
+  // containers wait for the last ones long enough (up to ~100 s for 200 on 2 cores) to be paused as idle
+  // (THINKFLOW_IDLE_PAUSE_S, 30): a second command each thaws them, so the window measures sessions in use, not a
+  // storm of 200 thaws (which took it from ~500 to 180 commands/s).
+  for (let round = 0; round < WARM_UP_COMMANDS; round++) await Promise.all(sids.map((sid) => a.turn(sid, '<tf-touch id="1" path="log.txt" />')));
   const boxIds = execFileSync('docker', ['ps', '-q', '--no-trunc', '--filter', `name=^/${BOXES}`]).toString().split('\n').filter(Boolean);
   const split0 = cpuSplit(servicePid, boxIds);
   const t0 = performance.now();
@@ -124,7 +129,7 @@ async function throughput(a: Api, sessions: number, redis: PipelineRedis, servic
   let violations = 0;
   let lost = 0;
   for (const sid of sids) {
-    const entries = (await a.ledger(sid)).slice(1);
+    const entries = (await a.ledger(sid)).slice(WARM_UP_COMMANDS);
     lost += per - entries.filter((e) => e.status === 'succeeded').length;
     for (let i = 1; i < entries.length; i++) if (entries[i]!.started_at! < entries[i - 1]!.finished_at!) violations += 1;
     const lines = (await a.file(sid, 'log.txt')).split('\n').filter(Boolean).map((l) => Number(l.slice(0, 6)));
