@@ -71,7 +71,7 @@ export async function createRuntime(config: Config, overrides: RuntimeOverrides 
   });
   const remoteSandboxes = remote ? new RemoteSandboxes({ redis, keys, subscriber }, config.sandboxCalls) : null;
   await remoteSandboxes?.start();
-  const sandboxes = remoteSandboxes ?? overrides.sandboxes ?? new DockerSandboxes(manager!, config.preview);
+  const sandboxes: Sandboxes = remoteSandboxes ?? overrides.sandboxes ?? new DockerSandboxes(manager!, config.preview);
   const metrics = new PipelineMetrics();
   // Read from Redis at scrape time, so every API process reports the same figure.
   metrics.addCollectedGauge('thinkflow_approvals_pending', 'Approvals waiting for an operator (all processes)', () =>
@@ -123,7 +123,8 @@ export async function createRuntime(config: Config, overrides: RuntimeOverrides 
     pool = new WorkerPool(
       {
         redis, keys, subscriber, queues: pipeline.queues, processor, openWorkers: metrics.openWorkers, ...warmOf(sandboxes, config, listeners),
-        ...(manager && { prewake: (sid: string) => manager.prewake(sid) }),
+        // The same port the processor thaws through (a process's own sandboxes; none for remote calls or fakes without it).
+        ...(sandboxes.prewake && { prewake: (sid: string) => sandboxes.prewake!(sid) }),
       },
       {
         lockMs: config.lockMs, stalledIntervalMs: config.stalledIntervalMs, idleMs: config.workerIdleMs,

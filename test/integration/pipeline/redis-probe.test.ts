@@ -25,6 +25,19 @@ function newProbe(timeoutMs: number): { probe: RedisProbe; downs: number[] } {
   return { probe, downs };
 }
 
+/** A probe that saw Redis answer, then `fn` while the redis-server is stopped (SIGSTOP: its sockets stay open). */
+async function whileStopped(timeoutMs: number, fn: (probe: RedisProbe, downs: number[]) => Promise<void>): Promise<RedisProbe> {
+  const { probe, downs } = newProbe(timeoutMs);
+  expect((await probe.settle(5000)).up).toBe(true);
+  redis.kill('SIGSTOP');
+  try {
+    await fn(probe, downs);
+  } finally {
+    redis.kill('SIGCONT');
+  }
+  return probe;
+}
+
 beforeAll(async () => {
   port = await freePort();
   redis = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], { stdio: 'ignore' });
@@ -52,54 +65,39 @@ describe('RedisProbe', () => {
   });
 
   it('a Redis that stops answering is down within the timeout, naming the PING, and up again once it answers', async () => {
-    const { probe, downs } = newProbe(300);
-    expect((await probe.settle(5000)).up).toBe(true);
-    redis.kill('SIGSTOP');
-    try {
+    const probe = await whileStopped(300, async (p, downs) => {
       const t0 = Date.now();
       // One on-time check suffices; polled, so a check this loaded machine happened to stall judges again.
-      await expect.poll(async () => (await probe.check()).up, { timeout: 3000, interval: 10 }).toBe(false);
-      expect(probe.state.reason).toMatch(/no answer to PING/);
+      await expect.poll(async () => (await p.check()).up, { timeout: 3000, interval: 10 }).toBe(false);
+      expect(p.state.reason).toMatch(/no answer to PING/);
       expect(Date.now() - t0).toBeLessThan(3000);
       expect(downs).toHaveLength(1);
-    } finally {
-      redis.kill('SIGCONT');
-    }
+    });
     await expect.poll(async () => (await probe.check()).up, { timeout: 5000, interval: 100 }).toBe(true);
   });
 
   it('blocked while Redis is really stopped: no verdict from that PING, a later check gives it', async () => {
-    const { probe, downs } = newProbe(300);
-    expect((await probe.settle(5000)).up).toBe(true);
-    redis.kill('SIGSTOP');
-    try {
-      const checked = probe.check();
+    await whileStopped(300, async (p, downs) => {
+      const checked = p.check();
       blockLoop(700);
       expect((await checked).up).toBe(true); // inconclusive: the state stands
-      await expect.poll(async () => (await probe.check()).up, { timeout: 3000, interval: 10 }).toBe(false);
+      await expect.poll(async () => (await p.check()).up, { timeout: 3000, interval: 10 }).toBe(false);
       expect(downs).toHaveLength(1);
-    } finally {
-      redis.kill('SIGCONT');
-    }
+    });
   });
 
   it('stalls that never end do not hide an outage: no PING answered for three timeouts is one', async () => {
-    const { probe, downs } = newProbe(200);
-    expect((await probe.settle(5000)).up).toBe(true);
-    redis.kill('SIGSTOP');
-    try {
+    await whileStopped(200, async (p, downs) => {
       const t0 = Date.now();
       // Every check's timer lands in the next stall, so no check is on time.
       for (let i = 0; i < 20 && downs.length === 0; i++) {
-        const checked = probe.check();
+        const checked = p.check();
         blockLoop(400);
         await checked;
       }
       expect(downs).toHaveLength(1);
-      expect(probe.state.reason).toMatch(/no answer to PING for \d+ ms/);
+      expect(p.state.reason).toMatch(/no answer to PING for \d+ ms/);
       expect(Date.now() - t0).toBeLessThan(3 * 200 + 2 * 450 + 500);
-    } finally {
-      redis.kill('SIGCONT');
-    }
+    });
   });
 });
