@@ -2,14 +2,15 @@ import { hostname } from 'node:os';
 import type { Config } from '../config/index.ts';
 import { log } from '../log/index.ts';
 import {
-  Approvals, PauseMarks, createKeys, createRedis, createSubscriber, EgressGate, EgressListeners, FilePolicyGate, Pipeline, PipelineMetrics, Processor, DockerSandboxes, RedisProbe, WorkerPool,
+  Approvals, PauseMarks, createKeys, createQueueRedis, createRedis, createSubscriber, EgressGate, EgressListeners, FilePolicyGate, Pipeline, PipelineMetrics, Processor, DockerSandboxes, RedisProbe, WorkerPool,
   RemoteSandboxes, SandboxCallServer, migrateKeys, uploadChecks, warmSandboxesOf, type Sandboxes, type Keys, type PipelineRedis, type PolicyGate, type WorkerPoolOptions, type WarmSandboxes,
 } from '../pipeline/index.ts';
 import type { Redis } from 'ioredis';
 import { EgressProxy, SandboxManager } from '../sandbox/index.ts';
 
-// The pipeline side of one process: two Redis connections (commands, and a
-// subscriber shared by events, approvals and wake-ups) that wait through a
+// The pipeline side of one process: three Redis connections (the pipeline's
+// commands and scripts, BullMQ's queues, and a subscriber shared by events,
+// approvals and wake-ups) that wait through a
 // Redis outage, a third that only PINGs and fails fast (the probe: is Redis
 // reachable, for the API's 503s and /readyz), the sandboxes behind the
 // pipeline's Sandboxes port, the pipeline, and the worker pool when this
@@ -54,13 +55,15 @@ export async function createRuntime(config: Config, overrides: RuntimeOverrides 
   const gate = overrides.gate ?? (await FilePolicyGate.load(config.policyDir));
   const redis = createRedis(config.redisUrl, `thinkflow-${config.role}@${config.redisPrefix}`);
   const subscriber = createSubscriber(config.redisUrl, `thinkflow-${config.role}-sub@${config.redisPrefix}`);
+  const queueRedis = createQueueRedis(config.redisUrl, `thinkflow-${config.role}-queues@${config.redisPrefix}`);
   // Data of the key layout before this code's is renamed first, before any worker or request reads it.
   await migrateKeys(redis, keys).catch((err: unknown) => {
     redis.disconnect();
     subscriber.disconnect();
+    queueRedis.disconnect();
     throw err;
   });
-  const probe = new RedisProbe(config.redisUrl, `thinkflow-${config.role}-probe@${config.redisPrefix}`, [redis, subscriber]);
+  const probe = new RedisProbe(config.redisUrl, `thinkflow-${config.role}-probe@${config.redisPrefix}`, [redis, subscriber, queueRedis]);
   const remote = overrides.remote ?? (config.role === 'api' && !overrides.sandboxes);
   const manager = overrides.sandboxes || remote ? null : new SandboxManager({
     namePrefix: config.sandboxPrefix, image: config.sandboxImage, workspaceQuotaBytes: config.workspaceQuotaMb * 1024 * 1024,
@@ -78,7 +81,7 @@ export async function createRuntime(config: Config, overrides: RuntimeOverrides 
     redis.zcount(keys.approvalsPending(), Date.now(), '+inf'));
   if (manager) metrics.addCollectedGauge('thinkflow_sandboxes_paused', 'Session containers this process holds paused (idle or waiting for an approval)', () => Promise.resolve(manager.pausedCount));
   const pipeline = new Pipeline({
-    redis, subscriber, keys, sandboxes, gate, metrics, bodyBytes: config.recordBodyBytes, retentionS: config.retentionS, eventsKeep: config.eventsKeep, parser: config.parser,
+    redis, subscriber, queueRedis, keys, sandboxes, gate, metrics, bodyBytes: config.recordBodyBytes, retentionS: config.retentionS, eventsKeep: config.eventsKeep, parser: config.parser,
     maxCommandsPerTurn: config.maxCommandsPerTurn, storeBytesPerKey: config.storeBytesPerKey,
     ownerCaps: {
       maxSessions: config.caps.maxSessionsPerKey, maxRunning: config.caps.maxRunningPerKey,
@@ -152,6 +155,7 @@ export async function createRuntime(config: Config, overrides: RuntimeOverrides 
           ['pipeline', () => pipeline.close(), 10_000],
           ['sandboxes', () => sandboxes.close(), 10_000],
           ['subscriber', () => subscriber.quit(), 10_000],
+          ['queue connection', () => queueRedis.quit(), 10_000],
           ['redis', () => redis.quit(), 10_000],
         ];
         for (const [name, step, ms] of steps) {
@@ -169,6 +173,7 @@ export async function createRuntime(config: Config, overrides: RuntimeOverrides 
         }
         probe.close();
         subscriber.disconnect();
+        queueRedis.disconnect();
         redis.disconnect();
       })();
       return closing;

@@ -45,8 +45,11 @@ export type CreateInput = {
   parsedAt?: Date; admittedAt?: Date;
   /** what the model said before it: kept with a record that may ask an operator (approval-context.ts) */
   precedingText?: string | undefined;
+  /** the running job `admission` was decided under (sessions.ts jobGuard) */
+  jobGuard: string;
 };
-export type Created = { kind: 'created'; record: LedgerRecord; wasIdle: boolean } | { kind: 'duplicate' };
+/** `gone`, `stale_job`: nothing was written (see Ledger.create); the caller decides again or refuses */
+export type Created = { kind: 'created'; record: LedgerRecord; wasIdle: boolean } | { kind: 'duplicate' } | { kind: 'gone' } | { kind: 'stale_job'; job: string | null };
 
 export class CommandLifecycle {
   readonly ledger: Ledger;
@@ -63,7 +66,7 @@ export class CommandLifecycle {
     const common = {
       session: input.session, turn: input.turn, command: input.command, flow: input.flow, evaluation: a.evaluation as EvaluationData, jobId: input.jobId,
       ...(input.parsedAt ? { parsedAt: input.parsedAt } : {}), ...(input.admittedAt ? { admittedAt: input.admittedAt } : {}),
-      ...(input.precedingText ? { precedingText: input.precedingText } : {}),
+      ...(input.precedingText ? { precedingText: input.precedingText } : {}), jobGuard: input.jobGuard,
     };
     let out = a.action === 'refuse'
       ? await this.ledger.create({ ...common, status: 'forbidden', result: endedResult(a.reason, a.code) })
@@ -72,7 +75,7 @@ export class CommandLifecycle {
       const failure = await this.ledger.turnFailure(input.session, input.turn);
       out = await this.ledger.create({ ...common, status: 'skipped', result: skippedResult(skipReason(failure ?? { id: '?' })) });
     }
-    if (out.kind === 'duplicate') return { kind: 'duplicate' };
+    if (out.kind === 'duplicate' || out.kind === 'gone' || out.kind === 'stale_job') return out.kind === 'duplicate' ? { kind: 'duplicate' } : out;
     if (out.kind !== 'created') throw new Error('unreachable: the ledger refused a skipped record');
     this.#d.metrics.commandsEnqueued.inc({ status: out.record.status });
     if (out.record.status === 'forbidden') {

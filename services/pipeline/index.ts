@@ -2,7 +2,7 @@
 export { Pipeline } from './pipeline.ts';
 export type { CommandHandle, LedgerReads, LiveSlots, WorkerSide } from './pipeline.ts';
 export type { FinishWatch } from './finish-watch.ts';
-export { createRedis, createSubscriber, deleteByPattern, isStorageFull } from './redis.ts';
+export { createQueueRedis, createRedis, createSubscriber, deleteByPattern, isStorageFull } from './redis.ts';
 export type { PipelineRedis } from './redis.ts';
 export { RedisProbe, isRedisUnreachable } from './redis-probe.ts';
 export type { RedisState, RedisProbeOptions } from './redis-probe.ts';

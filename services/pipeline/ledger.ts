@@ -24,7 +24,11 @@ import { boundPreceding } from './approval-context.ts';
 export type CreateOutcome =
   | { kind: 'created'; index: number; record: LedgerRecord; wasIdle: boolean }
   | { kind: 'duplicate'; index: number }
-  | { kind: 'turn_failed'; marker: string };
+  | { kind: 'turn_failed'; marker: string }
+  /** the session is gone or deleted */
+  | { kind: 'gone' }
+  /** the job running on the session is not the one `jobGuard` named: `job`, its running_job now (null = none) */
+  | { kind: 'stale_job'; job: string | null };
 
 /** `record`: the record as the transition left it (callers go on with it instead of rebuilding it). */
 export type TransitionOutcome = { ok: true; record: LedgerRecord } | { ok: false; current: string } | { ok: false; turnFailed: string };
@@ -63,6 +67,8 @@ export class Ledger {
     status: CreatedStatus; /** the result of a record created final */ result?: LedgerResult; jobId?: string | null;
     /** when its tag was parsed, and when the policy decided (timings) */ parsedAt?: Date; admittedAt?: Date;
     /** what the model said before it (at most 2 KiB): kept only with a record that may ask an operator */ precedingText?: string;
+    /** the running job the command was decided under (sessions.ts jobGuard): checked in the same write, with `deleted_at` */
+    jobGuard: string;
   }): Promise<CreateOutcome> {
     const k = this.#keys;
     const sid = args.session;
@@ -91,8 +97,10 @@ export class Ledger {
       k.eventChannel(sid), this.#eventsKeep,
       // The script fills in the index: its placeholder must be the event record's first key (createRecord-8.lua).
       ...ledgerEventArgs(type, { sid, jobId: args.jobId ?? null, at: now.toISOString(), record: Object.assign({ index: -1 }, record) }),
-      preceding,
+      preceding, args.jobGuard,
     )) as [number, number | string, number?, number?, number?];
+    if (res[0] === ScriptCode.MISSING) return { kind: 'gone' };
+    if (res[0] === ScriptCode.STALE_JOB) return { kind: 'stale_job', job: res[1] ? String(res[1]) : null };
     if (res[0] === ScriptCode.DUPLICATE) return { kind: 'duplicate', index: Number(res[1]) };
     if (res[0] === ScriptCode.TURN_FAILED) return { kind: 'turn_failed', marker: String(res[1]) };
     const index = Number(res[1]);

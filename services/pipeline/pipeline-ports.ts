@@ -36,6 +36,8 @@ export type PipelineDeps = {
   redis: PipelineRedis;
   /** the process's subscriber connection (owned by the caller, shared with the worker pool) */
   subscriber: Redis;
+  /** BullMQ's connection (queues.ts), owned by the caller; omitted = `redis` */
+  queueRedis?: Redis;
   keys: Keys;
   sandboxes: Sandboxes;
   gate: PolicyGate;

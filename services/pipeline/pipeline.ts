@@ -1,6 +1,6 @@
 import { PolicyLoosensError, type ApprovalMode } from '../policy/index.ts';
 import type { Command, CommandFlow, ParserOptions } from '../protocol/index.ts';
-import { log, reasonOf, withIds } from '../log/index.ts';
+import { log } from '../log/index.ts';
 import { queueOverview, type QueueRow } from './queue-overview.ts';
 import { Approvals } from './approvals.ts';
 import { CommandLifecycle } from './command-lifecycle.ts';
@@ -15,8 +15,6 @@ import { SessionRetention } from './retention.ts';
 import { StorageBudget } from './storage-budget.ts';
 import type { LedgerRecord } from './ledger-record.ts';
 import { awaitFinal, FinishWatch } from './finish-watch.ts';
-import { admitReadingGrants } from './lifecycle/admit.ts';
-import { enqueueErrorResult } from './lifecycle/results.ts';
 import { deleteSession } from './session-delete.ts';
 import type { PolicyGate } from './policy-gate.ts';
 import { SessionQueues } from './queues.ts';
@@ -25,6 +23,7 @@ import { SessionClaims } from './session-claims.ts';
 import { checkSeeds } from './seed-check.ts';
 import { withNetworkRecords, type LedgerEntry } from './egress/ledger-view.ts';
 import { NetworkLog } from './egress/network-log.ts';
+import { recordCommand, type EnqueueDeps } from './enqueue.ts';
 import { newSessionId, Sessions, type SessionMeta, type SessionState } from './sessions.ts';
 import { wakeIfPaused } from './pause-marks.ts';
 import { giveBackWarm, takeWarm } from './warm-pool.ts';
@@ -59,6 +58,7 @@ export class Pipeline {
   /** the session's network records (POLICY.md §8; egress/egress-gate.ts writes them) */
   readonly network: NetworkLog;
   readonly #d: PipelineDeps;
+  readonly #enqueueDeps: EnqueueDeps;
   /** per-session chain: one process enqueues a session's commands strictly one after the other */
   readonly #chains = new Map<string, Promise<unknown>>();
   #closing: Promise<void> | null = null;
@@ -69,7 +69,7 @@ export class Pipeline {
     this.#lifecycle = new CommandLifecycle({ ledger: this.#ledger, metrics: deps.metrics, sandboxes: deps.sandboxes });
     this.#sessions = new Sessions(deps.redis, deps.keys);
     this.approvals = new Approvals(deps.redis, deps.keys);
-    this.queues = new SessionQueues(deps.redis, deps.keys);
+    this.queues = new SessionQueues(deps.redis, deps.keys, deps.queueRedis);
     this.hub = new EventHub(deps.subscriber, deps.keys);
     this.events = new EventWriter(deps.redis, deps.keys, deps.eventsKeep ?? 0, deps.bodyBytes);
     this.retention = new SessionRetention(deps.redis, deps.keys, this.queues, deps.retentionS);
@@ -78,6 +78,7 @@ export class Pipeline {
     this.network = new NetworkLog(deps.redis, deps.keys);
     this.#caps = new OwnerCaps(deps.redis, deps.keys, deps.ownerCaps ?? { maxSessions: Infinity, maxRunning: Infinity, liveWindowMs: 0 });
     this.records = this.#ledger;
+    this.#enqueueDeps = { redis: deps.redis, keys: deps.keys, sessions: this.#sessions, lifecycle: this.#lifecycle, gate: deps.gate, queues: this.queues };
     this.live = this.#caps;
   }
 
@@ -198,41 +199,11 @@ export class Pipeline {
   enqueue(sid: string, turn: number, command: Command, flow: CommandFlow, parsedAt?: Date, precedingText?: string): Promise<CommandHandle> {
     const prev = this.#chains.get(sid) ?? Promise.resolve();
     // The previous call's failure is its caller's (it got the rejection); here it only must not break the chain.
-    const next = prev.then(() => undefined, () => undefined).then(() => this.#enqueue(sid, turn, command, flow, parsedAt, precedingText));
+    const next = prev.then(() => undefined, () => undefined).then(() => recordCommand(this.#enqueueDeps, { sid, turn, command, flow, parsedAt, precedingText }));
     this.#chains.set(sid, next);
     const forget = () => { if (this.#chains.get(sid) === next) this.#chains.delete(sid); };
     next.then(forget, forget);
     return next;
-  }
-
-  async #enqueue(sid: string, turn: number, command: Command, flow: CommandFlow, parsedAt?: Date, precedingText?: string): Promise<CommandHandle> {
-    const live = await this.#sessions.getLive(sid);
-    if (!live) throw new PipelineError('session_not_found', `session ${sid} not found`);
-    const { session, deleted } = live;
-    if (deleted) throw new PipelineError('session_deleted', `session ${sid} was deleted`);
-    const admission = await admitReadingGrants(this.#d.gate, session, command, () => this.#ledger.grants(sid));
-    const out = await this.#lifecycle.create({ session: sid, turn, command, flow, admission, jobId: session.job_id, parsedAt, admittedAt: new Date(), precedingText });
-    if (out.kind === 'duplicate') throw new PipelineError('duplicate_id', `command id ${command.id} already used in turn ${turn}`);
-    const rec = out.record;
-    if (rec.status === 'queued') await this.#queue(rec, session.job_id, out.wasIdle);
-    return { sessionId: sid, turn, id: command.id, index: rec.index, status: rec.status };
-  }
-
-  async #queue(rec: LedgerRecord, jobId: string | null, runListWasEmpty: boolean): Promise<void> {
-    // The record is in the session's run list already (createRecord); a run
-    // job that is active or waiting reaches it, so only a list that was empty
-    // needs a new one (queues.ts). Nothing else is written per command.
-    if (!runListWasEmpty) return;
-    try {
-      await this.queues.startRun(rec.session, rec.index);
-    } catch (err) {
-      // Never leave a `queued` record without a run job: it would hold its turn open forever.
-      withIds({ job_id: jobId, session_id: rec.session, command_id: rec.id }).error({ err }, 'enqueue failed');
-      await this.#lifecycle.apply(rec, 'fail', { result: enqueueErrorResult(reasonOf(err)), jobId });
-      throw err;
-    }
-    // Wake worker processes when the session goes from idle to busy (the pool's reconcile covers any gap within seconds).
-    await this.#d.redis.publish(this.#d.keys.wakeChannel(), rec.session);
   }
 
   /** A parse error (or any failure without a record) fails the turn from here on. */

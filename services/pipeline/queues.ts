@@ -1,13 +1,16 @@
 import { Queue } from 'bullmq';
+import type { Redis } from 'ioredis';
 import { log, withIds } from '../log/index.ts';
 import type { Keys } from './keys.ts';
 import type { PipelineRedis } from './redis.ts';
 import { ScriptCode } from './script-codes.ts';
 import { executionLoad, hashOf, type ExecutionLoad } from './execution-load.ts';
 
-// One BullMQ queue per session. Queue objects share the process's ioredis
-// connection (BullMQ does not close a shared connection), so hundreds of
-// sessions cost hundreds of small objects, not connections.
+// One BullMQ queue per session. Queue objects share one ioredis connection
+// (BullMQ does not close a shared connection), so hundreds of sessions cost
+// hundreds of small objects, not connections. That connection is BullMQ's
+// alone when the process gives one (`connection`: its Workers use it too),
+// apart from the one the pipeline's scripts run on (redis.ts createQueueRedis).
 //
 // A job is a *run*: it works through the session's run list (keys.runList,
 // written by createRecord) until the list is empty, one command after the
@@ -31,13 +34,16 @@ export const JOB_OPTIONS = { attempts: 1, removeOnComplete: true, removeOnFail: 
 
 export class SessionQueues {
   readonly #redis: PipelineRedis;
+  /** BullMQ's connection: the queues' and the session Workers' (the pipeline's own when none is given) */
+  readonly connection: Redis;
   readonly #keys: Keys;
   readonly #queues = new Map<string, Queue<CommandJobData>>();
   readonly #configured = new Set<string>();
   #closing: Promise<void> | null = null;
 
-  constructor(redis: PipelineRedis, keys: Keys) {
+  constructor(redis: PipelineRedis, keys: Keys, connection: Redis = redis) {
     this.#redis = redis;
+    this.connection = connection;
     this.#keys = keys;
   }
 
@@ -45,7 +51,7 @@ export class SessionQueues {
     let q = this.#queues.get(sid);
     if (!q) {
       q = new Queue<CommandJobData>(this.#keys.queueName(sid), {
-        connection: this.#redis, prefix: this.#keys.bullPrefix, defaultJobOptions: JOB_OPTIONS,
+        connection: this.connection, prefix: this.#keys.bullPrefix, defaultJobOptions: JOB_OPTIONS,
       });
       // Connection errors also surface on the calls that need them; here they are only logged.
       q.on('error', (err) => withIds({ session_id: sid }).warn({ err }, 'session queue connection error'));

@@ -27,8 +27,10 @@ export const ScriptCode = {
   FULL: 10,
   /** runNext: the session's queue is paused (a paused job); the run job ends and `resume` starts another */
   PAUSED: 11,
-  /** pauseMark: the session is gone or deleted; nothing written */
+  /** pauseMark, createRecord: the session is gone or deleted; nothing written */
   MISSING: 12,
+  /** createRecord: the job running on the session is not the one the caller decided under; detail: its running_job now ('' = none); nothing written */
+  STALE_JOB: 13,
 } as const;
 
 export type ScriptCode = (typeof ScriptCode)[keyof typeof ScriptCode];

@@ -1,4 +1,4 @@
-import { randomBytes } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import { z } from 'zod';
 import { ApprovalMode } from '../policy/index.ts';
 import type { Keys } from './keys.ts';
@@ -40,6 +40,8 @@ export class Sessions {
   readonly #redis: PipelineRedis;
   readonly #keys: Keys;
   readonly #cache = new Map<string, SessionMeta>();
+  /** the `running_job` last read per cached session (undefined: never read here) */
+  readonly #jobs = new Map<string, string | null>();
 
   constructor(redis: PipelineRedis, keys: Keys) {
     this.#redis = redis;
@@ -71,25 +73,50 @@ export class Sessions {
     const hit = fresh ? undefined : this.#cache.get(sid);
     if (hit) {
       const [job, paused] = await this.#redis.hmget(key, 'running_job', 'paused_at');
+      this.#jobs.set(sid, job ?? null);
       return withPause(withJob(hit, job ?? null), paused ?? null);
     }
     const [raw, deleted, job, paused] = await this.#redis.hmget(key, 'json', 'deleted_at', 'running_job', 'paused_at');
     if (!raw) return null;
     const full = { ...SessionMeta.parse(JSON.parse(raw)), deleted_at: deleted ?? null };
-    if (this.#cache.size > 10_000) this.#cache.clear();
+    if (this.#cache.size > 10_000) {
+      this.#cache.clear();
+      this.#jobs.clear();
+    }
     this.#cache.set(sid, full);
+    this.#jobs.set(sid, job ?? null);
     return withPause(withJob(full, job ?? null), paused ?? null);
   }
 
-  /** The session and whether it is deleted now: one read when cached (enqueue, once per command). */
-  async getLive(sid: string): Promise<{ session: SessionMeta; deleted: boolean } | null> {
+  /**
+   * The session as this process last read it, for an enqueue that reads
+   * nothing first: createRecord refuses it when the session is deleted or
+   * another job runs on it now (`jobGuard`), and the caller decides again with
+   * the job it names (`sawJob`). Null when not cached.
+   */
+  assumed(sid: string): { session: SessionMeta; job: string | null } | null {
+    const hit = this.#cache.get(sid);
+    const job = this.#jobs.get(sid);
+    return hit && job !== undefined ? { session: withJob(hit, job), job } : null;
+  }
+
+  /** `job`: the running_job Redis holds now (createRecord said so); null when the session is not cached. */
+  sawJob(sid: string, job: string | null): { session: SessionMeta; job: string | null } | null {
+    if (!this.#cache.has(sid)) return null;
+    this.#jobs.set(sid, job);
+    return this.assumed(sid);
+  }
+
+  /** The session, whether it is deleted now and the job running on it (its `running_job` JSON): one read when cached. */
+  async getLive(sid: string): Promise<{ session: SessionMeta; deleted: boolean; job: string | null } | null> {
     const hit = this.#cache.get(sid);
     if (!hit) {
       const session = await this.get(sid, true);
-      return session ? { session, deleted: session.deleted_at !== null } : null;
+      return session ? { session, deleted: session.deleted_at !== null, job: this.#jobs.get(sid) ?? null } : null;
     }
     const [job, deleted] = await this.#redis.hmget(this.#keys.sessionMeta(sid), 'running_job', 'deleted_at');
-    return { session: withJob(hit, job ?? null), deleted: deleted !== null && deleted !== undefined };
+    this.#jobs.set(sid, job ?? null);
+    return { session: withJob(hit, job ?? null), deleted: deleted !== null && deleted !== undefined, job: job ?? null };
   }
 
   /** The session with its `running_job` field as the caller just read it (the worker, with the record): no read when cached. */
@@ -101,12 +128,14 @@ export class Sessions {
   async markDeleted(sid: string): Promise<void> {
     await this.#redis.hset(this.#keys.sessionMeta(sid), 'deleted_at', new Date().toISOString());
     this.#cache.delete(sid);
+    this.#jobs.delete(sid);
   }
 
   /** Undoes markDeleted() when the delete could not finish (its sandbox is still there). */
   async unmarkDeleted(sid: string): Promise<void> {
     await this.#redis.hdel(this.#keys.sessionMeta(sid), 'deleted_at');
     this.#cache.delete(sid);
+    this.#jobs.delete(sid);
   }
 
   async isDeleted(sid: string): Promise<boolean> {
@@ -116,6 +145,19 @@ export class Sessions {
 
 /** Parsed `running_job` values by their JSON: a job's settings are read once per command, parsed once per job. */
 const parsedJobs = new Map<string, RunningJob>();
+const jobGuards = new Map<string, string>();
+
+/** What createRecord compares with the session's `running_job` (its SHA-1; '' = no job). */
+export function jobGuard(job: string | null): string {
+  if (!job) return '';
+  let guard = jobGuards.get(job);
+  if (!guard) {
+    guard = createHash('sha1').update(job).digest('hex');
+    if (jobGuards.size > 1000) jobGuards.clear();
+    jobGuards.set(job, guard);
+  }
+  return guard;
+}
 
 function withPause(meta: SessionMeta, pausedAt: string | null): SessionState {
   return pausedAt ? { ...meta, paused_at: Number(pausedAt) } : meta;

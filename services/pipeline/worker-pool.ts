@@ -156,7 +156,7 @@ export class WorkerPool {
   }
 
   #open(sid: string): void {
-    const { keys, redis } = this.#d;
+    const { keys, queues } = this.#d;
     let entry: Entry | undefined; // set before the Worker runs
     const runDeps = { processor: this.#d.processor, queues: this.#d.queues, onCommand: (c: Current | undefined) => { entry!.job = c; } };
     const worker = new Worker<CommandJobData>(
@@ -173,7 +173,7 @@ export class WorkerPool {
         }
       },
       {
-        connection: redis, prefix: keys.bullPrefix, concurrency: 1,
+        connection: queues.connection, prefix: keys.bullPrefix, concurrency: 1,
         lockDuration: this.#opts.lockMs, stalledInterval: this.#opts.stalledIntervalMs,
         // Re-delivery is safe (the ledger decides), so let a stalled job come back
         // many times rather than have BullMQ fail it behind the ledger's back.

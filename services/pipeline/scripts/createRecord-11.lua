@@ -20,11 +20,18 @@
   ARGV[9] finished_at ("" = none)  ARGV[10] event channel  ARGV[11] events kept per session (0 = all)
   ARGV[12] event type   ARGV[13] event JSON without seq/index
   ARGV[14] what the model said before the command ("" = nothing kept): field `preceding`, read for an approval's context
+  ARGV[15] SHA-1 of the session's `running_job` the caller decided the command under ("" = no job): the
+          caller reads neither the job nor `deleted_at` before; both are checked here, in the same write
   Returns {RC.OK, index, seq, open, run} | {RC.DUPLICATE, existing index} | {RC.TURN_FAILED, failure marker}
+  | {RC.MISSING} (the session is gone or deleted) | {RC.STALE_JOB, running_job now or ""}
   (open = the session's non-final count after this record; run = the run list's length after it, 0 when
   the record is not queued: 1 means no run job works on the session, so the caller starts one)
   Uses emitEvent (lib/emitEvent.lua) and followTtl (lib/followTtl.lua).
 ]]
+local meta = redis.call('HMGET', KEYS[9], 'json', 'deleted_at', 'running_job')
+if not meta[1] or meta[2] then return {RC.MISSING} end
+local job = meta[3] or ''
+if (job == '' and ARGV[15] ~= '') or (job ~= '' and redis.sha1hex(job) ~= ARGV[15]) then return {RC.STALE_JOB, job} end
 local existing = redis.call('HGET', KEYS[2], ARGV[1])
 if existing then return {RC.DUPLICATE, tonumber(existing)} end
 if ARGV[5] == '1' then

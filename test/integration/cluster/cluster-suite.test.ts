@@ -17,6 +17,7 @@ import { describe, expect, it } from 'vitest';
 const ROOT = new URL('../../../', import.meta.url).pathname;
 export const CLUSTER_CI_FILES = [
   'test/integration/pipeline/core.test.ts',
+  'test/integration/pipeline/enqueue-guard.test.ts',
   'test/integration/pipeline/api.test.ts',
   'test/integration/pipeline/approvals.test.ts',
   'test/integration/pipeline/event-log.test.ts',

@@ -103,7 +103,7 @@ describe('pipeline core (fake sandboxes)', () => {
     // Write the record as a dead worker would have left it: running, no job in any queue.
     const created = await ledger.create({
       session: sid, turn, command: { id: '1', tool: 'bash', cmd: 'echo side-effect', need_result: false }, flow: 'api',
-      evaluation: { decision: 'allow', matched_rules: [], reason: '' }, status: 'queued',
+      evaluation: { decision: 'allow', matched_rules: [], reason: '' }, status: 'queued', jobGuard: '',
     });
     if (created.kind !== 'created') throw new Error('not created');
     expect((await ledger.transition(created.record, { from: ['queued'], to: 'running', events: ['command_started'] })).ok).toBe(true);

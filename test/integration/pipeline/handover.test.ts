@@ -51,7 +51,7 @@ describe('graceful shutdown during an approval wait', () => {
     for (const id of ['1', '2']) {
       const made = await rt.pipeline.workerSide().lifecycle.ledger.create({
         session: sid, turn, command: { id, tool: 'bash', cmd: `echo ${id}`, need_result: false }, flow: 'api',
-        evaluation: { decision: 'allow', matched_rules: [], reason: '' }, status: 'queued',
+        evaluation: { decision: 'allow', matched_rules: [], reason: '' }, status: 'queued', jobGuard: '',
       });
       if (made.kind !== 'created') throw new Error('not created');
     }
