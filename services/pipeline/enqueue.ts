@@ -31,7 +31,7 @@ export type EnqueueInput = {
 
 type View = { session: SessionMeta; job: string | null };
 
-/** A job that changes this often while one command is recorded is refused rather than chased. */
+/** A session that changes this often while one command is recorded (its job, its deletion) is refused rather than chased. */
 const MAX_DECISIONS = 3;
 
 export async function recordCommand(d: EnqueueDeps, input: EnqueueInput): Promise<CommandHandle> {
@@ -44,13 +44,11 @@ export async function recordCommand(d: EnqueueDeps, input: EnqueueInput): Promis
       session: sid, turn, command, flow, admission, jobId: session.job_id, parsedAt, admittedAt: new Date(), precedingText, jobGuard: jobGuard(view.job),
     });
     if (out.kind === 'duplicate') throw new PipelineError('duplicate_id', `command id ${command.id} already used in turn ${turn}`);
-    if (out.kind === 'gone') {
-      await freshView(d, sid); // names it: deleted, or not found
-      throw new PipelineError('session_not_found', `session ${sid} not found`);
-    }
-    if (out.kind === 'stale_job') {
-      if (attempt >= MAX_DECISIONS) throw new PipelineError('session_busy', `session ${sid}: the job running on it kept changing while command ${command.id} was recorded`);
-      view = d.sessions.sawJob(sid, out.job) ?? (await freshView(d, sid));
+    if (out.kind === 'gone' || out.kind === 'stale_job') {
+      if (attempt >= MAX_DECISIONS) throw new PipelineError('session_busy', `session ${sid}: it kept changing while command ${command.id} was recorded`);
+      // Gone: read again, which names it (deleted, not found), or finds it back (a delete that was undone meanwhile).
+      if (out.kind === 'gone') d.sessions.forget(sid);
+      view = (out.kind === 'stale_job' ? d.sessions.sawJob(sid, out.job) : null) ?? (await freshView(d, sid));
       continue;
     }
     const rec = out.record;

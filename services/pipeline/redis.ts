@@ -1,4 +1,3 @@
-import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { Cluster, Redis, type RedisOptions } from 'ioredis';
 import { log } from '../log/index.ts';
@@ -7,9 +6,10 @@ import { parseRedisUrl, type RedisTarget } from '../config/index.ts';
 import { LUA_CODES } from './script-codes.ts';
 
 // Connection factory and the registry of the Lua scripts (the atomic storage
-// steps), attached to the connection as methods (EVALSHA, EVAL when the
-// script is not loaded yet). Scripts live in ./scripts as `<name>-<numKeys>.lua`, each with a
-// KEYS/ARGV header; their keys are built by keys.ts and passed in. A script
+// steps), registered as ioredis custom commands (EVALSHA with automatic script
+// loading, auto-pipelined in call order with the other commands: a plain
+// sendCommand would overtake the tick's batch). Scripts live in ./scripts as
+// `<name>-<numKeys>.lua`, each with a KEYS/ARGV header; their keys are built by keys.ts and passed in. A script
 // gets the return codes (script-codes.ts) and the shared functions of
 // ./scripts/lib it calls prepended.
 
@@ -40,31 +40,9 @@ export const LUA = Object.entries(SCRIPTS).map(([name, keys]) => {
  */
 export function createRedis(url: string, name: string, extra: RedisOptions = {}): PipelineRedis {
   const redis = connect(parseRedisUrl(url), { ...baseOptions(name), ...extra });
-  attachScripts(redis);
+  for (const s of LUA) redis.defineCommand(s.name, { numberOfKeys: s.keys, lua: s.lua });
   logErrors(redis, name);
   return redis as unknown as PipelineRedis;
-}
-
-/**
- * Each script as a method of the connection: EVALSHA, and EVAL (which also
- * caches it) when this Redis, or this Cluster node, does not know it yet.
- * Not ioredis's defineCommand: ioredis copies every defined script onto each
- * auto-pipelined batch's Pipeline object (14 µs a batch for these 15, 6 µs
- * with none), and no script here runs inside a MULTI or a pipeline() anyway.
- */
-function attachScripts(redis: Redis | Cluster): void {
-  const methods = redis as unknown as Record<string, ScriptFn>;
-  for (const s of LUA) {
-    const sha = createHash('sha1').update(s.lua).digest('hex');
-    methods[s.name] = async (...args) => {
-      try {
-        return await redis.evalsha(sha, s.keys, ...args);
-      } catch (err) {
-        if (!(err instanceof Error) || !err.message.startsWith('NOSCRIPT')) throw err;
-        return redis.eval(s.lua, s.keys, ...args);
-      }
-    };
-  }
 }
 
 function baseOptions(name: string): RedisOptions {

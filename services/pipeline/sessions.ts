@@ -100,6 +100,12 @@ export class Sessions {
     return hit && job !== undefined ? { session: withJob(hit, job), job } : null;
   }
 
+  /** Drops what this process remembers of the session (createRecord found it gone): the next read is a fresh one. */
+  forget(sid: string): void {
+    this.#cache.delete(sid);
+    this.#jobs.delete(sid);
+  }
+
   /** `job`: the running_job Redis holds now (createRecord said so); null when the session is not cached. */
   sawJob(sid: string, job: string | null): { session: SessionMeta; job: string | null } | null {
     if (!this.#cache.has(sid)) return null;

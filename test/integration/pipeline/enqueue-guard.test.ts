@@ -5,22 +5,36 @@
 // processes on one Redis: what one changes, the other's next enqueue obeys.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createRuntime, type Runtime } from '../../../services/main/index.ts';
+import { FilePolicyGate, type PolicyGate } from '../../../services/pipeline/index.ts';
 import { runCommandsTurn } from '../../../services/pipeline/api-turn.ts';
 import { FakeSandboxes } from './fake-sandboxes.ts';
-import { cleanupPrefix, testConfig, testPrefix } from './helpers.ts';
+import { cleanupPrefix, policyDir, testConfig, testPrefix } from './helpers.ts';
 
 const prefix = testPrefix('enqueue-guard');
 const fake = new FakeSandboxes();
 let a: Runtime;
 let b: Runtime;
+let c: Runtime;
+/** c's policy gate calls it on every decision (a job that changes between each decision and its write) */
+let onDecide: (() => void) | null = null;
 
 beforeAll(async () => {
   a = await createRuntime(testConfig(prefix), { sandboxes: fake });
   b = await createRuntime(testConfig(prefix), { sandboxes: fake, worker: false });
+  const real = await FilePolicyGate.load(policyDir());
+  const gate = new Proxy(real, {
+    get(target, prop) {
+      if (prop === 'evaluate') return (...args: Parameters<PolicyGate['evaluate']>) => { onDecide?.(); return target.evaluate(...args); };
+      const value = Reflect.get(target, prop) as unknown;
+      return typeof value === 'function' ? value.bind(target) : value;
+    },
+  });
+  c = await createRuntime(testConfig(prefix), { sandboxes: fake, worker: false, gate });
 });
 afterAll(async () => {
   await a?.close();
   await b?.close();
+  await c?.close();
   await cleanupPrefix(prefix);
 });
 
@@ -67,5 +81,21 @@ describe('an enqueue that reads nothing first', () => {
       .rejects.toMatchObject({ code: 'session_deleted' });
     expect((await a.pipeline.entries(sid)).length).toBe(before);
     expect(fake.log.filter((l) => l.sid === sid).map((l) => l.id)).toEqual(['1']);
+  });
+
+  it('refuses with session_busy, recording nothing, when the job keeps changing between each decision and its write', async () => {
+    const sid = (await c.pipeline.createSession({ owner: null, approval: 'on-request' })).session_id;
+    const turn = await c.pipeline.nextTurn(sid); // c has it cached now, with no job
+    let n = 0;
+    // Sent on c's own connection before the write that follows each decision, so Redis has it first.
+    onDecide = () => { n++; void c.redis.hset(c.keys.sessionMeta(sid), 'running_job', JSON.stringify(job(n % 2 ? 'never' : 'on-request'))); };
+    try {
+      await expect(c.pipeline.enqueue(sid, turn, { id: '1', tool: 'bash', cmd: 'echo x', need_result: false }, 'api'))
+        .rejects.toMatchObject({ code: 'session_busy' });
+    } finally {
+      onDecide = null;
+    }
+    expect(n).toBe(3);
+    expect(await c.pipeline.entries(sid)).toEqual([]);
   });
 });

@@ -1,14 +1,16 @@
-// The pipeline's Lua scripts are methods of its connection (redis.ts): EVALSHA,
-// and EVAL when the server does not know the script (a fresh or restarted
-// Redis, SCRIPT FLUSH). They are not ioredis custom commands, which ioredis
-// copies onto every auto-pipelined batch (bench:redis-commands). A Redis of
-// the test's own: SCRIPT FLUSH must not touch the shared one.
+// The pipeline's Lua scripts (redis.ts) on a Redis that does not know them (a
+// fresh or restarted one, SCRIPT FLUSH), in order with the other commands of a
+// tick; BullMQ's scripts on a connection of their own. A Redis of the test's
+// own: SCRIPT FLUSH must not touch the shared one.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createHash } from 'node:crypto';
-import { createKeys, createQueueRedis, createRedis, type PipelineRedis } from '../../../services/pipeline/index.ts';
+import { createRuntime } from '../../../services/main/index.ts';
+import { createKeys, createRedis, type PipelineRedis } from '../../../services/pipeline/index.ts';
 import { LUA } from '../../../services/pipeline/redis.ts';
 import { ScriptCode } from '../../../services/pipeline/script-codes.ts';
 import { startOwnRedis, type OwnRedis } from '../own-redis.ts';
+import { FakeSandboxes } from './fake-sandboxes.ts';
+import { testConfig, testPrefix } from './helpers.ts';
 
 const keys = createKeys(`tft-scripts-${process.pid}`);
 const pauseMark = LUA.find((s) => s.name === 'pauseMark')!;
@@ -54,15 +56,36 @@ describe("the pipeline's scripts", () => {
     await expect(redis.pauseMark(meta, 1)).rejects.toThrow(/WRONGTYPE/);
   });
 
-  it('are not ioredis custom commands, and BullMQ gets a connection without them', () => {
-    // Each custom command of a connection is copied onto every auto-pipelined batch (45 µs with BullMQ's 52 on it, 6 with none).
-    expect(Object.keys((redis as unknown as { scriptsSet: object }).scriptsSet)).toEqual([]);
-    const queues = createQueueRedis(own.url, 'tft-scripts-queues');
+  it("keep a tick's commands in order on a new connection to a Redis that lost them (a restart)", async () => {
+    const meta = keys.sessionMeta('s4');
+    await own.client.hset(meta, 'owner', 'k');
+    expect(await redis.pauseMark(meta, 1)).toBe(ScriptCode.OK); // loaded, and known loaded on this socket
+    await own.client.script('FLUSH');
+    const clients = String(await own.client.client('LIST'));
+    const id = /id=(\d+) [^\n]*name=tft-scripts /.exec(clients)?.[1];
+    expect(id).toBeDefined();
+    const ready = new Promise((resolve) => redis.once('ready', resolve));
+    await own.client.client('KILL', 'ID', id!);
+    await ready;
+    // One tick: the mark, then its removal. Were the mark sent as EVALSHA, it would come back NOSCRIPT and be sent again after the removal.
+    const [marked, removed] = await Promise.all([redis.pauseMark(meta, 2), redis.hdel(meta, 'paused_at')]);
+    expect([marked, removed]).toEqual([ScriptCode.OK, 1]);
+    expect(await own.client.hget(meta, 'paused_at')).toBeNull();
+  });
+
+  it("give a process's BullMQ a connection of its own, without them", async () => {
+    // Each custom command of a connection is copied onto every auto-pipelined batch: BullMQ's 52 made it 45 µs, not 14.
+    const rt = await createRuntime(testConfig(testPrefix('scripts'), { REDIS_URL: own.url }), { sandboxes: new FakeSandboxes(), worker: false });
     try {
-      expect(Object.keys((queues as unknown as { scriptsSet: object }).scriptsSet)).toEqual([]);
-      expect((queues as unknown as Record<string, unknown>).pauseMark).toBeUndefined();
+      const queues = rt.pipeline.queues.connection;
+      expect(queues).not.toBe(rt.redis);
+      expect(rt.pipeline.queues.queue('ses_x').opts.connection).toBe(queues);
+      await rt.pipeline.queues.queue('ses_x').getJobCounts(); // BullMQ's scripts are now on its connection
+      const names = (c: unknown) => Object.keys((c as { scriptsSet: object }).scriptsSet);
+      expect(names(queues)).not.toContain('pauseMark');
+      expect(names(rt.redis).filter((n) => !LUA.some((s) => s.name === n))).toEqual([]);
     } finally {
-      queues.disconnect();
+      await rt.close();
     }
   });
 });
