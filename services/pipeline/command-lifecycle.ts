@@ -75,7 +75,8 @@ export class CommandLifecycle {
       const failure = await this.ledger.turnFailure(input.session, input.turn);
       out = await this.ledger.create({ ...common, status: 'skipped', result: skippedResult(skipReason(failure ?? { id: '?' })) });
     }
-    if (out.kind === 'duplicate' || out.kind === 'gone' || out.kind === 'stale_job') return out.kind === 'duplicate' ? { kind: 'duplicate' } : out;
+    if (out.kind === 'duplicate') return { kind: 'duplicate' };
+    if (out.kind === 'gone' || out.kind === 'stale_job') return out;
     if (out.kind !== 'created') throw new Error('unreachable: the ledger refused a skipped record');
     this.#d.metrics.commandsEnqueued.inc({ status: out.record.status });
     if (out.record.status === 'forbidden') {
