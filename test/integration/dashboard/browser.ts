@@ -62,6 +62,11 @@ export async function signedIn(browser: Browser, base: string, key: string, view
  */
 export async function axeViolations(page: Page, min: 'minor' | 'moderate' | 'serious' | 'critical' = 'minor'): Promise<{ id: string; impact: string; help: string; nodes: string[] }[]> {
   const IMPACTS = ['minor', 'moderate', 'serious', 'critical'];
+  // Judged on the page at rest: axe read a toast 0.2 s into its fade-in (contrast 1.17, foreground against the
+  // background showing through) and failed CI once. Finite transitions and animations end well within 2 s; were
+  // one still running then, axe runs anyway and reports what it sees.
+  await page.waitForFunction(() => document.getAnimations().every((a) => a.playState !== 'running' || a.effect?.getTiming().iterations === Infinity), undefined, { timeout: 2000 })
+    .catch((err: unknown) => console.warn(`axeViolations: animations still running after 2 s (${String(err)}); checking anyway`));
   // Evaluated through the devtools protocol, which the page's CSP does not govern (a <script> tag would be refused).
   await page.evaluate(readFileSync(require.resolve('axe-core/axe.min.js'), 'utf8'));
   const result = await page.evaluate(async () => (globalThis as any).axe.run(document, { resultTypes: ['violations'] }));
