@@ -50,6 +50,8 @@ export const EnvSchema = z.object({
   THINKFLOW_STALLED_INTERVAL_MS: int(30_000),
   /** a session's BullMQ Worker is closed after this long without a job */
   THINKFLOW_WORKER_IDLE_MS: int(10_000),
+  /** a session's run job waits this long on its emptied run list for the next command before it ends (0 = at once): turns one after the other share one BullMQ job */
+  THINKFLOW_RUN_LINGER_MS: z.coerce.number().int().min(0).max(60_000).default(250),
   /** SIGTERM: in-flight HTTP requests and running commands get this long to finish; commands still running then end `interrupted` */
   THINKFLOW_SHUTDOWN_GRACE_S: int(30),
   /** bytes of a command's bodies a ledger record or event keeps (cut at a UTF-8 boundary; full size and SHA-256 kept) */
@@ -156,7 +158,7 @@ export type Config = {
   /** THINKFLOW_MAX_UPLOAD_MB in bytes */
   maxUploadBytes: number;
   egress: { promptWaitS: number; maxConnections: number };
-  lockMs: number; stalledIntervalMs: number; workerIdleMs: number;
+  lockMs: number; stalledIntervalMs: number; workerIdleMs: number; /** THINKFLOW_RUN_LINGER_MS */ runLingerMs: number;
   /** THINKFLOW_SHUTDOWN_GRACE_S */
   shutdownGraceS: number;
   recordBodyBytes: number; retentionS: number;
@@ -260,7 +262,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     maxJsonBytes: e.THINKFLOW_MAX_JSON_BYTES, maxCommandsBytes: e.THINKFLOW_MAX_COMMANDS_BYTES,
     maxUploadBytes: e.THINKFLOW_MAX_UPLOAD_MB * 1024 * 1024,
     egress: { promptWaitS: e.THINKFLOW_EGRESS_PROMPT_WAIT_S, maxConnections: e.THINKFLOW_EGRESS_MAX_CONNECTIONS },
-    lockMs: e.THINKFLOW_LOCK_MS, stalledIntervalMs: e.THINKFLOW_STALLED_INTERVAL_MS, workerIdleMs: e.THINKFLOW_WORKER_IDLE_MS,
+    lockMs: e.THINKFLOW_LOCK_MS, stalledIntervalMs: e.THINKFLOW_STALLED_INTERVAL_MS, workerIdleMs: e.THINKFLOW_WORKER_IDLE_MS, runLingerMs: e.THINKFLOW_RUN_LINGER_MS,
     shutdownGraceS: e.THINKFLOW_SHUTDOWN_GRACE_S,
     recordBodyBytes: e.THINKFLOW_RECORD_BODY_BYTES, retentionS: e.THINKFLOW_RETENTION_S,
     sandboxPrefix: e.THINKFLOW_SANDBOX_PREFIX,
@@ -278,10 +280,8 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     workspace: { fs: e.THINKFLOW_WORKSPACE_FS, dir: e.THINKFLOW_WORKSPACE_DIR, inodes: e.THINKFLOW_WORKSPACE_INODES, spares: e.THINKFLOW_WORKSPACE_SPARES, warmPool: e.THINKFLOW_WARM_POOL },
     egressDir: e.THINKFLOW_EGRESS_DIR,
     caps: {
-      maxSessionsPerKey: e.THINKFLOW_MAX_SESSIONS_PER_KEY,
-      maxRunningPerKey: e.THINKFLOW_MAX_RUNNING_PER_KEY,
-      maxStreamsPerKey: e.THINKFLOW_MAX_STREAMS_PER_KEY,
-      maxTurnsPerKey: e.THINKFLOW_MAX_TURNS_PER_KEY,
+      maxSessionsPerKey: e.THINKFLOW_MAX_SESSIONS_PER_KEY, maxRunningPerKey: e.THINKFLOW_MAX_RUNNING_PER_KEY,
+      maxStreamsPerKey: e.THINKFLOW_MAX_STREAMS_PER_KEY, maxTurnsPerKey: e.THINKFLOW_MAX_TURNS_PER_KEY,
     },
     maxCommandsPerTurn: e.THINKFLOW_MAX_COMMANDS_PER_TURN,
     storeBytesPerKey: e.THINKFLOW_STORE_BYTES_PER_KEY,

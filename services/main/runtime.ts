@@ -130,7 +130,7 @@ export async function createRuntime(config: Config, overrides: RuntimeOverrides 
         ...(sandboxes.prewake && { prewake: (sid: string) => sandboxes.prewake!(sid) }),
       },
       {
-        lockMs: config.lockMs, stalledIntervalMs: config.stalledIntervalMs, idleMs: config.workerIdleMs,
+        lockMs: config.lockMs, stalledIntervalMs: config.stalledIntervalMs, idleMs: config.workerIdleMs, lingerMs: config.runLingerMs,
         shutdownGraceMs: config.shutdownGraceS * 1000, ...overrides.poolOptions,
       },
     );

@@ -2,7 +2,7 @@ import type { Command, CommandFlow } from '../protocol/index.ts';
 import { log, reasonOf, withIds } from '../log/index.ts';
 import { ledgerApproval, publicOf, type ApprovalState } from './approvals.ts';
 import type { Sandboxes } from './sandboxes.ts';
-import type { Ledger, TransitionOutcome, TransitionSpec } from './ledger.ts';
+import type { Ledger, RunAction, TransitionOutcome, TransitionSpec } from './ledger.ts';
 import type { EvaluationData, LedgerRecord, LedgerResult, LedgerStatus } from './ledger-record.ts';
 import type { PipelineMetrics } from './metrics.ts';
 import { hasCutBody } from './record-body.ts';
@@ -49,7 +49,7 @@ export type CreateInput = {
   jobGuard: string;
 };
 /** `gone`, `stale_job`: nothing was written (see Ledger.create); the caller decides again or refuses */
-export type Created = { kind: 'created'; record: LedgerRecord; wasIdle: boolean } | { kind: 'duplicate' } | { kind: 'gone' } | { kind: 'stale_job'; job: string | null };
+export type Created = { kind: 'created'; record: LedgerRecord; run: RunAction } | { kind: 'duplicate' } | { kind: 'gone' } | { kind: 'stale_job'; job: string | null };
 
 export class CommandLifecycle {
   readonly ledger: Ledger;
@@ -83,7 +83,7 @@ export class CommandLifecycle {
       logEnded(out.record, input.jobId);
       await this.skipRestOfTurn(input.session, input.turn, input.jobId);
     }
-    return { kind: 'created', record: out.record, wasIdle: out.wasIdle };
+    return { kind: 'created', record: out.record, run: out.run };
   }
 
   /**

@@ -52,7 +52,9 @@ export async function recordCommand(d: EnqueueDeps, input: EnqueueInput): Promis
       continue;
     }
     const rec = out.record;
-    if (rec.status === 'queued' && out.wasIdle) await startRun(d, rec, session.job_id);
+    if (rec.status === 'queued' && out.run === 'start') await startRun(d, rec, session.job_id);
+    // A run job lingers on the list (session-run.ts): woken, it takes this record without a job of its own.
+    else if (rec.status === 'queued' && out.run === 'wake') await d.redis.publish(d.keys.wakeChannel(), rec.session);
     return { sessionId: sid, turn, id: command.id, index: rec.index, status: rec.status };
   }
 }
@@ -68,7 +70,7 @@ async function freshView(d: EnqueueDeps, sid: string): Promise<View> {
 /**
  * The record is in the session's run list already (createRecord); a run job
  * that is active or waiting reaches it, so only a list that was empty needs a
- * new one (queues.ts). Nothing else is written per command.
+ * new one (queues.ts); one lingering there is only woken (recordCommand).
  */
 async function startRun(d: EnqueueDeps, rec: LedgerRecord, jobId: string | null): Promise<void> {
   try {

@@ -20,13 +20,14 @@ import { boundPreceding } from './approval-context.ts';
 // compare-and-set on `status` plus the event, in one atomic step. This is the
 // storage step only: which change is legal, and what follows it (metrics,
 // skipping the turn), is CommandLifecycle's (command-lifecycle.ts).
+/** What a queued record needs of a run job (createRecord): `start` one (an empty list), `wake` one lingering there, or nothing. */
+export type RunAction = 'start' | 'wake' | null;
 
 export type CreateOutcome =
-  | { kind: 'created'; index: number; record: LedgerRecord; wasIdle: boolean }
+  | { kind: 'created'; index: number; record: LedgerRecord; run: RunAction }
   | { kind: 'duplicate'; index: number }
   | { kind: 'turn_failed'; marker: string }
-  /** the session is gone or deleted */
-  | { kind: 'gone' }
+  | { kind: 'gone' } // the session is gone or deleted
   /** the job running on the session is not the one `jobGuard` named: `job`, its running_job now (null = none) */
   | { kind: 'stale_job'; job: string | null };
 
@@ -34,8 +35,7 @@ export type CreateOutcome =
 export type TransitionOutcome = { ok: true; record: LedgerRecord } | { ok: false; current: string } | { ok: false; turnFailed: string };
 
 export type TransitionSpec = {
-  from: LedgerStatus[];
-  to: LedgerStatus;
+  from: LedgerStatus[]; to: LedgerStatus;
   /** refuse (and report) when the turn already failed: used for queued → running */
   unlessTurnFailed?: boolean;
   events: LedgerEventType[];
@@ -46,8 +46,7 @@ export type TransitionSpec = {
 };
 
 export class Ledger {
-  readonly #redis: PipelineRedis;
-  readonly #keys: Keys;
+  readonly #redis: PipelineRedis; readonly #keys: Keys;
   /** THINKFLOW_RECORD_BODY_BYTES: bodies kept per record */
   readonly #bodyBytes: number;
   /** events kept per session stream; 0 = all (THINKFLOW_EVENTS_KEEP) */
@@ -98,14 +97,15 @@ export class Ledger {
       // The script fills in the index: its placeholder must be the event record's first key (createRecord-8.lua).
       ...ledgerEventArgs(type, { sid, jobId: args.jobId ?? null, at: now.toISOString(), record: Object.assign({ index: -1 }, record) }),
       preceding, args.jobGuard,
-    )) as [number, number | string, number?, number?, number?];
+    )) as [number, number | string, number?, number?, number?, number?];
     if (res[0] === ScriptCode.MISSING) return { kind: 'gone' };
     if (res[0] === ScriptCode.STALE_JOB) return { kind: 'stale_job', job: res[1] ? String(res[1]) : null };
     if (res[0] === ScriptCode.DUPLICATE) return { kind: 'duplicate', index: Number(res[1]) };
     if (res[0] === ScriptCode.TURN_FAILED) return { kind: 'turn_failed', marker: String(res[1]) };
     const index = Number(res[1]);
     record.index = index;
-    return { kind: 'created', index, record, wasIdle: Number(res[4]) === 1 };
+    const run: RunAction = Number(res[4]) === 1 ? 'start' : Number(res[5]) === 1 ? 'wake' : null;
+    return { kind: 'created', index, record, run };
   }
 
   /** Compare-and-set on the status, with events. `record` is the record before the change. */

@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { PipelineError } from './errors.ts';
 import type { Keys } from './keys.ts';
-import type { PipelineRedis } from './redis.ts';
+import { execMulti, type PipelineRedis } from './redis.ts';
 
 // Per-key caps of API.md (THINKFLOW_MAX_SESSIONS_PER_KEY, _RUNNING_PER_KEY):
 // one key cannot hold unbounded sessions (each a workspace volume up to the
@@ -36,13 +36,13 @@ export class OwnerCaps {
     if (owner === null) return { commit: async () => {}, cancel: async () => {} };
     const key = this.#keys.ownerSessions(owner);
     const placeholder = `pending:${randomBytes(8).toString('hex')}`;
-    const [, count] = await this.#exec(this.#redis.multi().sadd(key, placeholder).scard(key));
+    const [, count] = await execMulti(this.#redis.multi().sadd(key, placeholder).scard(key));
     if (Number(count) > this.limits.maxSessions) {
       await this.#redis.srem(key, placeholder);
       throw tooMany('THINKFLOW_MAX_SESSIONS_PER_KEY', this.limits.maxSessions, 'open sessions; delete finished ones with DELETE /v1/sessions/:id');
     }
     return {
-      commit: async (sid) => void (await this.#exec(this.#redis.multi().srem(key, placeholder).sadd(key, sid))),
+      commit: async (sid) => void (await execMulti(this.#redis.multi().srem(key, placeholder).sadd(key, sid))),
       cancel: async () => void (await this.#redis.srem(key, placeholder)),
     };
   }
@@ -62,7 +62,7 @@ export class OwnerCaps {
     const key = this.#keys.ownerLive(owner);
     const now = Date.now();
     // GT: a new member is added (and counted in `added`), a present one only moves forward: one round trip either way.
-    const [, added, count] = await this.#exec(
+    const [, added, count] = await execMulti(
       this.#redis.multi().zremrangebyscore(key, '-inf', now - this.limits.liveWindowMs).zadd(key, 'GT', now, sid).zcard(key),
     );
     if (Number(added) === 1 && Number(count) > this.limits.maxRunning) {
@@ -90,11 +90,6 @@ export class OwnerCaps {
     if (owner !== null) await this.#redis.zrem(this.#keys.ownerLive(owner), sid);
   }
 
-  async #exec(multi: { exec(): Promise<[Error | null, unknown][] | null> }): Promise<unknown[]> {
-    const out = (await multi.exec()) ?? [];
-    for (const [err] of out) if (err) throw err;
-    return out.map(([, v]) => v);
-  }
 }
 
 function tooMany(setting: string, cap: number, what: string): PipelineError {

@@ -2,8 +2,8 @@ import { Queue } from 'bullmq';
 import type { Redis } from 'ioredis';
 import { log, withIds } from '../log/index.ts';
 import type { Keys } from './keys.ts';
-import type { PipelineRedis } from './redis.ts';
-import { ScriptCode } from './script-codes.ts';
+import { execMulti, type PipelineRedis } from './redis.ts';
+import { RUN_LINGER, ScriptCode } from './script-codes.ts';
 import { executionLoad, hashOf, type ExecutionLoad } from './execution-load.ts';
 
 // One BullMQ queue per session. Queue objects share one ioredis connection
@@ -27,7 +27,8 @@ export type CommandJobData = { sid: string; index?: number; turn?: number };
 
 /** What a run job does next (runNext-5.lua). */
 /** `load` parses what the step read (it throws on a broken record: the run closes that command and goes on). */
-export type RunStep = { kind: 'command'; index: number; load: () => ExecutionLoad } | { kind: 'empty' } | { kind: 'paused' };
+/** `linger`: the list was empty and the run job waits on it (RUN_LINGER, session-run.ts). */
+export type RunStep = { kind: 'command'; index: number; load: () => ExecutionLoad } | { kind: 'empty' } | { kind: 'paused' } | { kind: 'linger' };
 
 /** One attempt, no retry: a retry would reorder the session and could repeat a side effect. */
 export const JOB_OPTIONS = { attempts: 1, removeOnComplete: true, removeOnFail: true } as const;
@@ -82,20 +83,30 @@ export class SessionQueues {
     await this.queue(sid).add('run', { sid }, { ...JOB_OPTIONS, jobId: `r${index}${tag}` });
   }
 
-  /** One step of a run job: drops `done` (the command it finished) from the run list, names the next and reads it. */
-  async next(sid: string, done: number | null): Promise<RunStep> {
+  /**
+   * One step of a run job: drops `done` (the command it finished, or RUN_LINGER after a linger) from the
+   * run list, names the next and reads it; `linger`: on an empty list, wait there rather than end.
+   */
+  async next(sid: string, done: number | typeof RUN_LINGER | null, linger = false): Promise<RunStep> {
     const k = this.#keys;
     const res = (await this.#redis.runNext(
-      k.runList(sid), this.queue(sid).keys.meta!, k.sessionMeta(sid), k.grants(sid), k.recordPrefix(sid), done ?? '',
+      k.runList(sid), this.queue(sid).keys.meta!, k.sessionMeta(sid), k.grants(sid), k.recordPrefix(sid), done ?? '', linger ? '1' : '0',
     )) as [number, string?, string[]?, (string | null)?, (string | null)?, string[]?];
     if (res[0] === ScriptCode.PAUSED) return { kind: 'paused' };
+    if (res[0] === ScriptCode.LINGER) return { kind: 'linger' };
     if (res[1] === undefined) return { kind: 'empty' };
     const index = Number(res[1]);
     return { kind: 'command', index, load: () => executionLoad(index, hashOf(res[2] ?? []), res[3], res[4], res[5] ?? []) };
   }
 
-  /** Commands not yet finished by a run job (the run list's length). */
-  pendingRuns(sid: string): Promise<number> {
+  /** Commands not yet finished by a run job: the run list's entries but a lingering run's RUN_LINGER. */
+  async pendingRuns(sid: string): Promise<number> {
+    const [head, length] = await execMulti(this.#redis.multi().lindex(this.#keys.runList(sid), 0).llen(this.#keys.runList(sid)));
+    return Number(length) - (head === RUN_LINGER ? 1 : 0);
+  }
+
+  /** The run list's entries, RUN_LINGER included: a list left holding one with no run job (a run failed mid-linger) is repaired too. */
+  runListLength(sid: string): Promise<number> {
     return this.#redis.llen(this.#keys.runList(sid));
   }
 

@@ -45,6 +45,13 @@ export function createRedis(url: string, name: string, extra: RedisOptions = {})
   return redis as unknown as PipelineRedis;
 }
 
+/** A MULTI's replies; the first command's error is thrown (ioredis resolves them as `[err, value]` pairs). */
+export async function execMulti(multi: { exec(): Promise<[Error | null, unknown][] | null> }): Promise<unknown[]> {
+  const out = (await multi.exec()) ?? [];
+  for (const [err] of out) if (err) throw err;
+  return out.map(([, v]) => v);
+}
+
 function baseOptions(name: string): RedisOptions {
   return {
     maxRetriesPerRequest: null,

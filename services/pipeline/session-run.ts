@@ -4,10 +4,12 @@ import type { CommandLifecycle } from './command-lifecycle.ts';
 import { queueErrorResult } from './lifecycle/results.ts';
 import type { Processor } from './processor.ts';
 import type { CommandJobData, RunStep, SessionQueues } from './queues.ts';
+import type { RunLinger } from './run-linger.ts';
+import { RUN_LINGER } from './script-codes.ts';
 
 // What a Worker does with one job of a session's queue: a run job works
 // through the session's run list, one command after the other, until it is
-// empty or the queue is paused (queues.ts). Each command is decided by the
+// empty (and its linger is over, run-linger.ts) or the queue is paused (queues.ts). Each command is decided by the
 // ledger as before (processor.ts), which keeps a re-delivered run job safe: the
 // head of the list is the command the dead holder was on (`running` →
 // `interrupted`, `queued` → runs, `awaiting_approval` → waits again).
@@ -24,6 +26,8 @@ export type SessionRunDeps = {
   queues: SessionQueues;
   /** which command the run is on (undefined between commands): shutdown interrupts it past the grace */
   onCommand: (current: Current | undefined) => void;
+  /** lingering on an empty run list (run-linger.ts); absent = the run ends when the list is empty */
+  linger?: RunLinger;
 };
 
 /**
@@ -40,31 +44,56 @@ export async function runSessionJob(d: SessionRunDeps, data: CommandJobData, sig
     await d.processor.process(sid, data.index, signal);
     return;
   }
-  let step = await d.queues.next(sid, null);
-  while (step.kind === 'command') {
-    const { index, load } = step;
-    d.onCommand({ index });
-    // After a success the next step goes out with the finish, in one Redis write: runNext runs after the finish
-    // (one connection, in order), drops this command's entry and reads the next one's record as it is then. After
-    // any other end the turn's rest is being skipped meanwhile, so the step is read once that is done.
-    let early: Promise<RunStep> | null = null;
-    const onFinishSent = (status: string) => {
-      if (status !== 'succeeded') return;
-      early = d.queues.next(sid, index);
-      early.catch(() => {}); // awaited below; a rejection there is the run's, as a late read's would be
-    };
-    try {
-      await d.processor.process(sid, index, signal, load(), onFinishSent);
-    } catch (err) {
-      early = null;
-      if (err instanceof ApprovalWaitAborted) throw err;
-      await closeFailedCommand(d.processor.lifecycle, sid, index, err as Error);
+  const { linger } = d;
+  const lingers = linger !== undefined && linger.ms > 0;
+  linger?.begin(sid);
+  try {
+    let mark = linger?.mark(sid) ?? 0;
+    let step = await d.queues.next(sid, null, lingers);
+    let until = 0; // when this linger ends: THINKFLOW_RUN_LINGER_MS after the list emptied
+    for (;;) {
+      if (step.kind === 'linger' && linger) {
+        until ||= Date.now() + linger.ms;
+        await linger.wait(sid, mark, until - Date.now(), signal);
+        mark = linger.mark(sid);
+        step = await d.queues.next(sid, RUN_LINGER, Date.now() < until && !signal.aborted);
+      } else if (step.kind === 'command') {
+        until = 0;
+        mark = linger?.mark(sid) ?? 0;
+        step = await runOne(d, sid, step, signal, lingers);
+      } else {
+        return;
+      }
+      // A graceful shutdown lets the running command finish, not the session's whole list.
+      if (signal.aborted && step.kind === 'command') throw new RunHandedBack();
     }
-    d.onCommand(undefined);
-    step = await (early ?? d.queues.next(sid, index));
-    // A graceful shutdown lets the running command finish, not the session's whole list.
-    if (signal.aborted && step.kind === 'command') throw new RunHandedBack();
+  } finally {
+    linger?.end(sid);
   }
+}
+
+/** Runs the command `step` names; returns the run's next step. */
+async function runOne(d: SessionRunDeps, sid: string, step: Extract<RunStep, { kind: 'command' }>, signal: AbortSignal, lingers: boolean): Promise<RunStep> {
+  const { index, load } = step;
+  d.onCommand({ index });
+  // After a success the next step goes out with the finish, in one Redis write: runNext runs after the finish
+  // (one connection, in order), drops this command's entry and reads the next one's record as it is then. After
+  // any other end the turn's rest is being skipped meanwhile, so the step is read once that is done.
+  let early: Promise<RunStep> | null = null;
+  const onFinishSent = (status: string) => {
+    if (status !== 'succeeded') return;
+    early = d.queues.next(sid, index, lingers);
+    early.catch(() => {}); // awaited below; a rejection there is the run's, as a late read's would be
+  };
+  try {
+    await d.processor.process(sid, index, signal, load(), onFinishSent);
+  } catch (err) {
+    early = null;
+    if (err instanceof ApprovalWaitAborted) throw err;
+    await closeFailedCommand(d.processor.lifecycle, sid, index, err as Error);
+  }
+  d.onCommand(undefined);
+  return early ?? d.queues.next(sid, index, lingers);
 }
 
 /** A command whose processing threw: never leave its record open (the run goes on with the next). */

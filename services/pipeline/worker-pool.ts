@@ -8,6 +8,8 @@ import type { Processor } from './processor.ts';
 import type { CommandJobData, SessionQueues } from './queues.ts';
 import { guardLateConnectionErrors, workerConnections } from './late-connection-errors.ts';
 import { recoverOrphans } from './recovery.ts';
+import { RunWakes } from './run-linger.ts';
+import { settlesWithin } from './settles.ts';
 import { closeFailedCommand, RunHandedBack, runSessionJob, type Current } from './session-run.ts';
 import type { PipelineRedis } from './redis.ts';
 import { WarmPool, type WarmPoolOptions, type WarmSandboxes } from './warm-pool.ts';
@@ -35,6 +37,8 @@ export type WorkerPoolOptions = {
   shutdownGraceMs?: number;
   /** the heartbeat that finds a dead worker process in seconds (worker-liveness.ts) */
   liveness?: LivenessOptions;
+  /** a run job waits this long on its emptied run list for the next command (run-linger.ts, THINKFLOW_RUN_LINGER_MS). @default 0 */
+  lingerMs?: number;
 };
 
 export type WorkerPoolDeps = {
@@ -62,6 +66,7 @@ export class WorkerPool {
   readonly #opts: Required<Omit<WorkerPoolOptions, 'liveness'>>;
   readonly #liveness: WorkerLiveness;
   readonly #warm: WarmPool | null;
+  readonly #wakes: RunWakes;
   readonly #entries = new Map<string, Entry>();
   readonly #opening = new Map<string, Promise<void>>();
   #timers: NodeJS.Timeout[] = [];
@@ -73,7 +78,8 @@ export class WorkerPool {
   constructor(deps: WorkerPoolDeps, opts: WorkerPoolOptions) {
     this.#d = deps;
     const { liveness, ...rest } = opts;
-    this.#opts = { reconcileMs: 2000, lostAfterMs: 30_000, shutdownGraceMs: 30_000, ...rest };
+    this.#opts = { reconcileMs: 2000, lostAfterMs: 30_000, shutdownGraceMs: 30_000, lingerMs: 0, ...rest };
+    this.#wakes = new RunWakes(this.#opts.lingerMs);
     this.#liveness = new WorkerLiveness({
       redis: deps.redis, keys: deps.keys, queues: deps.queues,
       onTakenOver: (sid) => void this.ensure(sid).catch((err: unknown) => withIds({ session_id: sid }).error({ err }, 'could not open a session worker')),
@@ -97,6 +103,7 @@ export class WorkerPool {
     this.#d.subscriber.on('message', (ch: string, sid: string) => {
       if (ch !== channel) return;
       this.#d.prewake?.(sid);
+      this.#wakes.wake(sid);
       void this.ensure(sid).catch((err: unknown) => withIds({ session_id: sid }).error({ err }, 'could not open a session worker'));
       this.#warm?.wake(sid); // a session's first command on a warm id: the pool refills
     });
@@ -158,7 +165,7 @@ export class WorkerPool {
   #open(sid: string): void {
     const { keys, queues } = this.#d;
     let entry: Entry | undefined; // set before the Worker runs
-    const runDeps = { processor: this.#d.processor, queues: this.#d.queues, onCommand: (c: Current | undefined) => { entry!.job = c; } };
+    const runDeps = { processor: this.#d.processor, queues: this.#d.queues, onCommand: (c: Current | undefined) => { entry!.job = c; }, linger: this.#wakes };
     const worker = new Worker<CommandJobData>(
       keys.queueName(sid),
       async (job: Job<CommandJobData>, token?: string) => {
@@ -284,16 +291,5 @@ export class WorkerPool {
       this.#status = 'closed';
     })();
     return this.#closing;
-  }
-}
-
-/** True when `p` settled within `ms`. */
-async function settlesWithin(p: Promise<unknown>, ms: number): Promise<boolean> {
-  let timer: NodeJS.Timeout | undefined;
-  const late = new Promise<false>((r) => { timer = setTimeout(() => r(false), ms); });
-  try {
-    return await Promise.race([p.then(() => true), late]);
-  } finally {
-    clearTimeout(timer);
   }
 }

@@ -101,7 +101,8 @@ describe('Redis outage (real Redis of its own, AOF on)', () => {
     expect(next.results[0]).toMatchObject({ status: 'succeeded', stdout: '10\n' });
     expect((await ledger()).map((e) => e.status).filter((s) => s !== 'succeeded')).toEqual([]);
     const queue = svc.runtime.pipeline.queues.queue(sid);
-    expect(await queue.getJobCounts('active', 'wait', 'delayed')).toEqual({ active: 0, wait: 0, delayed: 0 });
+    // Nothing stuck: the run job ends once its linger on the empty list (THINKFLOW_RUN_LINGER_MS, 250 ms) is over.
+    await expect.poll(() => queue.getJobCounts('active', 'wait', 'delayed'), { timeout: 3000 }).toEqual({ active: 0, wait: 0, delayed: 0 });
     // Closing after the outages is bounded too (a Worker idle through a restart may never close on its own).
     const closeStarted = Date.now();
     await svc.close();

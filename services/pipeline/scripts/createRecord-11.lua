@@ -22,10 +22,12 @@
   ARGV[14] what the model said before the command ("" = nothing kept): field `preceding`, read for an approval's context
   ARGV[15] SHA-1 of the session's `running_job` the caller decided the command under ("" = no job): the
           caller reads neither the job nor `deleted_at` before; both are checked here, in the same write
-  Returns {RC.OK, index, seq, open, run} | {RC.DUPLICATE, existing index} | {RC.TURN_FAILED, failure marker}
+  Returns {RC.OK, index, seq, open, run, wake} | {RC.DUPLICATE, existing index} | {RC.TURN_FAILED, failure marker}
   | {RC.MISSING} (the session is gone or deleted) | {RC.STALE_JOB, running_job now or ""}
   (open = the session's non-final count after this record; run = the run list's length after it, 0 when
-  the record is not queued: 1 means no run job works on the session, so the caller starts one)
+  the record is not queued: 1 means no run job works on the session, so the caller starts one;
+  wake = 1 when a run job lingers on the list (RUN_LINGER, runNext) and this is the first record behind it:
+  the caller wakes it)
   Uses emitEvent (lib/emitEvent.lua) and followTtl (lib/followTtl.lua).
 ]]
 local meta = redis.call('HMGET', KEYS[9], 'json', 'deleted_at', 'running_job')
@@ -66,4 +68,6 @@ if s then data = string.sub(data, 1, s - 1) .. '"index":' .. n .. string.sub(dat
 local seq, charge = emitEvent(KEYS[6], KEYS[7], ARGV[10], ARGV[11], n, ARGV[12], data)
 redis.call('INCRBY', KEYS[10], #ARGV[6] + #ARGV[7] + #ARGV[8] + #ARGV[9] + #(ARGV[14] or '') + 2 * #ARGV[1] + 200 + charge)
 followTtl(KEYS[9], KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7], KEYS[10], KEYS[11], rec)
-return {RC.OK, n, seq, open, run}
+local wake = 0
+if run == 2 and redis.call('LINDEX', KEYS[11], 0) == RUN_LINGER then wake = 1 end
+return {RC.OK, n, seq, open, run, wake}

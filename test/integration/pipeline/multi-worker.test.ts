@@ -25,7 +25,8 @@ describe('several worker processes (real Redis and Docker)', () => {
     // Ten sessions of one key send their turns at once: above the default per-key turn cap (8).
     const cfg = testConfig(prefix, { PORT: '0', THINKFLOW_ROLE: 'api', THINKFLOW_SANDBOX_PREFIX: boxes, THINKFLOW_MAX_TURNS_PER_KEY: '20' });
     api = await startService(cfg, {});
-    const env = { REDIS_URL: cfg.redisUrl, THINKFLOW_REDIS_PREFIX: prefix, THINKFLOW_POLICY_DIR: cfg.policyDir, THINKFLOW_SANDBOX_PREFIX: boxes };
+    // No linger: each busy period of a session is a run job of its own, which either process may take (hand-overs within a session).
+    const env = { REDIS_URL: cfg.redisUrl, THINKFLOW_REDIS_PREFIX: prefix, THINKFLOW_POLICY_DIR: cfg.policyDir, THINKFLOW_SANDBOX_PREFIX: boxes, THINKFLOW_RUN_LINGER_MS: '0' };
     const workers = await Promise.all([startWorker(env, children), startWorker(env, children)]);
     const c = client(api.url!);
     const SESSIONS = 10;

@@ -35,8 +35,12 @@ describe('run jobs', () => {
       expect(fake.files.get(sid)!.get('log.txt')).toBe(Array.from({ length: 40 }, (_, i) => `${i + 1},`).join(''));
       // the run drops a command from its list right after the command is final
       await expect.poll(() => rt.pipeline.queues.pendingRuns(sid)).toBe(0);
-      // The next turn finds the list empty again: one more run.
+      // The next turn comes while the run lingers on the list (THINKFLOW_RUN_LINGER_MS): that run takes it.
       await runCommandsTurn(rt.pipeline, sid, appends(41, 3));
+      expect(starts.mock.calls.filter(([s]) => s === sid)).toHaveLength(1);
+      // Once the linger is over, the list is empty again: the next turn starts one more run.
+      await expect.poll(async () => rt.redis.llen(rt.keys.runList(sid)), { timeout: 5000 }).toBe(0);
+      await runCommandsTurn(rt.pipeline, sid, appends(44, 3));
       expect(starts.mock.calls.filter(([s]) => s === sid)).toHaveLength(2);
     } finally {
       starts.mockRestore();
