@@ -53,10 +53,18 @@ export async function recordCommand(d: EnqueueDeps, input: EnqueueInput): Promis
     }
     const rec = out.record;
     if (rec.status === 'queued' && out.run === 'start') await startRun(d, rec, session.job_id);
-    // A run job lingers on the list (session-run.ts): woken, it takes this record without a job of its own.
-    else if (rec.status === 'queued' && out.run === 'wake') await d.redis.publish(d.keys.wakeChannel(), rec.session);
+    else if (rec.status === 'queued' && out.run === 'wake') wakeRun(d, rec);
     return { sessionId: sid, turn, id: command.id, index: rec.index, status: rec.status };
   }
+}
+
+/**
+ * A run job lingers on the empty list (run-linger.ts): woken, it takes this record without a job of its own.
+ * Not awaited, and a failure only logged: the record is queued and the run finds it when its linger ends.
+ */
+function wakeRun(d: EnqueueDeps, rec: LedgerRecord): void {
+  d.redis.publish(d.keys.wakeChannel(), rec.session).catch((err: unknown) =>
+    withIds({ session_id: rec.session, command_id: rec.id }).warn({ err }, 'waking the lingering run failed; it takes the command when its linger ends'));
 }
 
 /** The session read now: refuses a deleted or missing one (with its code). */

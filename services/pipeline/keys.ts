@@ -39,8 +39,7 @@ export function createKeys(prefix = 'tf') {
     wakeChannel: () => `${prefix}:wake`,
     /** bytes the session's records and events hold in Redis, charged by the scripts that write them (storage-budget.ts) */
     sessionBytes: (sid: string) => `${s(sid)}:bytes`,
-    ledgerCounter: (sid: string) => `${s(sid)}:ledger:n`,
-    ledgerIds: (sid: string) => `${s(sid)}:ledger:ids`,
+    ledgerCounter: (sid: string) => `${s(sid)}:ledger:n`, ledgerIds: (sid: string) => `${s(sid)}:ledger:ids`,
     /** the records' common prefix: declared in a script's KEYS, the script appends the index (same slot) */
     recordPrefix: (sid: string) => `${s(sid)}:rec:`,
     record: (sid: string, n: number) => `${s(sid)}:rec:${n}`,
@@ -48,8 +47,9 @@ export function createKeys(prefix = 'tf') {
     open: (sid: string) => `${s(sid)}:open`,
     /** list of the indexes of the records created `queued`, in ledger order: what the session's run job works through (queues.ts) */
     runList: (sid: string) => `${s(sid)}:run`,
-    turnCounter: (sid: string) => `${s(sid)}:turn`,
-    turnState: (sid: string, turn: number) => `${s(sid)}:turn:${turn}`,
+    /** hash of the session's run job: `owner` (the run that holds the run list), `until` (ms, Redis's clock: it lingers, run-linger.ts) */
+    runState: (sid: string) => `${s(sid)}:run:state`,
+    turnCounter: (sid: string) => `${s(sid)}:turn`, turnState: (sid: string, turn: number) => `${s(sid)}:turn:${turn}`,
     turnCommands: (sid: string, turn: number) => `${s(sid)}:turn:${turn}:cmds`,
     grants: (sid: string) => `${s(sid)}:grants`,
     networkCounter: (sid: string) => `${s(sid)}:net:n`, networkLog: (sid: string) => `${s(sid)}:net`, // egress/network-log.ts
@@ -179,7 +179,7 @@ const esc = (s: string) => s.replace(/[.\-]/g, '\\$&');
 type SessionCounts = { records: number; turns: number; tokens: string[] };
 
 function sessionKeysOf(base: string, n: SessionCounts): string[] {
-  const fixed = ['meta', 'bytes', 'ledger:n', 'ledger:ids', 'open', 'run', 'turn', 'grants', 'net:n', 'net', 'events:seq', 'events'].map((k) => `${base}:${k}`);
+  const fixed = ['meta', 'bytes', 'ledger:n', 'ledger:ids', 'open', 'run', 'run:state', 'turn', 'grants', 'net:n', 'net', 'events:seq', 'events'].map((k) => `${base}:${k}`);
   const records = Array.from({ length: n.records }, (_, i) => `${base}:rec:${i + 1}`);
   const turns = Array.from({ length: n.turns }, (_, i) => [`${base}:turn:${i + 1}`, `${base}:turn:${i + 1}:cmds`]).flat();
   return [...fixed, ...records, ...turns, ...n.tokens.map((t) => `${base}:approval:${t}`)];

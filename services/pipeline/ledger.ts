@@ -89,12 +89,12 @@ export class Ledger {
     if (!final) await this.#busy.mark(sid);
     const res = (await this.#redis.createRecord(
       k.ledgerCounter(sid), k.ledgerIds(sid), k.open(sid), k.turnState(sid, args.turn), k.turnCommands(sid, args.turn),
-      k.eventSeq(sid), k.events(sid), k.recordPrefix(sid), k.sessionMeta(sid), k.sessionBytes(sid), k.runList(sid),
+      k.eventSeq(sid), k.events(sid), k.recordPrefix(sid), k.sessionMeta(sid), k.sessionBytes(sid), k.runList(sid), k.runState(sid),
       `${args.turn}:${args.command.id}`, args.status, final ? '1' : '0',
       FAILURE_STATUSES.has(args.status) ? '1' : '0', args.status === 'skipped' ? '0' : '1',
       JSON.stringify(args.command), baseJson, resultJson, finishedAt ?? '',
       k.eventChannel(sid), this.#eventsKeep,
-      // The script fills in the index: its placeholder must be the event record's first key (createRecord-8.lua).
+      // The script fills in the index: its placeholder must be the event record's first key (createRecord-12.lua).
       ...ledgerEventArgs(type, { sid, jobId: args.jobId ?? null, at: now.toISOString(), record: Object.assign({ index: -1 }, record) }),
       preceding, args.jobGuard,
     )) as [number, number | string, number?, number?, number?, number?];
@@ -104,7 +104,7 @@ export class Ledger {
     if (res[0] === ScriptCode.TURN_FAILED) return { kind: 'turn_failed', marker: String(res[1]) };
     const index = Number(res[1]);
     record.index = index;
-    const run: RunAction = Number(res[4]) === 1 ? 'start' : Number(res[5]) === 1 ? 'wake' : null;
+    const run: RunAction = Number(res[4]) !== 1 ? null : Number(res[5]) === 1 ? 'wake' : 'start';
     return { kind: 'created', index, record, run };
   }
 

@@ -2,8 +2,8 @@ import { Queue } from 'bullmq';
 import type { Redis } from 'ioredis';
 import { log, withIds } from '../log/index.ts';
 import type { Keys } from './keys.ts';
-import { execMulti, type PipelineRedis } from './redis.ts';
-import { RUN_LINGER, ScriptCode } from './script-codes.ts';
+import type { PipelineRedis } from './redis.ts';
+import { ScriptCode } from './script-codes.ts';
 import { executionLoad, hashOf, type ExecutionLoad } from './execution-load.ts';
 
 // One BullMQ queue per session. Queue objects share one ioredis connection
@@ -25,9 +25,9 @@ import { executionLoad, hashOf, type ExecutionLoad } from './execution-load.ts';
  */
 export type CommandJobData = { sid: string; index?: number; turn?: number };
 
-/** What a run job does next (runNext-5.lua). */
+/** What a run job does next (runNext-6.lua). */
 /** `load` parses what the step read (it throws on a broken record: the run closes that command and goes on). */
-/** `linger`: the list was empty and the run job waits on it (RUN_LINGER, session-run.ts). */
+/** `linger`: the list was empty and the run job waits on it (session-run.ts); `empty`: it ends. */
 export type RunStep = { kind: 'command'; index: number; load: () => ExecutionLoad } | { kind: 'empty' } | { kind: 'paused' } | { kind: 'linger' };
 
 /** One attempt, no retry: a retry would reorder the session and could repeat a side effect. */
@@ -84,13 +84,15 @@ export class SessionQueues {
   }
 
   /**
-   * One step of a run job: drops `done` (the command it finished, or RUN_LINGER after a linger) from the
-   * run list, names the next and reads it; `linger`: on an empty list, wait there rather than end.
+   * One step of run `run`: drops `done` (the command it finished) from the run list, names the next and
+   * reads it. `start`: the run takes the list over (a re-delivered job's run: the old one's steps then end
+   * it). `lingerMs`: on an empty list, it lingers there this long (createRecord then says `wake`) rather than end.
    */
-  async next(sid: string, done: number | typeof RUN_LINGER | null, linger = false): Promise<RunStep> {
+  async next(sid: string, run: { id: string; start?: boolean; lingerMs: number }, done: number | null): Promise<RunStep> {
     const k = this.#keys;
     const res = (await this.#redis.runNext(
-      k.runList(sid), this.queue(sid).keys.meta!, k.sessionMeta(sid), k.grants(sid), k.recordPrefix(sid), done ?? '', linger ? '1' : '0',
+      k.runList(sid), this.queue(sid).keys.meta!, k.sessionMeta(sid), k.grants(sid), k.recordPrefix(sid), k.runState(sid),
+      done ?? '', run.id, run.start ? '1' : '0', Math.max(0, Math.ceil(run.lingerMs)),
     )) as [number, string?, string[]?, (string | null)?, (string | null)?, string[]?];
     if (res[0] === ScriptCode.PAUSED) return { kind: 'paused' };
     if (res[0] === ScriptCode.LINGER) return { kind: 'linger' };
@@ -99,14 +101,8 @@ export class SessionQueues {
     return { kind: 'command', index, load: () => executionLoad(index, hashOf(res[2] ?? []), res[3], res[4], res[5] ?? []) };
   }
 
-  /** Commands not yet finished by a run job: the run list's entries but a lingering run's RUN_LINGER. */
-  async pendingRuns(sid: string): Promise<number> {
-    const [head, length] = await execMulti(this.#redis.multi().lindex(this.#keys.runList(sid), 0).llen(this.#keys.runList(sid)));
-    return Number(length) - (head === RUN_LINGER ? 1 : 0);
-  }
-
-  /** The run list's entries, RUN_LINGER included: a list left holding one with no run job (a run failed mid-linger) is repaired too. */
-  runListLength(sid: string): Promise<number> {
+  /** Commands not yet finished by a run job (the run list's length). */
+  pendingRuns(sid: string): Promise<number> {
     return this.#redis.llen(this.#keys.runList(sid));
   }
 

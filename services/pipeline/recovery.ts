@@ -19,7 +19,7 @@ export async function recoverOrphans(
   const queue = queues.queue(sid);
   const counts = await queue.getJobCounts('active', 'wait', 'waiting', 'paused', 'delayed', 'prioritized');
   if (Object.values(counts).some((n) => n > 0)) return 0;
-  const pending = await queues.runListLength(sid);
+  const pending = await queues.pendingRuns(sid);
   if (pending > 0) {
     await queues.startRun(sid, 0, `-repair-${Date.now()}`);
     return pending;

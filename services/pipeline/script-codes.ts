@@ -31,21 +31,14 @@ export const ScriptCode = {
   MISSING: 12,
   /** createRecord: the job running on the session is not the one the caller decided under; detail: its running_job now ('' = none); nothing written */
   STALE_JOB: 13,
-  /** runNext: the run list is empty and the run job lingers: the list holds RUN_LINGER until it steps again */
+  /** runNext: the run list is empty and the run job lingers on it (run state `until`) */
   LINGER: 14,
 } as const;
 
-/**
- * The run list's entry of a lingering run job (runNext, session-run.ts): it
- * keeps the list non-empty, so an enqueue meanwhile (createRecord) sees a run
- * job at work and wakes it instead of starting another. Never a ledger index.
- */
-export const RUN_LINGER = 'linger';
-
 export type ScriptCode = (typeof ScriptCode)[keyof typeof ScriptCode];
 
-/** The Lua side of the map: `local RC = {OK = 1, …}`, and RUN_LINGER. */
-export const LUA_CODES = `local RC = {${Object.entries(ScriptCode).map(([k, v]) => `${k} = ${v}`).join(', ')}}\nlocal RUN_LINGER = '${RUN_LINGER}'`;
+/** The Lua side of the map: `local RC = {OK = 1, …}`. */
+export const LUA_CODES = `local RC = {${Object.entries(ScriptCode).map(([k, v]) => `${k} = ${v}`).join(', ')}}`;
 
 /** The code of a script's reply (`code` or `{code, …}`). */
 export function codeOf(reply: unknown): number {

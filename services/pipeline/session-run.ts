@@ -1,11 +1,11 @@
+import { randomUUID } from 'node:crypto';
 import { withIds } from '../log/index.ts';
 import { ApprovalWaitAborted } from './approvals.ts';
 import type { CommandLifecycle } from './command-lifecycle.ts';
 import { queueErrorResult } from './lifecycle/results.ts';
 import type { Processor } from './processor.ts';
 import type { CommandJobData, RunStep, SessionQueues } from './queues.ts';
-import type { RunLinger } from './run-linger.ts';
-import { RUN_LINGER } from './script-codes.ts';
+import { LINGER_GRACE_MS, type RunLinger } from './run-linger.ts';
 
 // What a Worker does with one job of a session's queue: a run job works
 // through the session's run list, one command after the other, until it is
@@ -45,22 +45,25 @@ export async function runSessionJob(d: SessionRunDeps, data: CommandJobData, sig
     return;
   }
   const { linger } = d;
-  const lingers = linger !== undefined && linger.ms > 0;
-  linger?.begin(sid);
+  const ms = linger?.ms ?? 0;
+  // The run's id: its steps end it once a re-delivered job's run took the list over (runNext-6.lua).
+  const run = { id: randomUUID(), lingerMs: ms > 0 ? ms + LINGER_GRACE_MS : 0 };
+  const counted = linger?.begin(sid);
   try {
     let mark = linger?.mark(sid) ?? 0;
-    let step = await d.queues.next(sid, null, lingers);
+    let step = await d.queues.next(sid, { ...run, start: true }, null);
     let until = 0; // when this linger ends: THINKFLOW_RUN_LINGER_MS after the list emptied
     for (;;) {
       if (step.kind === 'linger' && linger) {
-        until ||= Date.now() + linger.ms;
+        until ||= Date.now() + ms;
         await linger.wait(sid, mark, until - Date.now(), signal);
         mark = linger.mark(sid);
-        step = await d.queues.next(sid, RUN_LINGER, Date.now() < until && !signal.aborted);
+        const left = signal.aborted ? 0 : until - Date.now();
+        step = await d.queues.next(sid, { id: run.id, lingerMs: left > 0 ? left + LINGER_GRACE_MS : 0 }, null);
       } else if (step.kind === 'command') {
         until = 0;
         mark = linger?.mark(sid) ?? 0;
-        step = await runOne(d, sid, step, signal, lingers);
+        step = await runOne(d, sid, run, step, signal);
       } else {
         return;
       }
@@ -68,12 +71,14 @@ export async function runSessionJob(d: SessionRunDeps, data: CommandJobData, sig
       if (signal.aborted && step.kind === 'command') throw new RunHandedBack();
     }
   } finally {
-    linger?.end(sid);
+    if (counted) linger?.end(sid, counted);
   }
 }
 
 /** Runs the command `step` names; returns the run's next step. */
-async function runOne(d: SessionRunDeps, sid: string, step: Extract<RunStep, { kind: 'command' }>, signal: AbortSignal, lingers: boolean): Promise<RunStep> {
+async function runOne(
+  d: SessionRunDeps, sid: string, run: { id: string; lingerMs: number }, step: Extract<RunStep, { kind: 'command' }>, signal: AbortSignal,
+): Promise<RunStep> {
   const { index, load } = step;
   d.onCommand({ index });
   // After a success the next step goes out with the finish, in one Redis write: runNext runs after the finish
@@ -82,7 +87,7 @@ async function runOne(d: SessionRunDeps, sid: string, step: Extract<RunStep, { k
   let early: Promise<RunStep> | null = null;
   const onFinishSent = (status: string) => {
     if (status !== 'succeeded') return;
-    early = d.queues.next(sid, index, lingers);
+    early = d.queues.next(sid, run, index);
     early.catch(() => {}); // awaited below; a rejection there is the run's, as a late read's would be
   };
   try {
@@ -93,7 +98,7 @@ async function runOne(d: SessionRunDeps, sid: string, step: Extract<RunStep, { k
     await closeFailedCommand(d.processor.lifecycle, sid, index, err as Error);
   }
   d.onCommand(undefined);
-  return early ?? d.queues.next(sid, index, lingers);
+  return early ?? d.queues.next(sid, run, index);
 }
 
 /** A command whose processing threw: never leave its record open (the run goes on with the next). */

@@ -7,7 +7,7 @@ import { afterAll, afterEach, describe, expect, it, vi } from 'vitest';
 import { createRuntime, type Runtime } from '../../../services/main/index.ts';
 import { runCommandsTurn } from '../../../services/pipeline/api-turn.ts';
 import { createKeys, createRedis } from '../../../services/pipeline/index.ts';
-import { RUN_LINGER, ScriptCode } from '../../../services/pipeline/script-codes.ts';
+import { ScriptCode } from '../../../services/pipeline/script-codes.ts';
 import { FakeSandboxes } from './fake-sandboxes.ts';
 import { cleanupPrefix, REDIS_URL, testConfig, testPrefix } from './helpers.ts';
 
@@ -37,11 +37,12 @@ async function session(rt: Runtime): Promise<string> {
   return (await rt.pipeline.createSession({ owner: null, approval: 'on-request' })).session_id;
 }
 
-/** Waits (bounded) until the session's run job is over: no active job, an empty run list. */
+/** Waits (bounded) until the session's run job is over: no active job, an empty run list, not lingering. */
 async function runEnded(rt: Runtime, sid: string, withinMs: number): Promise<void> {
   const q = rt.pipeline.queues.queue(sid);
   for (const until = Date.now() + withinMs; Date.now() < until; await sleep(25)) {
-    if ((await q.getActiveCount()) === 0 && (await rt.redis.llen(rt.keys.runList(sid))) === 0) return;
+    const idle = (await q.getActiveCount()) === 0 && (await rt.redis.llen(rt.keys.runList(sid))) === 0;
+    if (idle && (await rt.redis.hget(rt.keys.runState(sid), 'until')) === null) return;
   }
   throw new Error(`the run of ${sid} did not end within ${withinMs} ms`);
 }
@@ -59,7 +60,7 @@ describe('a run job that lingers on an emptied run list', () => {
     expect(starts).toHaveBeenCalledTimes(1);
     // Woken, not found by the linger's end: nine turns in much less than nine lingers.
     expect(Date.now() - t0).toBeLessThan(9 * 400 / 3);
-    expect(await rt.redis.lrange(rt.keys.runList(sid), 0, -1)).toEqual([RUN_LINGER]); // lingering now
+    expect(Number(await rt.redis.hget(rt.keys.runState(sid), 'until'))).toBeGreaterThan(Date.now()); // lingering now
     await runEnded(rt, sid, 2000);
     await runCommandsTurn(rt.pipeline, sid, write(11));
     expect(starts).toHaveBeenCalledTimes(2); // the linger was over: a job of its own
@@ -88,11 +89,11 @@ describe('a run job that lingers on an emptied run list', () => {
     expect(took).toBeLessThan(2000); // …and not for a reconcile or a lock
   });
 
-  it('ends at once on shutdown, leaving nothing on the run list', async () => {
+  it('ends at once on shutdown, lingering no more', async () => {
     const rt = await runtime(20_000);
     const sid = await session(rt);
     await runCommandsTurn(rt.pipeline, sid, write(1));
-    expect(await rt.redis.lrange(rt.keys.runList(sid), 0, -1)).toEqual([RUN_LINGER]);
+    expect(Number(await rt.redis.hget(rt.keys.runState(sid), 'until'))).toBeGreaterThan(Date.now());
     const t0 = Date.now();
     await rt.close();
     runtimes.splice(runtimes.indexOf(rt), 1);
@@ -100,57 +101,82 @@ describe('a run job that lingers on an emptied run list', () => {
     const check = createRedis(REDIS_URL, 'tft-linger-check');
     try {
       expect(await check.llen(rt.keys.runList(sid))).toBe(0);
+      expect(await check.hget(rt.keys.runState(sid), 'until')).toBeNull();
     } finally {
       check.disconnect();
     }
   });
 
-  it('does not strand a command behind a linger entry whose run job is gone (a failed run): the reconcile repairs it', async () => {
-    const rt = await runtime(200, { reconcileMs: 200, lostAfterMs: 300 });
+  it('starts a run again once a run that died lingering is past its linger: the next command does not wait for a repair', async () => {
+    const rt = await runtime(200);
     const sid = await session(rt);
     await runCommandsTurn(rt.pipeline, sid, write(1));
-    await runEnded(rt, sid, 2000);
-    await rt.redis.rpush(rt.keys.runList(sid), RUN_LINGER); // as a run that failed mid-linger leaves it
-    const out = await runCommandsTurn(rt.pipeline, sid, write(2));
-    expect(out.results.map((r) => r.status)).toEqual(['succeeded']);
     await runEnded(rt, sid, 3000);
+    // As a run left it that died lingering, its linger (and grace) over: nobody would answer a wake.
+    await rt.redis.hset(rt.keys.runState(sid), 'owner', 'dead-run', 'until', Date.now() - 1);
+    const starts = vi.spyOn(rt.pipeline.queues, 'startRun');
+    const t0 = Date.now();
+    expect((await runCommandsTurn(rt.pipeline, sid, write(2))).results.map((r) => r.status)).toEqual(['succeeded']);
+    expect(starts).toHaveBeenCalledTimes(1);
+    expect(Date.now() - t0).toBeLessThan(1000);
   });
 });
 
-describe('runNext and createRecord around the linger entry', () => {
+describe('runNext around a linger', () => {
   const keys = createKeys(testPrefix('lscr'));
   prefixes.push(keys.prefix);
   const redis = createRedis(REDIS_URL, 'tft-linger-scripts');
   afterAll(() => redis.disconnect());
-  const step = (sid: string, done: string, linger: boolean) => redis.runNext(
-    keys.runList(sid), `${keys.bullPrefix}:${keys.queueName(sid)}:meta`, keys.sessionMeta(sid), keys.grants(sid), keys.recordPrefix(sid), done, linger ? '1' : '0',
+  /** one step of run `id`; `start`: it takes the list over */
+  const step = (sid: string, id: string, done: string, lingerMs: number, start = false) => redis.runNext(
+    keys.runList(sid), `${keys.bullPrefix}:${keys.queueName(sid)}:meta`, keys.sessionMeta(sid), keys.grants(sid), keys.recordPrefix(sid), keys.runState(sid),
+    done, id, start ? '1' : '0', lingerMs,
   ) as Promise<[number, string?]>;
+  const until = async (sid: string) => Number((await redis.hget(keys.runState(sid), 'until')) ?? 0);
 
-  it('lingers on an empty list, hands on what came meanwhile, and ends when asked to', async () => {
+  it('lingers on an empty list till Redis time + the linger, hands on what came meanwhile, and ends when asked to', async () => {
     const sid = 'ses_a';
-    expect(await step(sid, '', true)).toEqual([ScriptCode.LINGER]);
-    expect(await redis.lrange(keys.runList(sid), 0, -1)).toEqual([RUN_LINGER]);
+    const t0 = Date.now();
+    expect(await step(sid, 'A', '', 5000, true)).toEqual([ScriptCode.LINGER]);
+    expect(await until(sid)).toBeGreaterThanOrEqual(t0 + 4900);
+    expect(await redis.exists(keys.runList(sid))).toBe(0); // nothing of the linger in the list
     await redis.rpush(keys.runList(sid), '7'); // an enqueue meanwhile
-    expect((await step(sid, RUN_LINGER, true)).slice(0, 2)).toEqual([ScriptCode.OK, '7']);
-    expect(await step(sid, '7', true)).toEqual([ScriptCode.LINGER]);
-    expect(await step(sid, RUN_LINGER, false)).toEqual([ScriptCode.OK]);
-    expect(await redis.exists(keys.runList(sid))).toBe(0);
+    expect((await step(sid, 'A', '', 5000)).slice(0, 2)).toEqual([ScriptCode.OK, '7']);
+    expect(await step(sid, 'A', '7', 5000)).toEqual([ScriptCode.LINGER]);
+    expect(await step(sid, 'A', '', 0)).toEqual([ScriptCode.OK]);
+    expect(await until(sid)).toBe(0);
   });
 
-  it("drops a dead holder's linger entry when a run starts, and a run whose entry was taken ends without touching the list", async () => {
+  it('gives the same answer to a step sent twice (a reply lost to a reconnect): nothing dropped, nothing named twice', async () => {
     const sid = 'ses_b';
-    await redis.rpush(keys.runList(sid), RUN_LINGER, '3');
-    expect((await step(sid, '', true)).slice(0, 2)).toEqual([ScriptCode.OK, '3']); // the re-delivered run
-    expect(await step(sid, RUN_LINGER, true)).toEqual([ScriptCode.OK]); // the old holder, late
-    expect(await redis.lrange(keys.runList(sid), 0, -1)).toEqual(['3']);
+    await redis.rpush(keys.runList(sid), '3', '4');
+    expect((await step(sid, 'A', '', 1000, true)).slice(0, 2)).toEqual([ScriptCode.OK, '3']);
+    expect((await step(sid, 'A', '3', 1000)).slice(0, 2)).toEqual([ScriptCode.OK, '4']);
+    expect((await step(sid, 'A', '3', 1000)).slice(0, 2)).toEqual([ScriptCode.OK, '4']); // again: 4 is not dropped
+    expect(await step(sid, 'A', '4', 1000)).toEqual([ScriptCode.LINGER]);
+    expect(await step(sid, 'A', '4', 1000)).toEqual([ScriptCode.LINGER]); // again: still lingering, nothing named
+    await redis.rpush(keys.runList(sid), '5');
+    expect((await step(sid, 'A', '', 1000)).slice(0, 2)).toEqual([ScriptCode.OK, '5']);
+    expect((await step(sid, 'A', '', 1000)).slice(0, 2)).toEqual([ScriptCode.OK, '5']); // the step after a linger, again
+    expect(await redis.lrange(keys.runList(sid), 0, -1)).toEqual(['5']);
   });
 
-  it("gives the linger entry of a deleted session the session's expiry", async () => {
+  it('ends a run whose list a re-delivered run took over, touching nothing', async () => {
     const sid = 'ses_c';
+    await redis.rpush(keys.runList(sid), '8', '9');
+    expect((await step(sid, 'A', '', 1000, true)).slice(0, 2)).toEqual([ScriptCode.OK, '8']);
+    expect((await step(sid, 'B', '', 1000, true)).slice(0, 2)).toEqual([ScriptCode.OK, '8']); // B takes over at the head
+    expect(await step(sid, 'A', '8', 1000)).toEqual([ScriptCode.OK]); // A, late: it ends
+    expect(await redis.lrange(keys.runList(sid), 0, -1)).toEqual(['8', '9']);
+    expect((await step(sid, 'B', '8', 1000)).slice(0, 2)).toEqual([ScriptCode.OK, '9']);
+  });
+
+  it("gives the run state of a deleted session the session's expiry", async () => {
+    const sid = 'ses_d';
     await redis.hset(keys.sessionMeta(sid), 'json', '{}');
     await redis.pexpire(keys.sessionMeta(sid), 60_000);
-    expect(await step(sid, '', true)).toEqual([ScriptCode.LINGER]);
-    const ttl = await redis.pttl(keys.runList(sid));
+    expect(await step(sid, 'A', '', 1000, true)).toEqual([ScriptCode.LINGER]);
+    const ttl = await redis.pttl(keys.runState(sid));
     expect(ttl).toBeGreaterThan(50_000);
     expect(ttl).toBeLessThanOrEqual(60_000);
   });

@@ -39,7 +39,7 @@ describe('run jobs', () => {
       await runCommandsTurn(rt.pipeline, sid, appends(41, 3));
       expect(starts.mock.calls.filter(([s]) => s === sid)).toHaveLength(1);
       // Once the linger is over, the list is empty again: the next turn starts one more run.
-      await expect.poll(async () => rt.redis.llen(rt.keys.runList(sid)), { timeout: 5000 }).toBe(0);
+      await expect.poll(() => rt.pipeline.queues.queue(sid).getActiveCount(), { timeout: 5000 }).toBe(0);
       await runCommandsTurn(rt.pipeline, sid, appends(44, 3));
       expect(starts.mock.calls.filter(([s]) => s === sid)).toHaveLength(2);
     } finally {
