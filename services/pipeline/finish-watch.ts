@@ -6,13 +6,19 @@ import { FINAL_STATUSES, type LedgerRecord } from './ledger-record.ts';
 // session's channel), with a slow poll of their statuses as a safety net. A
 // watch opened *before* the commands are enqueued sees every one of their
 // finishes, so its waiter reads no status first (one Redis read per command
-// less on the command path); one opened later reads them once.
+// less on the command path); one opened later reads them once. The records the
+// finishes carried are the answer when the watch saw every one: the ledger is
+// read back only for those it did not.
 
 const FALLBACK_POLL_MS = 2000;
+/** Records a watch keeps from its events until they are taken: a job's watch may see thousands, with bodies. */
+const KEEP_RECORDS = 256;
 
 export class FinishWatch {
   /** indexes whose `command_finished` this watch saw */
   readonly finished = new Set<number>();
+  /** the records those events carried (the latest KEEP_RECORDS not yet taken) */
+  readonly #records = new Map<number, LedgerRecord>();
   #wake: (() => void) | null = null;
   #unsubscribe: () => void = () => {};
 
@@ -21,6 +27,8 @@ export class FinishWatch {
     watch.#unsubscribe = await hub.subscribe(sid, (e) => {
       if (e.type !== 'command_finished') return;
       watch.finished.add(e.index);
+      watch.#records.set(e.index, e.record);
+      if (watch.#records.size > KEEP_RECORDS) watch.#records.delete(watch.#records.keys().next().value!);
       watch.#wake?.();
     });
     return watch;
@@ -34,6 +42,12 @@ export class FinishWatch {
       this.#wake = done;
       signal?.addEventListener('abort', done, { once: true });
     });
+  }
+
+  /** The records of `indexes` as their finishes carried them, taken out of the watch; null unless it has them all. */
+  take(indexes: number[]): LedgerRecord[] | null {
+    if (!indexes.every((i) => this.#records.has(i))) return null;
+    return indexes.map((i) => { const r = this.#records.get(i)!; this.#records.delete(i); return r; });
   }
 
   close(): void { this.#unsubscribe(); }
@@ -67,5 +81,6 @@ export async function awaitFinal(
   } finally {
     if (!watch) w.close();
   }
-  return d.ledger.many(sid, indexes, false); // written by the pipeline moments ago: no schema check on the hot path
+  // Written by the pipeline moments ago: no schema check on the hot path.
+  return w.take(indexes) ?? d.ledger.many(sid, indexes, false);
 }

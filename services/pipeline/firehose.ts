@@ -1,6 +1,6 @@
 import type { Redis } from 'ioredis';
 import { withIds } from '../log/index.ts';
-import { parseEvent } from './event-reader.ts';
+import { parseLiveEvent } from './event-reader.ts';
 import type { SessionEvent } from './events.ts';
 import type { Keys } from './keys.ts';
 
@@ -31,7 +31,7 @@ export class Firehose {
     this.#sub.on('pmessage', (pat: string, channel: string, message: string) => {
       if (pat !== pattern || this.#listeners.size === 0) return;
       // malformed: logged (with the session id the event names) by the reader, and not passed on
-      const e = parseEvent(message, null, `channel ${channel}`);
+      const e = parseLiveEvent(message, null, `channel ${channel}`);
       if (e) for (const l of this.#listeners) this.#call(() => l.event?.(e), e.session_id);
     });
     this.#sub.on('message', (channel: string, token: string) => {

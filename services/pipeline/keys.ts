@@ -47,8 +47,6 @@ export function createKeys(prefix = 'tf') {
     open: (sid: string) => `${s(sid)}:open`,
     /** list of the indexes of the records created `queued`, in ledger order: what the session's run job works through (queues.ts) */
     runList: (sid: string) => `${s(sid)}:run`,
-    /** hash of the session's run job: `owner` (the run that holds the run list), `until` (ms, Redis's clock: it lingers, run-linger.ts) */
-    runState: (sid: string) => `${s(sid)}:run:state`,
     turnCounter: (sid: string) => `${s(sid)}:turn`, turnState: (sid: string, turn: number) => `${s(sid)}:turn:${turn}`,
     turnCommands: (sid: string, turn: number) => `${s(sid)}:turn:${turn}:cmds`,
     grants: (sid: string) => `${s(sid)}:grants`,
@@ -179,7 +177,7 @@ const esc = (s: string) => s.replace(/[.\-]/g, '\\$&');
 type SessionCounts = { records: number; turns: number; tokens: string[] };
 
 function sessionKeysOf(base: string, n: SessionCounts): string[] {
-  const fixed = ['meta', 'bytes', 'ledger:n', 'ledger:ids', 'open', 'run', 'run:state', 'turn', 'grants', 'net:n', 'net', 'events:seq', 'events'].map((k) => `${base}:${k}`);
+  const fixed = ['meta', 'bytes', 'ledger:n', 'ledger:ids', 'open', 'run', 'turn', 'grants', 'net:n', 'net', 'events:seq', 'events'].map((k) => `${base}:${k}`);
   const records = Array.from({ length: n.records }, (_, i) => `${base}:rec:${i + 1}`);
   const turns = Array.from({ length: n.turns }, (_, i) => [`${base}:turn:${i + 1}`, `${base}:turn:${i + 1}:cmds`]).flat();
   return [...fixed, ...records, ...turns, ...n.tokens.map((t) => `${base}:approval:${t}`)];

@@ -89,12 +89,12 @@ export class Ledger {
     if (!final) await this.#busy.mark(sid);
     const res = (await this.#redis.createRecord(
       k.ledgerCounter(sid), k.ledgerIds(sid), k.open(sid), k.turnState(sid, args.turn), k.turnCommands(sid, args.turn),
-      k.eventSeq(sid), k.events(sid), k.recordPrefix(sid), k.sessionMeta(sid), k.sessionBytes(sid), k.runList(sid), k.runState(sid),
+      k.eventSeq(sid), k.events(sid), k.recordPrefix(sid), k.sessionMeta(sid), k.sessionBytes(sid), k.runList(sid),
       `${args.turn}:${args.command.id}`, args.status, final ? '1' : '0',
       FAILURE_STATUSES.has(args.status) ? '1' : '0', args.status === 'skipped' ? '0' : '1',
       JSON.stringify(args.command), baseJson, resultJson, finishedAt ?? '',
       k.eventChannel(sid), this.#eventsKeep,
-      // The script fills in the index: its placeholder must be the event record's first key (createRecord-12.lua).
+      // The script fills in the index: its placeholder must be the event record's first key (createRecord-11.lua).
       ...ledgerEventArgs(type, { sid, jobId: args.jobId ?? null, at: now.toISOString(), record: Object.assign({ index: -1 }, record) }),
       preceding, args.jobGuard,
     )) as [number, number | string, number?, number?, number?, number?];

@@ -25,7 +25,7 @@ import { executionLoad, hashOf, type ExecutionLoad } from './execution-load.ts';
  */
 export type CommandJobData = { sid: string; index?: number; turn?: number };
 
-/** What a run job does next (runNext-6.lua). */
+/** What a run job does next (runNext-5.lua). */
 /** `load` parses what the step read (it throws on a broken record: the run closes that command and goes on). */
 /** `linger`: the list was empty and the run job waits on it (session-run.ts); `empty`: it ends. */
 export type RunStep = { kind: 'command'; index: number; load: () => ExecutionLoad } | { kind: 'empty' } | { kind: 'paused' } | { kind: 'linger' };
@@ -91,7 +91,7 @@ export class SessionQueues {
   async next(sid: string, run: { id: string; start?: boolean; lingerMs: number }, done: number | null): Promise<RunStep> {
     const k = this.#keys;
     const res = (await this.#redis.runNext(
-      k.runList(sid), this.queue(sid).keys.meta!, k.sessionMeta(sid), k.grants(sid), k.recordPrefix(sid), k.runState(sid),
+      k.runList(sid), this.queue(sid).keys.meta!, k.sessionMeta(sid), k.grants(sid), k.recordPrefix(sid),
       done ?? '', run.id, run.start ? '1' : '0', Math.max(0, Math.ceil(run.lingerMs)),
     )) as [number, string?, string[]?, (string | null)?, (string | null)?, string[]?];
     if (res[0] === ScriptCode.PAUSED) return { kind: 'paused' };

@@ -14,7 +14,7 @@ import { LUA_CODES } from './script-codes.ts';
 // ./scripts/lib it calls prepended.
 
 /** name → number of KEYS */
-export const SCRIPTS = { createRecord: 12, transition: 7, runNext: 6, answerApproval: 4, failTurn: 2, appendEvent: 5, retireBytes: 2, retiredBytes: 2, idemReserve: 1, idemHeld: 1, idemAnswer: 3, sessionClaim: 2,
+export const SCRIPTS = { createRecord: 11, transition: 7, runNext: 5, answerApproval: 4, failTurn: 2, appendEvent: 5, retireBytes: 2, retiredBytes: 2, idemReserve: 1, idemHeld: 1, idemAnswer: 3, sessionClaim: 2,
   jobMessagePush: 1, jobMessagesTake: 1, pauseMark: 1 } as const;
 
 type ScriptFn = (...args: (string | number)[]) => Promise<unknown>;

@@ -1,18 +1,18 @@
 // A run job whose session's run list empties does not end at once: it lingers
-// there for THINKFLOW_RUN_LINGER_MS (runNext sets the run state's `until`), and
+// there for THINKFLOW_RUN_LINGER_MS (runNext sets the session's `run_until`), and
 // a command recorded meanwhile wakes it (createRecord reports it, the enqueue
 // publishes a wake message) instead of starting a BullMQ job of its own. A
 // client's turns one after the other then pay BullMQ's add, take and finish
 // once, not per turn. A wake that is lost (a dropped subscriber) costs at most
 // the linger: the run steps again when it ends, and finds the command. A run
-// that died lingering holds nothing past `until` (the linger plus a grace):
+// that died lingering holds nothing past `run_until` (the linger plus a grace):
 // the next enqueue starts a run again.
 //
 // RunWakes counts the wake messages of the sessions whose run is in this
 // process, so a wake that lands between the run's step and its wait is not
 // missed (`mark` before the step, `wait` after it).
 
-/** `until` is set this much past the linger: a run a little late to step again is still woken, not doubled. */
+/** `run_until` is set this much past the linger: a run a little late to step again is still woken, not doubled. */
 export const LINGER_GRACE_MS = 1000;
 
 /** What a run job needs to linger (session-run.ts). */

@@ -46,7 +46,7 @@ export async function runSessionJob(d: SessionRunDeps, data: CommandJobData, sig
   }
   const { linger } = d;
   const ms = linger?.ms ?? 0;
-  // The run's id: its steps end it once a re-delivered job's run took the list over (runNext-6.lua).
+  // The run's id: its steps end it once a re-delivered job's run took the list over (runNext-5.lua).
   const run = { id: randomUUID(), lingerMs: ms > 0 ? ms + LINGER_GRACE_MS : 0 };
   const counted = linger?.begin(sid);
   try {

@@ -37,10 +37,13 @@ export class StorageBudget {
   /** The key's bytes in Redis now: open sessions plus deleted ones not yet expired. */
   async usage(owner: string): Promise<StorageUsage> {
     const k = this.#keys;
-    const retired = Number(await this.#redis.retiredBytes(k.ownerRetired(owner), k.ownerRetiredBytes(owner), Date.now(), CREDIT_BATCH));
+    // Both at once: one round trip, not two.
+    const [retired, members] = await Promise.all([
+      this.#redis.retiredBytes(k.ownerRetired(owner), k.ownerRetiredBytes(owner), Date.now(), CREDIT_BATCH), this.#redis.smembers(k.ownerSessions(owner)),
+    ]);
     // Reservations (`pending:…`) have no session yet.
-    const open = (await this.#redis.smembers(k.ownerSessions(owner))).filter((m) => !m.startsWith('pending:'));
-    let used = retired;
+    const open = members.filter((m) => !m.startsWith('pending:'));
+    let used = Number(retired);
     for (let i = 0; i < open.length; i += 500) {
       const counts = await mgetAcross(this.#redis, open.slice(i, i + 500).map((sid) => k.sessionBytes(sid)));
       for (const c of counts) used += Number(c ?? 0);

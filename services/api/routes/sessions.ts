@@ -171,9 +171,9 @@ async function runTurn(c: Context<AppEnv>, p: Pipeline): Promise<Response> {
   if (type && !/^text\/plain\b/i.test(type)) throw new AppError(415, 'unsupported_media_type', `expected text/plain with tf-* tags, got ${type}`);
   // Parsed (and counted) before anything is claimed or recorded.
   const items = turnItems(parseTurnBody(await c.req.text(), p.maxCommandsPerTurn, p.parserOptions));
-  await p.claims.assertNotUploading(meta.session_id);
+  // Both at once (one round trip, not two): an upload refused after its live claim only leaves the session counted live a while.
+  await Promise.all([p.claims.assertNotUploading(meta.session_id), p.live.claimLive(meta.owner, meta.session_id)]);
   const signal = c.req.raw.signal;
-  await p.live.claimLive(meta.owner, meta.session_id);
   p.prewake(meta.session_id, meta); // a container paused while idle thaws while the commands are recorded and queued
   try {
     const out = await runParsedTurn(p, meta.session_id, items, signal, meta);

@@ -42,7 +42,7 @@ async function runEnded(rt: Runtime, sid: string, withinMs: number): Promise<voi
   const q = rt.pipeline.queues.queue(sid);
   for (const until = Date.now() + withinMs; Date.now() < until; await sleep(25)) {
     const idle = (await q.getActiveCount()) === 0 && (await rt.redis.llen(rt.keys.runList(sid))) === 0;
-    if (idle && (await rt.redis.hget(rt.keys.runState(sid), 'until')) === null) return;
+    if (idle && (await rt.redis.hget(rt.keys.sessionMeta(sid), 'run_until')) === null) return;
   }
   throw new Error(`the run of ${sid} did not end within ${withinMs} ms`);
 }
@@ -60,7 +60,7 @@ describe('a run job that lingers on an emptied run list', () => {
     expect(starts).toHaveBeenCalledTimes(1);
     // Woken, not found by the linger's end: nine turns in much less than nine lingers.
     expect(Date.now() - t0).toBeLessThan(9 * 400 / 3);
-    expect(Number(await rt.redis.hget(rt.keys.runState(sid), 'until'))).toBeGreaterThan(Date.now()); // lingering now
+    expect(Number(await rt.redis.hget(rt.keys.sessionMeta(sid), 'run_until'))).toBeGreaterThan(Date.now()); // lingering now
     await runEnded(rt, sid, 2000);
     await runCommandsTurn(rt.pipeline, sid, write(11));
     expect(starts).toHaveBeenCalledTimes(2); // the linger was over: a job of its own
@@ -93,7 +93,7 @@ describe('a run job that lingers on an emptied run list', () => {
     const rt = await runtime(20_000);
     const sid = await session(rt);
     await runCommandsTurn(rt.pipeline, sid, write(1));
-    expect(Number(await rt.redis.hget(rt.keys.runState(sid), 'until'))).toBeGreaterThan(Date.now());
+    expect(Number(await rt.redis.hget(rt.keys.sessionMeta(sid), 'run_until'))).toBeGreaterThan(Date.now());
     const t0 = Date.now();
     await rt.close();
     runtimes.splice(runtimes.indexOf(rt), 1);
@@ -101,7 +101,7 @@ describe('a run job that lingers on an emptied run list', () => {
     const check = createRedis(REDIS_URL, 'tft-linger-check');
     try {
       expect(await check.llen(rt.keys.runList(sid))).toBe(0);
-      expect(await check.hget(rt.keys.runState(sid), 'until')).toBeNull();
+      expect(await check.hget(rt.keys.sessionMeta(sid), 'run_until')).toBeNull();
     } finally {
       check.disconnect();
     }
@@ -113,7 +113,7 @@ describe('a run job that lingers on an emptied run list', () => {
     await runCommandsTurn(rt.pipeline, sid, write(1));
     await runEnded(rt, sid, 3000);
     // As a run left it that died lingering, its linger (and grace) over: nobody would answer a wake.
-    await rt.redis.hset(rt.keys.runState(sid), 'owner', 'dead-run', 'until', Date.now() - 1);
+    await rt.redis.hset(rt.keys.sessionMeta(sid), 'run_owner', 'dead-run', 'run_until', Date.now() - 1);
     const starts = vi.spyOn(rt.pipeline.queues, 'startRun');
     const t0 = Date.now();
     expect((await runCommandsTurn(rt.pipeline, sid, write(2))).results.map((r) => r.status)).toEqual(['succeeded']);
@@ -129,13 +129,16 @@ describe('runNext around a linger', () => {
   afterAll(() => redis.disconnect());
   /** one step of run `id`; `start`: it takes the list over */
   const step = (sid: string, id: string, done: string, lingerMs: number, start = false) => redis.runNext(
-    keys.runList(sid), `${keys.bullPrefix}:${keys.queueName(sid)}:meta`, keys.sessionMeta(sid), keys.grants(sid), keys.recordPrefix(sid), keys.runState(sid),
+    keys.runList(sid), `${keys.bullPrefix}:${keys.queueName(sid)}:meta`, keys.sessionMeta(sid), keys.grants(sid), keys.recordPrefix(sid),
     done, id, start ? '1' : '0', lingerMs,
   ) as Promise<[number, string?]>;
-  const until = async (sid: string) => Number((await redis.hget(keys.runState(sid), 'until')) ?? 0);
+  const until = async (sid: string) => Number((await redis.hget(keys.sessionMeta(sid), 'run_until')) ?? 0);
+  /** a session's meta as createSession writes it */
+  const meta = (sid: string) => redis.hset(keys.sessionMeta(sid), 'json', '{}');
 
   it('lingers on an empty list till Redis time + the linger, hands on what came meanwhile, and ends when asked to', async () => {
     const sid = 'ses_a';
+    await meta(sid);
     const t0 = Date.now();
     expect(await step(sid, 'A', '', 5000, true)).toEqual([ScriptCode.LINGER]);
     expect(await until(sid)).toBeGreaterThanOrEqual(t0 + 4900);
@@ -149,6 +152,7 @@ describe('runNext around a linger', () => {
 
   it('gives the same answer to a step sent twice (a reply lost to a reconnect): nothing dropped, nothing named twice', async () => {
     const sid = 'ses_b';
+    await meta(sid);
     await redis.rpush(keys.runList(sid), '3', '4');
     expect((await step(sid, 'A', '', 1000, true)).slice(0, 2)).toEqual([ScriptCode.OK, '3']);
     expect((await step(sid, 'A', '3', 1000)).slice(0, 2)).toEqual([ScriptCode.OK, '4']);
@@ -163,6 +167,7 @@ describe('runNext around a linger', () => {
 
   it('ends a run whose list a re-delivered run took over, touching nothing', async () => {
     const sid = 'ses_c';
+    await meta(sid);
     await redis.rpush(keys.runList(sid), '8', '9');
     expect((await step(sid, 'A', '', 1000, true)).slice(0, 2)).toEqual([ScriptCode.OK, '8']);
     expect((await step(sid, 'B', '', 1000, true)).slice(0, 2)).toEqual([ScriptCode.OK, '8']); // B takes over at the head
@@ -171,13 +176,12 @@ describe('runNext around a linger', () => {
     expect((await step(sid, 'B', '8', 1000)).slice(0, 2)).toEqual([ScriptCode.OK, '9']);
   });
 
-  it("gives the run state of a deleted session the session's expiry", async () => {
-    const sid = 'ses_d';
-    await redis.hset(keys.sessionMeta(sid), 'json', '{}');
-    await redis.pexpire(keys.sessionMeta(sid), 60_000);
-    expect(await step(sid, 'A', '', 1000, true)).toEqual([ScriptCode.LINGER]);
-    const ttl = await redis.pttl(keys.runState(sid));
-    expect(ttl).toBeGreaterThan(50_000);
-    expect(ttl).toBeLessThanOrEqual(60_000);
+  it('does not linger for a deleted session, nor for one that is gone', async () => {
+    await meta('ses_d');
+    await redis.hset(keys.sessionMeta('ses_d'), 'deleted_at', new Date().toISOString());
+    expect(await step('ses_d', 'A', '', 1000, true)).toEqual([ScriptCode.OK]);
+    expect(await until('ses_d')).toBe(0);
+    expect(await step('ses_e', 'A', '', 1000, true)).toEqual([ScriptCode.OK]);
+    expect(await redis.exists(keys.sessionMeta('ses_e'))).toBe(0); // nothing written for a session that is gone
   });
 });

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { EVENT_TYPES, SessionEvent, StreamEvent } from '../../../services/pipeline/events.ts';
-import { gapEvent, parseEvent } from '../../../services/pipeline/event-reader.ts';
+import { gapEvent, parseEvent, parseLiveEvent } from '../../../services/pipeline/event-reader.ts';
 import { ledgerEventArgs } from '../../../services/pipeline/event-writer.ts';
 import { APPROVAL, captureLog, RECORD, SAMPLES, stored } from './event-samples.ts';
 
@@ -92,5 +92,26 @@ describe('parseEvent', () => {
     const lines = await captureLog(() => { out = parseEvent('{"seq":', 'ses_9', 'stream entry 4-0'); });
     expect(out).toBeNull();
     expect(lines).toEqual([expect.objectContaining({ level: 50, session_id: 'ses_9', where: 'stream entry 4-0' })]);
+  });
+});
+
+describe('parseLiveEvent (a channel message: its envelope checked, not its body)', () => {
+  it('returns a message of the union as published', () => {
+    const json = '{"seq":3,"index":0,"type":"text_delta","session_id":"ses_1","job_id":"job_1","at":"t","turn":2,"text":"x"}';
+    expect(JSON.stringify(parseLiveEvent(json, 'ses_1', 'test'))).toBe(json);
+  });
+
+  it.each([
+    ['not JSON', '{"seq":'],
+    ['not an object', '7'],
+    ['a type outside the union', '{"seq":3,"type":"rm_rf","session_id":"ses_1"}'],
+    ['no seq', '{"type":"text_delta","session_id":"ses_1"}'],
+    ['a seq that is not an integer', '{"seq":"3","type":"text_delta","session_id":"ses_1"}'],
+    ['no session', '{"seq":3,"type":"text_delta"}'],
+  ])('logs %s with its session id, and returns null', async (_what, json) => {
+    let out: unknown = 'unset';
+    const lines = await captureLog(() => { out = parseLiveEvent(json, 'ses_9', 'channel c'); });
+    expect(out).toBeNull();
+    expect(lines).toEqual([expect.objectContaining({ level: 50, session_id: 'ses_9', where: 'channel c' })]);
   });
 });

@@ -88,8 +88,8 @@ describe('the keys a caller passes together are one slot', () => {
   const k = createKeys('tfslot');
   const sid = 'sess_abc123';
   const groups: Record<string, string[]> = {
-    createRecord: [k.ledgerCounter(sid), k.ledgerIds(sid), k.open(sid), k.turnState(sid, 3), k.turnCommands(sid, 3), k.eventSeq(sid), k.events(sid), k.recordPrefix(sid), k.sessionMeta(sid), k.sessionBytes(sid), k.runList(sid), k.runState(sid), k.record(sid, 41)],
-    runNext: [k.runList(sid), `${k.bullPrefix}:${k.queueName(sid)}:meta`, k.sessionMeta(sid), k.grants(sid), k.recordPrefix(sid), k.runState(sid), k.record(sid, 9)],
+    createRecord: [k.ledgerCounter(sid), k.ledgerIds(sid), k.open(sid), k.turnState(sid, 3), k.turnCommands(sid, 3), k.eventSeq(sid), k.events(sid), k.recordPrefix(sid), k.sessionMeta(sid), k.sessionBytes(sid), k.runList(sid), k.record(sid, 41)],
+    runNext: [k.runList(sid), `${k.bullPrefix}:${k.queueName(sid)}:meta`, k.sessionMeta(sid), k.grants(sid), k.recordPrefix(sid), k.record(sid, 9)],
     transition: [k.record(sid, 7), k.open(sid), k.turnState(sid, 2), k.eventSeq(sid), k.events(sid), k.sessionMeta(sid), k.sessionBytes(sid)],
     answerApproval: [k.approval(sid, 'tok'), k.grants(sid), k.record(sid, 5), k.sessionBytes(sid)],
     failTurn: [k.turnState(sid, 1), k.sessionMeta(sid)],

@@ -10,10 +10,10 @@
   KEYS[7] event stream
   KEYS[8] record key prefix (keys.recordPrefix): the record is KEYS[8] .. index, the same
           hash tag, so the same slot as the declared prefix (the index is only known here)
-  KEYS[9] session meta hash (its TTL, once deleted, is given to every key written here)
+  KEYS[9] session meta hash (its TTL, once deleted, is given to every key written here); `run_until`: a run
+          job lingers on the empty run list till then (ms of Redis's clock, runNext)
   KEYS[10] session byte counter: charged the record's and the event's stored sizes (storage-budget.ts)
   KEYS[11] run list: a record created `queued` appends its index (queues.ts)
-  KEYS[12] run state hash (keys.runState): field `until`, Redis's ms time until which a run job lingers on the empty list
   ARGV[1] "turn:id"   ARGV[2] status    ARGV[3] "1" status is final    ARGV[4] "1" status fails the turn
   ARGV[5] "1" refuse when the turn already failed (caller then records it skipped);
           a failure marker always has a smaller index than a record created now
@@ -27,11 +27,11 @@
   | {RC.MISSING} (the session is gone or deleted) | {RC.STALE_JOB, running_job now or ""}
   (open = the session's non-final count after this record; run = the run list's length after it, 0 when
   the record is not queued: 1 means no run job works on the session, so the caller starts one;
-  wake = 1 when the list was empty but a run job lingers on it (`until` not past, runNext): the caller
+  wake = 1 when the list was empty but a run job lingers on it (`run_until` not past): the caller
   wakes that run instead of starting one)
   Uses emitEvent (lib/emitEvent.lua) and followTtl (lib/followTtl.lua).
 ]]
-local meta = redis.call('HMGET', KEYS[9], 'json', 'deleted_at', 'running_job')
+local meta = redis.call('HMGET', KEYS[9], 'json', 'deleted_at', 'running_job', 'run_until')
 if not meta[1] or meta[2] then return {RC.MISSING} end
 local job = meta[3] or ''
 if (job == '' and ARGV[15] ~= '') or (job ~= '' and redis.sha1hex(job) ~= ARGV[15]) then return {RC.STALE_JOB, job} end
@@ -70,9 +70,8 @@ local seq, charge = emitEvent(KEYS[6], KEYS[7], ARGV[10], ARGV[11], n, ARGV[12],
 redis.call('INCRBY', KEYS[10], #ARGV[6] + #ARGV[7] + #ARGV[8] + #ARGV[9] + #(ARGV[14] or '') + 2 * #ARGV[1] + 200 + charge)
 followTtl(KEYS[9], KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7], KEYS[10], KEYS[11], rec)
 local wake = 0
-if run == 1 then
-  local lingers = tonumber(redis.call('HGET', KEYS[12], 'until') or '0')
+if run == 1 and meta[4] then
   local t = redis.call('TIME')
-  if lingers > tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000) then wake = 1 end
+  if tonumber(meta[4]) > tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000) then wake = 1 end
 end
 return {RC.OK, n, seq, open, run, wake}
