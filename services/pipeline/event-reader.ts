@@ -44,7 +44,8 @@ export function parseLiveEvent(json: string, sid: string | null, where: string):
     withIds({ session_id: sid }).error({ err, where }, 'event channel: a message that is not JSON');
     return null;
   }
-  if (raw && typeof raw === 'object' && EVENT_TYPES.has(raw.type as string) && Number.isInteger(raw.seq) && typeof raw.session_id === 'string') {
+  const forSession = sid === null || raw?.session_id === sid;
+  if (raw && typeof raw === 'object' && EVENT_TYPES.has(raw.type as string) && Number.isInteger(raw.seq) && typeof raw.session_id === 'string' && forSession) {
     return raw as SessionEvent;
   }
   withIds({ session_id: sid }).error({ where, type: raw?.type }, 'event channel: a message that is not an event of the union');

@@ -27,7 +27,8 @@ export class FinishWatch {
     watch.#unsubscribe = await hub.subscribe(sid, (e) => {
       if (e.type !== 'command_finished') return;
       watch.finished.add(e.index);
-      watch.#records.set(e.index, e.record);
+      // A channel message's envelope alone is checked (event-reader.ts): a record kept as an answer is checked here.
+      if (e.record && typeof e.record === 'object' && e.record.index === e.index && e.session_id === sid) watch.#records.set(e.index, e.record);
       if (watch.#records.size > KEEP_RECORDS) watch.#records.delete(watch.#records.keys().next().value!);
       watch.#wake?.();
     });

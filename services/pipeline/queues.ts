@@ -101,6 +101,11 @@ export class SessionQueues {
     return { kind: 'command', index, load: () => executionLoad(index, hashOf(res[2] ?? []), res[3], res[4], res[5] ?? []) };
   }
 
+  /** A run ended on an error: an enqueue meanwhile starts a run job rather than wake this one (runNext's `run_until`). */
+  async lingerNoMore(sid: string): Promise<void> {
+    await this.#redis.hdel(this.#keys.sessionMeta(sid), 'run_until');
+  }
+
   /** Commands not yet finished by a run job (the run list's length). */
   pendingRuns(sid: string): Promise<number> {
     return this.#redis.llen(this.#keys.runList(sid));

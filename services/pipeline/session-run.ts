@@ -70,8 +70,26 @@ export async function runSessionJob(d: SessionRunDeps, data: CommandJobData, sig
       // A graceful shutdown lets the running command finish, not the session's whole list.
       if (signal.aborted && step.kind === 'command') throw new RunHandedBack();
     }
+  } catch (err) {
+    if (!(err instanceof RunHandedBack || err instanceof ApprovalWaitAborted)) await afterFailedRun(d.queues, sid);
+    throw err;
   } finally {
     if (counted) linger?.end(sid, counted);
+  }
+}
+
+/**
+ * The run failed (its job fails next): it may have left itself lingering, and commands on its list. An enqueue
+ * would then only wake a run that is gone, or start none: the linger is cleared and, with commands left, a run
+ * job started now (it takes over once this one's job has failed). Best effort: Redis may be why the run failed,
+ * and the reconcile repairs what is left (recovery.ts).
+ */
+async function afterFailedRun(queues: SessionQueues, sid: string): Promise<void> {
+  try {
+    await queues.lingerNoMore(sid);
+    if ((await queues.pendingRuns(sid)) > 0) await queues.startRun(sid, 0, `-after-failure-${Date.now()}`);
+  } catch (err) {
+    withIds({ session_id: sid }).warn({ err }, 'a failed run could not hand its list on; the reconcile will');
   }
 }
 

@@ -141,8 +141,9 @@ export class WorkerPool {
         }
         return this.ensure(sid);
       }
-      // A session idle for a minute leaves the busy set; an enqueue puts it back.
-      if (now - scores[i]! > 60_000) await redis.zrem(keys.busy(), sid);
+      // A session idle for a minute leaves the busy set; an enqueue puts it back. Not while a run job is active on it
+      // (lingering, run-linger.ts): a dead holder's run is found through the busy set (worker-liveness.ts).
+      if (now - scores[i]! > 60_000 && (await this.#d.queues.queue(sid).getActiveCount()) === 0) await redis.zrem(keys.busy(), sid);
     }));
   }
 

@@ -171,8 +171,10 @@ async function runTurn(c: Context<AppEnv>, p: Pipeline): Promise<Response> {
   if (type && !/^text\/plain\b/i.test(type)) throw new AppError(415, 'unsupported_media_type', `expected text/plain with tf-* tags, got ${type}`);
   // Parsed (and counted) before anything is claimed or recorded.
   const items = turnItems(parseTurnBody(await c.req.text(), p.maxCommandsPerTurn, p.parserOptions));
-  // Both at once (one round trip, not two): an upload refused after its live claim only leaves the session counted live a while.
-  await Promise.all([p.claims.assertNotUploading(meta.session_id), p.live.claimLive(meta.owner, meta.session_id)]);
+  // Both at once (one round trip, not two), refused in a fixed order: an upload first (409), then the key's cap (429).
+  for (const r of await Promise.allSettled([p.claims.assertNotUploading(meta.session_id), p.live.claimLive(meta.owner, meta.session_id)])) {
+    if (r.status === 'rejected') throw r.reason;
+  }
   const signal = c.req.raw.signal;
   p.prewake(meta.session_id, meta); // a container paused while idle thaws while the commands are recorded and queued
   try {

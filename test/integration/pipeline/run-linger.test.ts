@@ -59,7 +59,7 @@ describe('a run job that lingers on an emptied run list', () => {
     }
     expect(starts).toHaveBeenCalledTimes(1);
     // Woken, not found by the linger's end: nine turns in much less than nine lingers.
-    expect(Date.now() - t0).toBeLessThan(9 * 400 / 3);
+    expect(Date.now() - t0).toBeLessThan(9 * 400 / 2);
     expect(Number(await rt.redis.hget(rt.keys.sessionMeta(sid), 'run_until'))).toBeGreaterThan(Date.now()); // lingering now
     await runEnded(rt, sid, 2000);
     await runCommandsTurn(rt.pipeline, sid, write(11));
@@ -105,6 +105,22 @@ describe('a run job that lingers on an emptied run list', () => {
     } finally {
       check.disconnect();
     }
+  });
+
+  it('lingers no more once its run failed, and hands its list on: no command waits for a repair', async () => {
+    const rt = await runtime(5000);
+    const sid = await session(rt);
+    await runCommandsTurn(rt.pipeline, sid, write(1));
+    expect(Number(await rt.redis.hget(rt.keys.sessionMeta(sid), 'run_until'))).toBeGreaterThan(Date.now());
+    // The lingering run's next step fails (as on a Redis error): the run job fails.
+    const next = vi.spyOn(rt.pipeline.queues, 'next').mockRejectedValueOnce(new Error('simulated step failure'));
+    const second = runCommandsTurn(rt.pipeline, sid, write(2)); // wakes the run, whose step then throws
+    await expect.poll(() => next.mock.calls.length, { timeout: 2000 }).toBeGreaterThan(0);
+    const t0 = Date.now();
+    expect((await second).results[0]!.status).toBe('succeeded'); // the run started after the failure takes it
+    const third = await runCommandsTurn(rt.pipeline, sid, write(3));
+    expect(third.results[0]!.status).toBe('succeeded');
+    expect(Date.now() - t0).toBeLessThan(1500); // not the reconcile's repair (seconds), nor the lapse of the linger (6 s)
   });
 
   it('starts a run again once a run that died lingering is past its linger: the next command does not wait for a repair', async () => {

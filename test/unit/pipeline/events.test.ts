@@ -108,6 +108,7 @@ describe('parseLiveEvent (a channel message: its envelope checked, not its body)
     ['no seq', '{"type":"text_delta","session_id":"ses_1"}'],
     ['a seq that is not an integer', '{"seq":"3","type":"text_delta","session_id":"ses_1"}'],
     ['no session', '{"seq":3,"type":"text_delta"}'],
+    ["another session's event on this session's channel", '{"seq":3,"type":"text_delta","session_id":"ses_other"}'],
   ])('logs %s with its session id, and returns null', async (_what, json) => {
     let out: unknown = 'unset';
     const lines = await captureLog(() => { out = parseLiveEvent(json, 'ses_9', 'channel c'); });
