@@ -49,6 +49,7 @@ export async function runSessionJob(d: SessionRunDeps, data: CommandJobData, sig
   // The run's id: its steps end it once a re-delivered job's run took the list over (runNext-5.lua).
   const run = { id: randomUUID(), lingerMs: ms > 0 ? ms + LINGER_GRACE_MS : 0 };
   const counted = linger?.begin(sid);
+  let afterLinger = false; // the step after a linger is under way: a failure there is not its commands'
   try {
     let mark = linger?.mark(sid) ?? 0;
     let step = await d.queues.next(sid, { ...run, start: true }, null);
@@ -59,7 +60,9 @@ export async function runSessionJob(d: SessionRunDeps, data: CommandJobData, sig
         await linger.wait(sid, mark, until - Date.now(), signal);
         mark = linger.mark(sid);
         const left = signal.aborted ? 0 : until - Date.now();
+        afterLinger = true;
         step = await d.queues.next(sid, { id: run.id, lingerMs: left > 0 ? left + LINGER_GRACE_MS : 0 }, null);
+        afterLinger = false;
       } else if (step.kind === 'command') {
         until = 0;
         mark = linger?.mark(sid) ?? 0;
@@ -71,7 +74,7 @@ export async function runSessionJob(d: SessionRunDeps, data: CommandJobData, sig
       if (signal.aborted && step.kind === 'command') throw new RunHandedBack();
     }
   } catch (err) {
-    if (!(err instanceof RunHandedBack || err instanceof ApprovalWaitAborted)) await afterFailedRun(d.queues, sid);
+    if (!(err instanceof RunHandedBack || err instanceof ApprovalWaitAborted)) await afterFailedRun(d.queues, sid, afterLinger);
     throw err;
   } finally {
     if (counted) linger?.end(sid, counted);
@@ -79,15 +82,16 @@ export async function runSessionJob(d: SessionRunDeps, data: CommandJobData, sig
 }
 
 /**
- * The run failed (its job fails next): it may have left itself lingering, and commands on its list. An enqueue
- * would then only wake a run that is gone, or start none: the linger is cleared and, with commands left, a run
- * job started now (it takes over once this one's job has failed). Best effort: Redis may be why the run failed,
- * and the reconcile repairs what is left (recovery.ts).
+ * The run failed (its job fails next): it may have left itself lingering, so an enqueue would only wake a run that
+ * is gone: the linger is cleared. When it failed on the step after a linger, the commands that came meanwhile are
+ * not why: a run job is started for them now (it takes over once this one's job has failed); a run that failed
+ * on a command leaves it to the reconcile's repair (recovery.ts), at its pace, not in a loop. Best effort: Redis
+ * may be why the run failed.
  */
-async function afterFailedRun(queues: SessionQueues, sid: string): Promise<void> {
+async function afterFailedRun(queues: SessionQueues, sid: string, afterLinger: boolean): Promise<void> {
   try {
     await queues.lingerNoMore(sid);
-    if ((await queues.pendingRuns(sid)) > 0) await queues.startRun(sid, 0, `-after-failure-${Date.now()}`);
+    if (afterLinger && (await queues.pendingRuns(sid)) > 0) await queues.startRun(sid, 0, `-after-linger-${Date.now()}`);
   } catch (err) {
     withIds({ session_id: sid }).warn({ err }, 'a failed run could not hand its list on; the reconcile will');
   }
