@@ -21,8 +21,11 @@ export type ApplyInput = {
   result?: LedgerResult;
   /** the approval this change requests or resolves */
   approval?: ApprovalState;
-  /** `running`: when it started and which process runs it */
-  started?: { at: Date; by?: string };
+  /**
+   * `running`: when it started and which process runs it; `run`: the run job that starts it, refused (`notOwner`)
+   * once a re-delivered run took the session's run list over, so a run that lost it starts nothing more.
+   */
+  started?: { at: Date; by?: string; run?: string };
   /**
    * job_id written into the events. Only the approval events and enqueue-time
    * skips have carried it; the others write null, which SSE readers rely on.
@@ -96,6 +99,7 @@ export class CommandLifecycle {
     const t = transition(rec.status, event);
     const out = await this.ledger.transition(rec, {
       from: [t.from], to: t.to, unlessTurnFailed: t.guardedByTurn, events: [...t.events],
+      ...(input.started?.run ? { runOwner: input.started.run } : {}),
       ...(input.approval ? { approval: publicOf(input.approval) } : {}),
       fields: fieldsOf(t.to, input),
       dropCommand: t.dropCommand === 'always' || (t.dropCommand === 'if_large' && hasCutBody(rec)),

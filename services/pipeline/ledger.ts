@@ -32,17 +32,16 @@ export type CreateOutcome =
   | { kind: 'stale_job'; job: string | null };
 
 /** `record`: the record as the transition left it (callers go on with it instead of rebuilding it). */
-export type TransitionOutcome = { ok: true; record: LedgerRecord } | { ok: false; current: string } | { ok: false; turnFailed: string };
+export type TransitionOutcome = { ok: true; record: LedgerRecord } | { ok: false; current: string } | { ok: false; turnFailed: string } | { ok: false; notOwner: string };
 
 export type TransitionSpec = {
   from: LedgerStatus[]; to: LedgerStatus;
-  /** refuse (and report) when the turn already failed: used for queued → running */
-  unlessTurnFailed?: boolean;
+  /** refuse (and report) when the turn already failed: used for queued → running; `runOwner`: unless this run holds the run list */
+  unlessTurnFailed?: boolean; runOwner?: string;
   events: LedgerEventType[];
   approval?: PublicApproval;
   fields?: { result?: LedgerResult; approval?: LedgerApproval; started_at?: string; finished_at?: string; injected?: boolean; executed_by?: string };
-  /** drop the full command (large write bodies) once it can no longer run */
-  dropCommand?: boolean;
+  dropCommand?: boolean; // drop the full command (large write bodies) once it can no longer run
 };
 
 export class Ledger {
@@ -140,10 +139,11 @@ export class Ledger {
       k.record(sid, record.index), k.open(sid), k.turnState(sid, record.turn), k.eventSeq(sid), k.events(sid), k.sessionMeta(sid), k.sessionBytes(sid),
       spec.from.join(' '), spec.to, spec.unlessTurnFailed ? '1' : '0', record.index,
       becomesFinal ? '1' : '0', FAILURE_STATUSES.has(spec.to) ? '1' : '0',
-      k.eventChannel(sid), this.#eventsKeep, spec.events.length, ...events, ...pairs,
+      k.eventChannel(sid), this.#eventsKeep, spec.runOwner ?? '', spec.events.length, ...events, ...pairs,
     )) as [number, string | number];
     if (res[0] === ScriptCode.OK) return { ok: true, record: next };
     if (res[0] === ScriptCode.TURN_FAILED) return { ok: false, turnFailed: String(res[1]) };
+    if (res[0] === ScriptCode.NOT_OWNER) return { ok: false, notOwner: String(res[1]) };
     return { ok: false, current: String(res[1]) };
   }
 

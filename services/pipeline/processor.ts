@@ -24,6 +24,12 @@ export type ProcessorPorts = RunPorts & { sessions: Pick<Sessions, 'get' | 'with
 export type ProcessorOptions = RunOptions & { approvalTtlS: number };
 
 type Loaded = ExecutionLoad;
+/**
+ * How a run job asks for one command. `load`: what its step read with the command's name (execution-load.ts), else
+ * read here; `onFinishSent`: see run-command.ts, called only when the command runs now (not after an approval wait);
+ * `run`: the run's id, so a run that lost its list starts nothing (ApplyInput.started).
+ */
+export type ProcessStep = { signal?: AbortSignal; load?: ExecutionLoad; onFinishSent?: OnFinishSent; run?: string };
 
 export class Processor {
   readonly #p: ProcessorPorts;
@@ -36,41 +42,39 @@ export class Processor {
 
   get lifecycle(): CommandLifecycle { return this.#p.lifecycle; }
 
-  /** `load`: what the run's step read with the command's name (execution-load.ts); else it is read here. */
-  /** `onFinishSent`: see run-command.ts; called only when the command runs now (not after an approval wait). */
-  async process(sid: string, index: number, signal?: AbortSignal, load?: ExecutionLoad, onFinishSent?: OnFinishSent): Promise<void> {
-    const loaded = load ?? (await this.#p.lifecycle.ledger.loadForExecution(sid, index));
+  async process(sid: string, index: number, step: ProcessStep = {}): Promise<void> {
+    const loaded = step.load ?? (await this.#p.lifecycle.ledger.loadForExecution(sid, index));
     const rec = loaded.record;
     if (!rec) return;
     switch (rec.status) {
-      case 'queued': return this.#queued(rec, loaded, signal, onFinishSent);
-      case 'awaiting_approval': return this.#awaitApproval(rec, signal);
+      case 'queued': return this.#queued(rec, loaded, step);
+      case 'awaiting_approval': return this.#awaitApproval(rec, step);
       case 'running': return this.#p.lifecycle.interrupt(rec);
       default: return; // final already (e.g. skipped eagerly)
     }
   }
 
-  async #queued(rec: LedgerRecord, loaded: Loaded, signal?: AbortSignal, onFinishSent?: OnFinishSent): Promise<void> {
+  async #queued(rec: LedgerRecord, loaded: Loaded, step: ProcessStep): Promise<void> {
     const { command } = loaded;
     const life = this.#p.lifecycle;
     const session = await this.#p.sessions.withRunningJob(rec.session, loaded.runningJob);
     if (!session || !command) return this.#fail(rec, internalResult(`session or command data missing for ${rec.session}#${rec.index}`));
     if (loaded.deleted) { await life.skip(rec, SESSION_DELETED); return; }
-    const ctx: RunContext = { rec, session, grants: loaded.grants, command };
+    const ctx: RunContext = { rec, session, grants: loaded.grants, command, ...(step.run ? { run: step.run } : {}) };
     // An `allow` at enqueue stays `allow` (a session's layers never change,
     // grants only loosen) unless a symlink makes the path another one: that
     // is checked right before the side effect anyway. `start` itself refuses
     // it if its turn failed at an earlier command (it is then skipped).
-    if (rec.decision === 'allow') return this.#run(ctx, null, onFinishSent);
+    if (rec.decision === 'allow') return this.#run(ctx, null, step.onFinishSent);
     const failure = await life.ledger.turnFailure(rec.session, rec.turn);
     if (failure && failure.index < rec.index) { await life.skip(rec, skipReason(failure)); return; }
     const admission = admit(this.#p.gate, session, command, loaded.grants);
     if (admission.action === 'run') return this.#run(ctx, null);
-    if (admission.action === 'ask') return this.#ask(ctx, admission.evaluation, signal);
+    if (admission.action === 'ask') return this.#ask(ctx, admission.evaluation, step);
     await life.apply(rec, 'forbid', { result: endedResult(admission.reason, admission.code), jobId: session.job_id });
   }
 
-  async #ask(ctx: RunContext, evaluation: Evaluation, signal?: AbortSignal): Promise<void> {
+  async #ask(ctx: RunContext, evaluation: Evaluation, step: ProcessStep): Promise<void> {
     const { rec, session, command } = ctx;
     const { approvals, gate, lifecycle } = this.#p;
     const extras = await approvalExtras({ sandboxes: this.#p.sandboxes, ledger: lifecycle.ledger }, rec, command);
@@ -84,15 +88,15 @@ export class Processor {
       await approvals.answer(state.token, 'reject', 'withdrawn: the command no longer waits', 'system');
       return;
     }
-    return this.#awaitApproval(moved.record, signal);
+    return this.#awaitApproval(moved.record, step);
   }
 
-  async #awaitApproval(rec: LedgerRecord, signal?: AbortSignal): Promise<void> {
+  async #awaitApproval(rec: LedgerRecord, step: ProcessStep): Promise<void> {
     if (!rec.approval) return this.#fail(rec, internalResult('awaiting approval without a token'));
     const { approvals, lifecycle, sessions, sandboxes } = this.#p;
     // The operator may take minutes: the sandbox is paused meanwhile (nothing runs there), and the command's execute resumes it.
     void sandboxes.pause?.(rec.session).catch((err: unknown) => withIds({ session_id: rec.session }).warn({ err }, 'pausing the sandbox for an approval wait failed; it stays running'));
-    const state = await approvals.waitForAnswer(rec.approval.token, signal);
+    const state = await approvals.waitForAnswer(rec.approval.token, step.signal);
     lifecycle.approvalAnswered(state.status);
     if (state.status !== 'approve' && state.status !== 'approve_for_session' && state.status !== 'approve_edited') return this.#reject(rec, state);
     sandboxes.prewake?.(rec.session); // thawed while the command and its grants are read back
@@ -103,7 +107,7 @@ export class Processor {
     const session = await sessions.get(rec.session);
     if (!session) return this.#fail(rec, internalResult(`session ${rec.session} missing`));
     const grants = await lifecycle.ledger.grants(rec.session);
-    return this.#run({ rec: { ...rec, approval: ledgerApproval(state) }, session, grants, command }, state);
+    return this.#run({ rec: { ...rec, approval: ledgerApproval(state) }, session, grants, command, ...(step.run ? { run: step.run } : {}) }, state);
   }
 
   async #reject(rec: LedgerRecord, state: ApprovalState): Promise<void> {

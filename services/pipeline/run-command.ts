@@ -35,7 +35,8 @@ export type RunOptions = { workerId?: string; outputCapChars?: number };
  * (the run's next step) goes to Redis in the same write (ioredis pipelines a tick's commands).
  */
 export type OnFinishSent = (status: LedgerStatus) => void;
-export type RunContext = { rec: LedgerRecord; session: SessionMeta; grants: Grant[]; command: Command };
+/** `run`: the run job's id (session-run.ts); its start is refused once another run holds the session's list */
+export type RunContext = { rec: LedgerRecord; session: SessionMeta; grants: Grant[]; command: Command; run?: string };
 
 type Judge = (resolved: Command) => PathVerdict;
 
@@ -43,9 +44,15 @@ export async function runCommand(p: RunPorts, ctx: RunContext, approval: Approva
   const { rec, session } = ctx;
   const at = new Date();
   const started = await p.lifecycle.apply(rec, 'start', {
-    started: { at, ...(opts.workerId ? { by: opts.workerId } : {}) }, ...(approval ? { approval } : {}),
+    started: { at, ...(opts.workerId ? { by: opts.workerId } : {}), ...(ctx.run ? { run: ctx.run } : {}) }, ...(approval ? { approval } : {}),
   });
-  if (!started.ok) return;
+  if (!started.ok) {
+    if ('notOwner' in started) {
+      withIds({ job_id: session.job_id, session_id: rec.session, command_id: rec.id })
+        .warn({ run: ctx.run, holder: started.notOwner }, 'a run that lost its session\'s list to a re-delivered run starts nothing; the command is that run\'s');
+    }
+    return;
+  }
   const running = started.record;
   const result = await execute(p, ctx, approval, at);
   p.lifecycle.observeExecution(rec.tool, result.duration_ms);

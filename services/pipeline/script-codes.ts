@@ -33,6 +33,8 @@ export const ScriptCode = {
   STALE_JOB: 13,
   /** runNext: the run list is empty and the run job lingers on it (run state `until`) */
   LINGER: 14,
+  /** transition: the run that asked no longer holds the session's run list (a re-delivered run took it over); detail: the run that does; nothing written */
+  NOT_OWNER: 15,
 } as const;
 
 export type ScriptCode = (typeof ScriptCode)[keyof typeof ScriptCode];

@@ -41,7 +41,7 @@ export async function runSessionJob(d: SessionRunDeps, data: CommandJobData, sig
   if (data.index !== undefined) {
     // A one-command job of the layout before run lists (left in a queue by an upgrade).
     d.onCommand({ index: data.index });
-    await d.processor.process(sid, data.index, signal);
+    await d.processor.process(sid, data.index, { signal });
     return;
   }
   const { linger } = d;
@@ -113,7 +113,7 @@ async function runOne(
     early.catch(() => {}); // awaited below; a rejection there is the run's, as a late read's would be
   };
   try {
-    await d.processor.process(sid, index, signal, load(), onFinishSent);
+    await d.processor.process(sid, index, { signal, load: load(), onFinishSent, run: run.id });
   } catch (err) {
     early = null;
     if (err instanceof ApprovalWaitAborted) throw err;

@@ -18,7 +18,9 @@ import type { PipelineRedis } from './redis.ts';
 // held back to its queue with BullMQ's own `moveToWait(token)` (checks the
 // token, RPUSHes the job to the head of the queue). Re-delivered, the ledger
 // decides as for a stalled job (processor.ts): `running` → interrupted, never
-// re-run; `queued` → runs; `awaiting_approval` → waits again. BullMQ's own
+// re-run; `queued` → runs; `awaiting_approval` → waits again; and a holder that
+// only looked dead starts nothing more (its start transition names its run:
+// transition-7.lua refuses it once the re-delivered run holds the list). BullMQ's own
 // lock and stalled check stay as the fallback (a survivor that dies mid-takeover).
 // A process judges others only after `deadMs` of its own heartbeats going
 // through: after a Redis outage every key may have expired, and live

@@ -12,11 +12,18 @@
   ARGV[3] "1" refuse when the turn failed at an earlier command (smaller index)   ARGV[4] record index
   ARGV[5] "1" new status is final (and the old one was not)   ARGV[6] "1" new status fails the turn
   ARGV[7] event channel   ARGV[8] events kept per session (0 = all)
-  ARGV[9] number of events E, then E pairs (type, JSON without seq), then field/value pairs to HSET; a field
+  ARGV[9] the id of the run that asks ('' = none): refused when another run holds the session's run list
+          (meta `run_owner`, runNext-5.lua), so a run whose list a re-delivered one took over starts nothing more
+  ARGV[10] number of events E, then E pairs (type, JSON without seq), then field/value pairs to HSET; a field
           named "+name" is one the record does not have yet (started_at, result, …): its size is not read first
   Returns {RC.OK, last seq} | {RC.STATUS_MISMATCH, current status ('' = no record)} | {RC.TURN_FAILED, failure marker}
+        | {RC.NOT_OWNER, the run holding the list}
   Uses emitEvent (lib/emitEvent.lua) and followTtl (lib/followTtl.lua).
 ]]
+if ARGV[9] ~= '' then
+  local owner = redis.call('HGET', KEYS[6], 'run_owner')
+  if owner and owner ~= ARGV[9] then return {RC.NOT_OWNER, owner} end
+end
 local cur = redis.call('HGET', KEYS[1], 'status')
 if not cur then return {RC.STATUS_MISMATCH, ''} end
 local ok = false
@@ -27,8 +34,8 @@ if ARGV[3] == '1' then
   local failed = tonumber(redis.call('HGET', KEYS[3], 'failed'))
   if failed and failed < n then return {RC.TURN_FAILED, failed} end
 end
-local e = tonumber(ARGV[9])
-local i = 10 + 2 * e
+local e = tonumber(ARGV[10])
+local i = 11 + 2 * e
 local delta = 0
 -- one HSET for the status and every field; the sizes they replace are read first
 local fields = {'status', ARGV[2]}
@@ -58,7 +65,7 @@ end
 local seq = 0
 for k = 0, e - 1 do
   local charge
-  seq, charge = emitEvent(KEYS[4], KEYS[5], ARGV[7], ARGV[8], ARGV[4], ARGV[10 + 2 * k], ARGV[11 + 2 * k])
+  seq, charge = emitEvent(KEYS[4], KEYS[5], ARGV[7], ARGV[8], ARGV[4], ARGV[11 + 2 * k], ARGV[12 + 2 * k])
   delta = delta + charge
 end
 -- the record's change and its events, charged at once
