@@ -236,9 +236,28 @@ type RecordState = Pick<LedgerRecord, 'status' | 'approval' | 'injected' | 'star
 export function assembleRecord(index: number, base: LedgerBase, result: LedgerResult | null, state: RecordState): LedgerRecord {
   // Object.assign, not a spread of five overlapping objects: V8's spread left its fast path on the overlaps and took
   // 0.1 ms a call (10 % of a worker's CPU per command, bench/RESULTS.md "Issue 22, fourth pass"); this takes 0.004.
-  const rec = Object.assign({}, BODY_DEFAULTS, base, EMPTY_RESULT, result, { index }, state) as LedgerRecord;
+  const rec = Object.assign(blankRecord(), BODY_DEFAULTS, base, EMPTY_RESULT, result, { index }, state);
   rec.timings = timingsOf(rec);
   return rec;
+}
+
+/**
+ * Every field of a record, in the order records have always been written (JSON output unchanged). Copied onto `{}`,
+ * 47 fields put a record in V8's dictionary mode, and every later copy and JSON.stringify of it cost 2–6× more
+ * (a copy 18 µs, bench/RESULTS.md "Issue 22, seventh pass"); onto this literal's shape it keeps fast properties.
+ */
+export function blankRecord(): LedgerRecord {
+  return {
+    content_truncated: false, old_text_size: null, old_text_sha256: null, old_text_truncated: false,
+    new_text_size: null, new_text_sha256: null, new_text_truncated: false,
+    session: '', turn: 0, id: '', tool: 'bash', path: null, dest: null, cmd: null,
+    content: null, content_size: null, content_sha256: null, old_text: null, new_text: null,
+    need_result: false, timeout: null, flow: 'api', risk: 'low', decision: 'allow', matched_rule: null, matched_rules: [],
+    justification: null, policy_reason: null, enqueued_at: '', timings: undefined as unknown as Timings,
+    error: null, error_code: null, bytes_written: null, stdout: null, stderr: null, stdout_truncated: false, stderr_truncated: false,
+    exit_code: null, duration_ms: null, output_summary: null,
+    index: 0, status: 'queued', approval: null, injected: false, started_at: null, finished_at: null, executed_by: null,
+  };
 }
 
 /** UTF-16-safe cap on a captured stream; the flag says something was cut. */

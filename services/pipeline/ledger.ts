@@ -6,7 +6,7 @@ import type { LedgerEventType, PublicApproval } from './events.ts';
 import type { Keys } from './keys.ts';
 import type { CreatedStatus } from './lifecycle/table.ts';
 import {
-  EMPTY_RESULT, FAILURE_STATUSES, FINAL_STATUSES, assembleRecord, timingsOf, buildBase, recordFromHash,
+  EMPTY_RESULT, FAILURE_STATUSES, FINAL_STATUSES, assembleRecord, blankRecord, timingsOf, buildBase, recordFromHash,
   type EvaluationData, type LedgerApproval, type LedgerRecord, type LedgerResult, type LedgerStatus,
 } from './ledger-record.ts';
 import type { PipelineRedis } from './redis.ts';
@@ -94,7 +94,7 @@ export class Ledger {
       JSON.stringify(args.command), baseJson, resultJson, finishedAt ?? '',
       k.eventChannel(sid), this.#eventsKeep,
       // The script fills in the index: its placeholder must be the event record's first key (createRecord-11.lua).
-      ...ledgerEventArgs(type, { sid, jobId: args.jobId ?? null, at: now.toISOString(), record: Object.assign({ index: -1 }, record) }),
+      ...ledgerEventArgs(type, { sid, jobId: args.jobId ?? null, at: now.toISOString(), record: final ? Object.assign({ index: -1 }, record) : record }),
       preceding, args.jobGuard,
     )) as [number, number | string, number?, number?, number?, number?];
     if (res[0] === ScriptCode.MISSING) return { kind: 'gone' };
