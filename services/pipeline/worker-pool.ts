@@ -1,3 +1,4 @@
+import { setMaxListeners } from 'node:events';
 import { WaitingError, Worker, type Job } from 'bullmq';
 import type { Redis } from 'ioredis';
 import { log, withIds } from '../log/index.ts';
@@ -77,6 +78,7 @@ export class WorkerPool {
 
   constructor(deps: WorkerPoolDeps, opts: WorkerPoolOptions) {
     this.#d = deps;
+    setMaxListeners(0, this.#shutdown.signal); // one listener per lingering run or approval wait, each removed at its end: no leak past 10
     const { liveness, ...rest } = opts;
     this.#opts = { reconcileMs: 2000, lostAfterMs: 30_000, shutdownGraceMs: 30_000, lingerMs: 0, ...rest };
     this.#wakes = new RunWakes(this.#opts.lingerMs);

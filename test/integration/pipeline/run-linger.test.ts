@@ -107,6 +107,22 @@ describe('a run job that lingers on an emptied run list', () => {
     }
   });
 
+  it('lingers in 12 sessions at once without a MaxListenersExceededWarning (each run listens to the shutdown signal)', async () => {
+    const rt = await runtime(20_000);
+    const warnings: string[] = [];
+    const onWarning = (w: Error) => warnings.push(w.name);
+    process.on('warning', onWarning);
+    try {
+      const sids = await Promise.all(Array.from({ length: 12 }, () => session(rt)));
+      await Promise.all(sids.map((sid) => runCommandsTurn(rt.pipeline, sid, write(1))));
+      for (const sid of sids) expect(Number(await rt.redis.hget(rt.keys.sessionMeta(sid), 'run_until'))).toBeGreaterThan(Date.now());
+      await sleep(50); // a warning is emitted on the next tick
+      expect(warnings).not.toContain('MaxListenersExceededWarning');
+    } finally {
+      process.off('warning', onWarning);
+    }
+  });
+
   it('lingers no more once its run failed, and hands its list on: no command waits for a repair', async () => {
     const rt = await runtime(5000);
     const sid = await session(rt);
