@@ -135,6 +135,8 @@ export async function createRuntime(config: Config, overrides: RuntimeOverrides 
       },
     );
     await pool.start();
+    const local = pool;
+    pipeline.wakeRunsWith((sid) => local.wakeHere(sid));
   }
   await probe.settle(2000);
   let closing: Promise<void> | null = null;

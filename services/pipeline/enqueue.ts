@@ -22,6 +22,8 @@ import { jobGuard, type SessionMeta, type Sessions } from './sessions.ts';
 
 export type EnqueueDeps = {
   redis: PipelineRedis; keys: Keys; sessions: Sessions; lifecycle: CommandLifecycle; gate: PolicyGate; queues: SessionQueues;
+  /** wakes the session's lingering run when it is in this process (API and worker in one); false: it is not */
+  wakeHere: (sid: string) => boolean;
 };
 export type EnqueueInput = {
   sid: string; turn: number; command: Command; flow: CommandFlow;
@@ -59,10 +61,12 @@ export async function recordCommand(d: EnqueueDeps, input: EnqueueInput): Promis
 }
 
 /**
- * A run job lingers on the empty list (run-linger.ts): woken, it takes this record without a job of its own.
- * Not awaited, and a failure only logged: the record is queued and the run finds it when its linger ends.
+ * A run job lingers on the empty list (run-linger.ts): woken, it takes this record without a job of its own. In this
+ * process, directly; else by a wake message, not awaited, and a failure only logged: the record is queued and the run
+ * finds it when its linger ends.
  */
 function wakeRun(d: EnqueueDeps, rec: LedgerRecord): void {
+  if (d.wakeHere(rec.session)) return;
   d.redis.publish(d.keys.wakeChannel(), rec.session).catch((err: unknown) =>
     withIds({ session_id: rec.session, command_id: rec.id }).warn({ err }, 'waking the lingering run failed; it takes the command when its linger ends'));
 }

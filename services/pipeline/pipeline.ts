@@ -62,6 +62,7 @@ export class Pipeline {
   /** per-session chain: one process enqueues a session's commands strictly one after the other */
   readonly #chains = new Map<string, Promise<unknown>>();
   #closing: Promise<void> | null = null;
+  #wakeHere: ((sid: string) => boolean) | null = null;
 
   constructor(deps: PipelineDeps) {
     this.#d = deps;
@@ -78,9 +79,15 @@ export class Pipeline {
     this.network = new NetworkLog(deps.redis, deps.keys);
     this.#caps = new OwnerCaps(deps.redis, deps.keys, deps.ownerCaps ?? { maxSessions: Infinity, maxRunning: Infinity, liveWindowMs: 0 });
     this.records = this.#ledger;
-    this.#enqueueDeps = { redis: deps.redis, keys: deps.keys, sessions: this.#sessions, lifecycle: this.#lifecycle, gate: deps.gate, queues: this.queues };
+    this.#enqueueDeps = {
+      redis: deps.redis, keys: deps.keys, sessions: this.#sessions, lifecycle: this.#lifecycle, gate: deps.gate, queues: this.queues,
+      wakeHere: (sid) => this.#wakeHere?.(sid) ?? false,
+    };
     this.live = this.#caps;
   }
+
+  /** For the composition root only: this process's worker pool wakes its own lingering runs (enqueue.ts wakeRun). */
+  wakeRunsWith(wakeHere: (sid: string) => boolean): void { this.#wakeHere = wakeHere; }
 
   /** For the composition root only: what a worker process's Processor and EgressGate are built with. */
   workerSide(): WorkerSide {

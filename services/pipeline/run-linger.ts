@@ -10,7 +10,8 @@
 //
 // RunWakes counts the wake messages of the sessions whose run is in this
 // process, so a wake that lands between the run's step and its wait is not
-// missed (`mark` before the step, `wait` after it).
+// missed (`mark` before the step, `wait` after it). An enqueue in the process
+// whose run lingers wakes it here, without the message (WorkerPool.wakeHere).
 
 /** `run_until` is set this much past the linger: a run a little late to step again is still woken, not doubled. */
 export const LINGER_GRACE_MS = 1000;
@@ -39,12 +40,13 @@ export class RunWakes implements RunLinger {
     this.ms = ms;
   }
 
-  /** A wake message for the session: counted only while its run is in this process (the map stays bounded). */
-  wake(sid: string): void {
+  /** A wake for the session: counted only while its run is in this process (the map stays bounded); says whether it is. */
+  wake(sid: string): boolean {
     const run = this.#runs.get(sid);
-    if (!run) return;
+    if (!run) return false;
     run.wakes += 1;
     run.waiter?.();
+    return true;
   }
 
   begin(sid: string): object {

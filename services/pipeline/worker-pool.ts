@@ -97,6 +97,8 @@ export class WorkerPool {
   /** this process's id in the workers' registry */
   get processId(): string { return this.#liveness.id; }
   get warm(): WarmPool | null { return this.#warm; }
+  /** An enqueue of this process wakes a run that lingers here without a wake message (its round trip); false: not here. */
+  wakeHere(sid: string): boolean { return this.#wakes.wake(sid); }
 
   async start(): Promise<void> {
     if (this.#status !== 'idle') throw new Error(`worker pool is ${this.#status}`);

@@ -14,10 +14,10 @@ import { cleanupPrefix, REDIS_URL, testConfig, testPrefix } from './helpers.ts';
 const prefixes: string[] = [];
 const runtimes: Runtime[] = [];
 
-async function runtime(lingerMs: number, poolOptions = {}): Promise<Runtime> {
-  const prefix = testPrefix('linger');
+async function runtime(lingerMs: number, poolOptions = {}, prefix = testPrefix('linger'), role = 'all'): Promise<Runtime> {
   prefixes.push(prefix);
-  const rt = await createRuntime(testConfig(prefix, { THINKFLOW_RUN_LINGER_MS: String(lingerMs) }), { sandboxes: new FakeSandboxes(), poolOptions });
+  const env = { THINKFLOW_RUN_LINGER_MS: String(lingerMs), THINKFLOW_ROLE: role };
+  const rt = await createRuntime(testConfig(prefix, env), { sandboxes: new FakeSandboxes(), poolOptions });
   runtimes.push(rt);
   return rt;
 }
@@ -52,12 +52,15 @@ describe('a run job that lingers on an emptied run list', () => {
     const rt = await runtime(400);
     const sid = await session(rt);
     const starts = vi.spyOn(rt.pipeline.queues, 'startRun');
+    const published = vi.spyOn(rt.redis, 'publish');
     let t0 = 0;
     for (let i = 1; i <= 10; i++) {
       if (i === 2) t0 = Date.now();
       expect((await runCommandsTurn(rt.pipeline, sid, write(i))).results.map((r) => r.status)).toEqual(['succeeded']);
     }
     expect(starts).toHaveBeenCalledTimes(1);
+    // The run lingers in this process: woken here, without a wake message (only the start's went out).
+    expect(published.mock.calls.filter(([channel]) => channel === rt.keys.wakeChannel())).toHaveLength(1);
     // Woken, not found by the linger's end: nine turns in much less than nine lingers.
     expect(Date.now() - t0).toBeLessThan(9 * 400 / 2);
     expect(Number(await rt.redis.hget(rt.keys.sessionMeta(sid), 'run_until'))).toBeGreaterThan(Date.now()); // lingering now
@@ -75,8 +78,20 @@ describe('a run job that lingers on an emptied run list', () => {
     expect(await rt.redis.llen(rt.keys.runList(sid))).toBe(0);
   });
 
+  it('wakes a run lingering in another process by a wake message: 10 turns through an API process', async () => {
+    const worker = await runtime(600);
+    const api = await runtime(600, {}, worker.keys.prefix, 'api');
+    const sid = await session(api);
+    const starts = vi.spyOn(api.pipeline.queues, 'startRun');
+    const t0 = Date.now();
+    for (let i = 1; i <= 10; i++) await runCommandsTurn(api.pipeline, sid, write(i));
+    expect(starts).toHaveBeenCalledTimes(1);
+    expect(Date.now() - t0).toBeLessThan(9 * 600 / 2); // woken by the messages, not found at each linger's end
+  });
+
   it('runs a command whose wake message was lost when the linger ends, not later', async () => {
-    const rt = await runtime(600);
+    const worker = await runtime(600);
+    const rt = await runtime(600, {}, worker.keys.prefix, 'api'); // the run lingers in the worker: a message wakes it
     const sid = await session(rt);
     await runCommandsTurn(rt.pipeline, sid, write(1));
     const wakes = vi.spyOn(rt.redis, 'publish').mockResolvedValue(0); // every wake from now on is lost
