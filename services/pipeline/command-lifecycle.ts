@@ -21,11 +21,14 @@ export type ApplyInput = {
   result?: LedgerResult;
   /** the approval this change requests or resolves */
   approval?: ApprovalState;
+  /** `running`: when it started and which process runs it */
+  started?: { at: Date; by?: string };
   /**
-   * `running`: when it started and which process runs it; `run`: the run job that starts it, refused (`notOwner`)
-   * once a re-delivered run took the session's run list over, so a run that lost it starts nothing more.
+   * The run job making the change (session-run.ts): refused (`notOwner`) when a re-delivered run took the session's
+   * list over at this record, so a run that lost its list changes nothing more. A finish is sent without: it
+   * records a side effect that happened.
    */
-  started?: { at: Date; by?: string; run?: string };
+  run?: string | undefined;
   /**
    * job_id written into the events. Only the approval events and enqueue-time
    * skips have carried it; the others write null, which SSE readers rely on.
@@ -99,7 +102,7 @@ export class CommandLifecycle {
     const t = transition(rec.status, event);
     const out = await this.ledger.transition(rec, {
       from: [t.from], to: t.to, unlessTurnFailed: t.guardedByTurn, events: [...t.events],
-      ...(input.started?.run ? { runOwner: input.started.run } : {}),
+      ...(input.run ? { runOwner: input.run } : {}),
       ...(input.approval ? { approval: publicOf(input.approval) } : {}),
       fields: fieldsOf(t.to, input),
       dropCommand: t.dropCommand === 'always' || (t.dropCommand === 'if_large' && hasCutBody(rec)),
@@ -128,8 +131,8 @@ export class CommandLifecycle {
   approvalAnswered(status: ApprovalState['status']): void { this.#d.metrics.approvals.inc({ event: status }); }
 
   /** A command whose worker died: `interrupted`, never run again; whatever it left running in the sandbox is stopped. */
-  async interrupt(rec: LedgerRecord): Promise<void> {
-    const out = await this.apply(rec, 'interrupt', { result: interruptedResult() });
+  async interrupt(rec: LedgerRecord, run?: string): Promise<void> {
+    const out = await this.apply(rec, 'interrupt', { result: interruptedResult(), run });
     if (!out.ok) return;
     // Else the session's next command would wait behind it (and it would change files unseen).
     await this.#d.sandboxes.cancelRunning(rec.session).catch((err: unknown) => {
@@ -137,8 +140,8 @@ export class CommandLifecycle {
     });
   }
 
-  async skip(rec: LedgerRecord, reason: string, eventJobId: string | null = null): Promise<boolean> {
-    return (await this.apply(rec, 'skip', { result: skippedResult(reason), eventJobId })).ok;
+  async skip(rec: LedgerRecord, reason: string, eventJobId: string | null = null, run?: string): Promise<boolean> {
+    return (await this.apply(rec, 'skip', { result: skippedResult(reason), eventJobId, run })).ok;
   }
 
   /** Marks `skipped` every queued command of the turn after its earliest failure; returns how many. */

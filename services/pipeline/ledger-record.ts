@@ -242,22 +242,21 @@ export function assembleRecord(index: number, base: LedgerBase, result: LedgerRe
 }
 
 /**
- * Every field of a record, in the order records have always been written (JSON output unchanged). Copied onto `{}`,
- * 47 fields put a record in V8's dictionary mode, and every later copy and JSON.stringify of it cost 2–6× more
- * (a copy 18 µs, bench/RESULTS.md "Issue 22, seventh pass"); onto this literal's shape it keeps fast properties.
+ * Every field of a record, in the order records have always been written (JSON output unchanged), each undefined
+ * until a part fills it: a field a stored record lacks stays missing (the schema refuses it; nothing is guessed).
+ * Copied onto `{}`, 47 fields put a record in V8's dictionary mode, and every later copy and JSON.stringify of it
+ * cost 2–6× more (a copy 18 µs, bench/RESULTS.md "Issue 22, seventh pass"); onto this literal's shape it keeps fast properties.
  */
 export function blankRecord(): LedgerRecord {
+  const u = undefined;
   return {
-    content_truncated: false, old_text_size: null, old_text_sha256: null, old_text_truncated: false,
-    new_text_size: null, new_text_sha256: null, new_text_truncated: false,
-    session: '', turn: 0, id: '', tool: 'bash', path: null, dest: null, cmd: null,
-    content: null, content_size: null, content_sha256: null, old_text: null, new_text: null,
-    need_result: false, timeout: null, flow: 'api', risk: 'low', decision: 'allow', matched_rule: null, matched_rules: [],
-    justification: null, policy_reason: null, enqueued_at: '', timings: undefined as unknown as Timings,
-    error: null, error_code: null, bytes_written: null, stdout: null, stderr: null, stdout_truncated: false, stderr_truncated: false,
-    exit_code: null, duration_ms: null, output_summary: null,
-    index: 0, status: 'queued', approval: null, injected: false, started_at: null, finished_at: null, executed_by: null,
-  };
+    content_truncated: u, old_text_size: u, old_text_sha256: u, old_text_truncated: u, new_text_size: u, new_text_sha256: u, new_text_truncated: u,
+    session: u, turn: u, id: u, tool: u, path: u, dest: u, cmd: u, content: u, content_size: u, content_sha256: u, old_text: u, new_text: u,
+    need_result: u, timeout: u, flow: u, risk: u, decision: u, matched_rule: u, matched_rules: u, justification: u, policy_reason: u,
+    enqueued_at: u, timings: u, edited_from: u,
+    error: u, error_code: u, bytes_written: u, stdout: u, stderr: u, stdout_truncated: u, stderr_truncated: u, exit_code: u, duration_ms: u, output_summary: u,
+    index: u, status: u, approval: u, injected: u, started_at: u, finished_at: u, executed_by: u,
+  } as unknown as LedgerRecord;
 }
 
 /** UTF-16-safe cap on a captured stream; the flag says something was cut. */

@@ -49,7 +49,7 @@ export class Processor {
     switch (rec.status) {
       case 'queued': return this.#queued(rec, loaded, step);
       case 'awaiting_approval': return this.#awaitApproval(rec, step);
-      case 'running': return this.#p.lifecycle.interrupt(rec);
+      case 'running': return this.#p.lifecycle.interrupt(rec, step.run);
       default: return; // final already (e.g. skipped eagerly)
     }
   }
@@ -58,8 +58,8 @@ export class Processor {
     const { command } = loaded;
     const life = this.#p.lifecycle;
     const session = await this.#p.sessions.withRunningJob(rec.session, loaded.runningJob);
-    if (!session || !command) return this.#fail(rec, internalResult(`session or command data missing for ${rec.session}#${rec.index}`));
-    if (loaded.deleted) { await life.skip(rec, SESSION_DELETED); return; }
+    if (!session || !command) return this.#fail(rec, internalResult(`session or command data missing for ${rec.session}#${rec.index}`), step.run);
+    if (loaded.deleted) { await life.skip(rec, SESSION_DELETED, null, step.run); return; }
     const ctx: RunContext = { rec, session, grants: loaded.grants, command, ...(step.run ? { run: step.run } : {}) };
     // An `allow` at enqueue stays `allow` (a session's layers never change,
     // grants only loosen) unless a symlink makes the path another one: that
@@ -67,11 +67,11 @@ export class Processor {
     // it if its turn failed at an earlier command (it is then skipped).
     if (rec.decision === 'allow') return this.#run(ctx, null, step.onFinishSent);
     const failure = await life.ledger.turnFailure(rec.session, rec.turn);
-    if (failure && failure.index < rec.index) { await life.skip(rec, skipReason(failure)); return; }
+    if (failure && failure.index < rec.index) { await life.skip(rec, skipReason(failure), null, step.run); return; }
     const admission = admit(this.#p.gate, session, command, loaded.grants);
     if (admission.action === 'run') return this.#run(ctx, null);
     if (admission.action === 'ask') return this.#ask(ctx, admission.evaluation, step);
-    await life.apply(rec, 'forbid', { result: endedResult(admission.reason, admission.code), jobId: session.job_id });
+    await life.apply(rec, 'forbid', { result: endedResult(admission.reason, admission.code), jobId: session.job_id, run: step.run });
   }
 
   async #ask(ctx: RunContext, evaluation: Evaluation, step: ProcessStep): Promise<void> {
@@ -81,7 +81,7 @@ export class Processor {
     const state = await approvals.request({
       record: rec, command, evaluation, grants: gate.grantOptions(command, evaluation), ttlS: this.#opts.approvalTtlS, jobId: session.job_id, ...extras,
     });
-    const moved = await lifecycle.apply(rec, 'ask', { approval: state, eventJobId: session.job_id });
+    const moved = await lifecycle.apply(rec, 'ask', { approval: state, eventJobId: session.job_id, run: ctx.run });
     lifecycle.approvalRequested();
     if (!moved.ok) {
       // Skipped or changed meanwhile: withdraw the request so nobody answers a dead token.
@@ -92,31 +92,31 @@ export class Processor {
   }
 
   async #awaitApproval(rec: LedgerRecord, step: ProcessStep): Promise<void> {
-    if (!rec.approval) return this.#fail(rec, internalResult('awaiting approval without a token'));
+    if (!rec.approval) return this.#fail(rec, internalResult('awaiting approval without a token'), step.run);
     const { approvals, lifecycle, sessions, sandboxes } = this.#p;
     // The operator may take minutes: the sandbox is paused meanwhile (nothing runs there), and the command's execute resumes it.
     void sandboxes.pause?.(rec.session).catch((err: unknown) => withIds({ session_id: rec.session }).warn({ err }, 'pausing the sandbox for an approval wait failed; it stays running'));
     const state = await approvals.waitForAnswer(rec.approval.token, step.signal);
     lifecycle.approvalAnswered(state.status);
-    if (state.status !== 'approve' && state.status !== 'approve_for_session' && state.status !== 'approve_edited') return this.#reject(rec, state);
+    if (state.status !== 'approve' && state.status !== 'approve_for_session' && state.status !== 'approve_edited') return this.#reject(rec, state, step.run);
     sandboxes.prewake?.(rec.session); // thawed while the command and its grants are read back
     // An edit was written into the record with the answer (approval-edit.ts): what runs, and the record's events, are the edited ones.
     if (state.status === 'approve_edited') rec = (await lifecycle.ledger.get(rec.session, rec.index)) ?? rec;
     const command = await lifecycle.ledger.command(rec.session, rec.index);
-    if (!command) return this.#fail(rec, internalResult('command data missing'));
+    if (!command) return this.#fail(rec, internalResult('command data missing'), step.run);
     const session = await sessions.get(rec.session);
-    if (!session) return this.#fail(rec, internalResult(`session ${rec.session} missing`));
+    if (!session) return this.#fail(rec, internalResult(`session ${rec.session} missing`), step.run);
     const grants = await lifecycle.ledger.grants(rec.session);
     return this.#run({ rec: { ...rec, approval: ledgerApproval(state) }, session, grants, command, ...(step.run ? { run: step.run } : {}) }, state);
   }
 
-  async #reject(rec: LedgerRecord, state: ApprovalState): Promise<void> {
+  async #reject(rec: LedgerRecord, state: ApprovalState, run?: string): Promise<void> {
     const reason = state.status === 'expired' ? 'approval timed out' : state.reason || 'rejected by operator';
-    await this.#p.lifecycle.apply(rec, 'reject', { result: rejectedResult(reason), approval: state, eventJobId: state.job_id });
+    await this.#p.lifecycle.apply(rec, 'reject', { result: rejectedResult(reason), approval: state, eventJobId: state.job_id, run });
   }
 
-  async #fail(rec: LedgerRecord, result: LedgerResult): Promise<void> {
-    await this.#p.lifecycle.apply(rec, 'fail', { result });
+  async #fail(rec: LedgerRecord, result: LedgerResult, run?: string): Promise<void> {
+    await this.#p.lifecycle.apply(rec, 'fail', { result, run });
   }
 
   #run(ctx: RunContext, approval: ApprovalState | null, onFinishSent?: OnFinishSent): Promise<void> {

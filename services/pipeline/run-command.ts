@@ -35,7 +35,7 @@ export type RunOptions = { workerId?: string; outputCapChars?: number };
  * (the run's next step) goes to Redis in the same write (ioredis pipelines a tick's commands).
  */
 export type OnFinishSent = (status: LedgerStatus) => void;
-/** `run`: the run job's id (session-run.ts); its start is refused once another run holds the session's list */
+/** `run`: the run job's id (session-run.ts); its changes are refused once another run took the session's list over */
 export type RunContext = { rec: LedgerRecord; session: SessionMeta; grants: Grant[]; command: Command; run?: string };
 
 type Judge = (resolved: Command) => PathVerdict;
@@ -44,7 +44,7 @@ export async function runCommand(p: RunPorts, ctx: RunContext, approval: Approva
   const { rec, session } = ctx;
   const at = new Date();
   const started = await p.lifecycle.apply(rec, 'start', {
-    started: { at, ...(opts.workerId ? { by: opts.workerId } : {}), ...(ctx.run ? { run: ctx.run } : {}) }, ...(approval ? { approval } : {}),
+    started: { at, ...(opts.workerId ? { by: opts.workerId } : {}) }, run: ctx.run, ...(approval ? { approval } : {}),
   });
   if (!started.ok) {
     if ('notOwner' in started) {

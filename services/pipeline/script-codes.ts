@@ -33,7 +33,7 @@ export const ScriptCode = {
   STALE_JOB: 13,
   /** runNext: the run list is empty and the run job lingers on it (run state `until`) */
   LINGER: 14,
-  /** transition: the run that asked no longer holds the session's run list (a re-delivered run took it over); detail: the run that does; nothing written */
+  /** transition: the record is marked by another run than the one that asked (a re-delivered run took the list over at it); detail: that run; nothing written */
   NOT_OWNER: 15,
 } as const;
 

@@ -28,6 +28,9 @@ export interface SessionDeleteDeps {
  * the session stays (503 `cleanup_failed`) and DELETE can be tried again.
  */
 export async function deleteSession(d: SessionDeleteDeps, sid: string, owner: string | null): Promise<void> {
+  // A DELETE repeated after one that finished: nothing to redo, and nothing to undo (an unmark after a failure here
+  // would leave a live session whose meta expires, and its new keys with it).
+  if (await d.sessions.deleteFinished(sid)) return;
   // Marked first, so no new work starts a container for it meanwhile.
   await d.sessions.markDeleted(sid);
   const records = await d.ledger.list(sid);

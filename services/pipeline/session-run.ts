@@ -117,23 +117,26 @@ async function runOne(
   } catch (err) {
     early = null;
     if (err instanceof ApprovalWaitAborted) throw err;
-    await closeFailedCommand(d.processor.lifecycle, sid, index, err as Error);
+    await closeFailedCommand(d.processor.lifecycle, sid, index, err as Error, run.id);
   }
   d.onCommand(undefined);
   return early ?? d.queues.next(sid, run, index);
 }
 
-/** A command whose processing threw: never leave its record open (the run goes on with the next). */
-export async function closeFailedCommand(lifecycle: CommandLifecycle, sid: string, index: number, err: Error): Promise<void> {
+/**
+ * A command whose processing threw: never leave its record open (the run goes on with the next). `run`: the run that
+ * ran it; nothing is closed once a re-delivered run took the list over at it (that run's command now).
+ */
+export async function closeFailedCommand(lifecycle: CommandLifecycle, sid: string, index: number, err: Error, run?: string): Promise<void> {
   const read = await lifecycle.ledger.get(sid, index).then((rec) => ({ rec }), (e: unknown) => ({ rec: null, e }));
   const ids = withIds({ session_id: sid, command_id: read.rec?.id });
   ids.error({ err, index, status: read.rec?.status ?? null }, 'a command failed in its run');
   try {
     if ('e' in read) throw read.e;
     const { rec } = read;
-    if (rec?.status === 'running') await lifecycle.interrupt(rec);
+    if (rec?.status === 'running') await lifecycle.interrupt(rec, run);
     else if (rec?.status === 'queued' || rec?.status === 'awaiting_approval') {
-      await lifecycle.apply(rec, 'fail', { result: queueErrorResult(err.message) });
+      await lifecycle.apply(rec, 'fail', { result: queueErrorResult(err.message), run });
     }
   } catch (e) {
     ids.error({ err: e, index }, 'could not close the record of a failed command');

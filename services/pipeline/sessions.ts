@@ -2,7 +2,7 @@ import { createHash, randomBytes } from 'node:crypto';
 import { z } from 'zod';
 import { ApprovalMode } from '../policy/index.ts';
 import type { Keys } from './keys.ts';
-import type { PipelineRedis } from './redis.ts';
+import { execMulti, type PipelineRedis } from './redis.ts';
 
 // Session metadata in Redis, readable by every API and worker process. The
 // fields set at creation never change, so processes may cache them;
@@ -142,6 +142,13 @@ export class Sessions {
     await this.#redis.hdel(this.#keys.sessionMeta(sid), 'deleted_at');
     this.#cache.delete(sid);
     this.#jobs.delete(sid);
+  }
+
+  /** Its DELETE finished: marked deleted, and its keys carry the retention TTL (session-delete.ts, retention.ts). */
+  async deleteFinished(sid: string): Promise<boolean> {
+    const meta = this.#keys.sessionMeta(sid);
+    const [deleted, ttl] = await execMulti(this.#redis.multi().hexists(meta, 'deleted_at').pttl(meta));
+    return deleted === 1 && Number(ttl) > 0;
   }
 
   async isDeleted(sid: string): Promise<boolean> {

@@ -10,7 +10,7 @@
   KEYS[7] event stream
   KEYS[8] record key prefix (keys.recordPrefix): the record is KEYS[8] .. index, the same
           hash tag, so the same slot as the declared prefix (the index is only known here)
-  KEYS[9] session meta hash (`deleted_at`: nothing is written for a deleted session); `run_until`: a run
+  KEYS[9] session meta hash (its TTL, once deleted, is given to every key written here); `run_until`: a run
           job lingers on the empty run list till then (ms of Redis's clock, runNext)
   KEYS[10] session byte counter: charged the record's and the event's stored sizes (storage-budget.ts)
   KEYS[11] run list: a record created `queued` appends its index (queues.ts)
@@ -29,7 +29,7 @@
   the record is not queued: 1 means no run job works on the session, so the caller starts one;
   wake = 1 when the list was empty but a run job lingers on it (`run_until` not past): the caller
   wakes that run instead of starting one)
-  Uses emitEvent (lib/emitEvent.lua).
+  Uses emitEvent (lib/emitEvent.lua) and followTtl (lib/followTtl.lua).
 ]]
 local meta = redis.call('HMGET', KEYS[9], 'json', 'deleted_at', 'running_job', 'run_until')
 if not meta[1] or meta[2] then return {RC.MISSING} end
@@ -68,8 +68,7 @@ if s then data = string.sub(data, 1, s - 1) .. '"index":' .. n .. string.sub(dat
 -- fields, ids and list entries cost about 200 bytes beyond the values
 local seq, charge = emitEvent(KEYS[6], KEYS[7], ARGV[10], ARGV[11], n, ARGV[12], data)
 redis.call('INCRBY', KEYS[10], #ARGV[6] + #ARGV[7] + #ARGV[8] + #ARGV[9] + #(ARGV[14] or '') + 2 * #ARGV[1] + 200 + charge)
--- No TTL to follow (lib/followTtl.lua): only a DELETE gives the meta hash one (retention.ts), after
--- `deleted_at`, and a deleted session was refused above, so nothing written here can be a late write.
+followTtl(KEYS[9], KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7], KEYS[10], KEYS[11], rec)
 local wake = 0
 if run == 1 and meta[4] then
   local t = redis.call('TIME')

@@ -15,7 +15,9 @@
   KEYS[4] grants list
   KEYS[5] record key prefix (keys.recordPrefix): the next record is KEYS[5] .. index (same tag, same slot)
   ARGV[1] index just finished ('' = none: the run starts, or steps again after a linger)
-  ARGV[2] the run's id   ARGV[3] '1' = the run starts: it takes the list over (`run_owner`)
+  ARGV[2] the run's id   ARGV[3] '1' = the run starts: it takes the list over (`run_owner`), and marks the record at
+          its head (field `run`): that is the only record an earlier run may still act on (it read it before), and
+          transition-7.lua refuses a run's change to a record marked by another run
   ARGV[4] ms to linger on an empty list ('0' = the run ends there)
   Returns {RC.OK} (the run ends: its list is empty, or another run took it over) | {RC.LINGER} | {RC.PAUSED}
         | {RC.OK, next index, its record (flat HGETALL), meta deleted_at, meta running_job, grants}
@@ -29,6 +31,10 @@ elseif meta[3] and meta[3] ~= ARGV[2] then
   return {RC.OK}
 end
 local head = redis.call('LRANGE', KEYS[1], 0, 1)
+if ARGV[3] == '1' and head[1] then
+  local marked = KEYS[5] .. head[1]
+  if redis.call('EXISTS', marked) == 1 then redis.call('HSET', marked, 'run', ARGV[2]) end
+end
 if ARGV[1] ~= '' and head[1] == ARGV[1] then
   redis.call('LPOP', KEYS[1])
   table.remove(head, 1)

@@ -12,20 +12,19 @@
   ARGV[3] "1" refuse when the turn failed at an earlier command (smaller index)   ARGV[4] record index
   ARGV[5] "1" new status is final (and the old one was not)   ARGV[6] "1" new status fails the turn
   ARGV[7] event channel   ARGV[8] events kept per session (0 = all)
-  ARGV[9] the id of the run that asks ('' = none): refused when another run holds the session's run list
-          (meta `run_owner`, runNext-5.lua), so a run whose list a re-delivered one took over starts nothing more
+  ARGV[9] the id of the run that asks ('' = none): refused when the record is marked by another run (field `run`,
+          written by runNext-5.lua when a run takes the list over at it), so a run whose list a re-delivered one took
+          over changes nothing more (a finish is sent without: it records a side effect that happened)
   ARGV[10] number of events E, then E pairs (type, JSON without seq), then field/value pairs to HSET; a field
           named "+name" is one the record does not have yet (started_at, result, …): its size is not read first
   Returns {RC.OK, last seq} | {RC.STATUS_MISMATCH, current status ('' = no record)} | {RC.TURN_FAILED, failure marker}
-        | {RC.NOT_OWNER, the run holding the list}
+        | {RC.NOT_OWNER, the run that marked the record}
   Uses emitEvent (lib/emitEvent.lua) and followTtl (lib/followTtl.lua).
 ]]
-if ARGV[9] ~= '' then
-  local owner = redis.call('HGET', KEYS[6], 'run_owner')
-  if owner and owner ~= ARGV[9] then return {RC.NOT_OWNER, owner} end
-end
-local cur = redis.call('HGET', KEYS[1], 'status')
+local now = redis.call('HMGET', KEYS[1], 'status', 'run')
+local cur = now[1]
 if not cur then return {RC.STATUS_MISMATCH, ''} end
+if ARGV[9] ~= '' and now[2] and now[2] ~= ARGV[9] then return {RC.NOT_OWNER, now[2]} end
 local ok = false
 for s in string.gmatch(ARGV[1], '%S+') do if s == cur then ok = true end end
 if not ok then return {RC.STATUS_MISMATCH, cur} end

@@ -9,6 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createRuntime, type Runtime } from '../../../services/main/index.ts';
 import { readEvents } from '../../../services/pipeline/event-reader.ts';
 import { Processor } from '../../../services/pipeline/processor.ts';
+import { closeFailedCommand } from '../../../services/pipeline/session-run.ts';
 import type { RunStep } from '../../../services/pipeline/queues.ts';
 import { FakeSandboxes } from './fake-sandboxes.ts';
 import { cleanupPrefix, testConfig, testPrefix } from './helpers.ts';
@@ -26,15 +27,15 @@ afterAll(async () => {
 });
 
 /** A session with `n` queued bash commands in its run list, written by the ledger alone: no run job starts. */
-async function sessionWithCommands(n: number): Promise<{ sid: string; indexes: number[] }> {
+async function sessionWithCommands(n: number, first: { cmd: string; decision: 'allow' | 'prompt' } = { cmd: 'echo 1', decision: 'allow' }): Promise<{ sid: string; indexes: number[] }> {
   const sid = (await rt.pipeline.createSession({ owner: null, approval: 'on-request' })).session_id;
   const turn = await rt.pipeline.nextTurn(sid);
   const ledger = rt.pipeline.workerSide().lifecycle.ledger;
   const indexes: number[] = [];
   for (let i = 1; i <= n; i++) {
     const created = await ledger.create({
-      session: sid, turn, command: { id: String(i), tool: 'bash', cmd: `echo ${i}`, need_result: false }, flow: 'api',
-      evaluation: { decision: 'allow', matched_rules: [], reason: '' }, status: 'queued', jobGuard: '',
+      session: sid, turn, command: { id: String(i), tool: 'bash', cmd: i === 1 ? first.cmd : `echo ${i}`, need_result: false }, flow: 'api',
+      evaluation: { decision: i === 1 ? first.decision : 'allow', matched_rules: [], reason: '' }, status: 'queued', jobGuard: '',
     });
     if (created.kind !== 'created') throw new Error(`not created: ${created.kind}`);
     indexes.push(created.index);
@@ -98,6 +99,43 @@ describe('a run that lost its list to a re-delivered run', () => {
     expect((await ledger.transition(rec, { from: ['queued'], to: 'running', events: ['command_started'] })).ok).toBe(true);
   });
 
+  it('does not ask an operator for it either: the run holding the list asks, and runs it once approved (reviewer helper-52, F1)', async () => {
+    const { sid, indexes } = await sessionWithCommands(2, { cmd: 'rm -rf x', decision: 'prompt' });
+    const ledger = rt.pipeline.workerSide().lifecycle.ledger;
+    const stale = commandOf(await rt.pipeline.queues.next(sid, { id: 'run-stale', start: true, lingerMs: 0 }, null));
+    const taker = commandOf(await rt.pipeline.queues.next(sid, { id: 'run-taker', start: true, lingerMs: 0 }, null));
+    // The stale run's ask lands first. Unfenced, it won, the taker's lost and moved on, and the approved command
+    // then waited forever: the stale run may not start it, and the taker had left it.
+    const staleDone = processor().process(sid, stale.index, { load: stale.load(), run: 'run-stale' });
+    const stepped = await Promise.race([staleDone.then(() => 'returned'), sleep(1000).then(() => 'waits for an operator')]);
+    expect(stepped).toBe('returned');
+    expect((await ledger.get(sid, stale.index))!.status).toBe('queued');
+    const takerDone = processor().process(sid, taker.index, { load: taker.load(), run: 'run-taker' });
+    const waiting = await until(async () => {
+      const rec = await ledger.get(sid, taker.index);
+      return rec?.status === 'awaiting_approval' ? rec : null;
+    });
+    expect(await rt.pipeline.approvals.answer(waiting.approval!.token, 'approve', null, 'operator')).toBe('ok');
+    await takerDone;
+    expect((await ledger.get(sid, indexes[0]!))!.status).toBe('succeeded');
+    expect(fake.log.filter((l) => l.sid === sid).map((l) => l.id)).toEqual(['1']);
+  });
+
+  it('does not close a command the run holding the list now runs, when its own processing threw (reviewer helper-52, F2)', async () => {
+    const { sid, indexes } = await sessionWithCommands(1);
+    const ledger = rt.pipeline.workerSide().lifecycle.ledger;
+    await rt.pipeline.queues.next(sid, { id: 'run-stale', start: true, lingerMs: 0 }, null);
+    await rt.pipeline.queues.next(sid, { id: 'run-taker', start: true, lingerMs: 0 }, null);
+    const rec = (await ledger.get(sid, indexes[0]!))!;
+    const started = await ledger.transition(rec, {
+      from: ['queued'], to: 'running', events: ['command_started'], runOwner: 'run-taker', fields: { started_at: new Date().toISOString() },
+    });
+    expect(started.ok).toBe(true);
+    await closeFailedCommand(rt.pipeline.workerSide().lifecycle, sid, indexes[0]!, new Error('the stale run threw'), 'run-stale');
+    expect((await ledger.get(sid, indexes[0]!))!.status).toBe('running');
+    expect(fake.cancelled).not.toContain(sid);
+  });
+
   it('through a real run job: an approval answered after a takeover is run by the run holding the list, not by the waiting one', async () => {
     const sid = (await rt.pipeline.createSession({ owner: null, approval: 'on-request' })).session_id;
     const turn = await rt.pipeline.nextTurn(sid);
@@ -120,6 +158,8 @@ describe('a run that lost its list to a re-delivered run', () => {
     expect(fake.log.filter((l) => l.sid === sid).map((l) => l.id)).toEqual(['1']);
   });
 });
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /** Polls `read` (bounded: 5 s) until it gives a value. */
 async function until<T>(read: () => Promise<T | null>): Promise<T> {

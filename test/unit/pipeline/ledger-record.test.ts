@@ -44,6 +44,11 @@ describe('ledger record', () => {
     expect(rec).toMatchObject({ index: 4, status: 'running', injected: true, approval: null, finished_at: null, error: null, stdout_truncated: false });
     expect(() => recordFromHash(1, { status: 'queued' })).toThrow(/incomplete/);
     expect(() => recordFromHash(1, { base: JSON.stringify(base), status: 'exploded' })).toThrow();
+    // A field the stored base lacks is missing, never a default (reviewer helper-52, F5): `decision` absent is no `allow`.
+    const { decision: _, ...lacking } = base;
+    expect(() => recordFromHash(1, { base: JSON.stringify(lacking), status: 'queued' })).toThrow(/decision/);
+    expect(recordFromHash(1, { base: JSON.stringify(lacking), status: 'queued' }, false).decision).toBeUndefined();
+    expect(JSON.stringify(recordFromHash(1, { base: JSON.stringify(lacking), status: 'queued' }, false))).not.toContain('"decision"');
   });
 
   it('derives timings from the record\'s own timestamps, in the path\'s order; records from before timings read as admitted when enqueued', () => {
