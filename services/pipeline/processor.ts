@@ -27,7 +27,7 @@ type Loaded = ExecutionLoad;
 /**
  * How a run job asks for one command. `load`: what its step read with the command's name (execution-load.ts), else
  * read here; `onFinishSent`: see run-command.ts, called only when the command runs now (not after an approval wait);
- * `run`: the run's id, so a run that lost its list starts nothing (ApplyInput.started).
+ * `run`: the run's id, so a run that lost its list changes nothing of the command (ApplyInput.run).
  */
 export type ProcessStep = { signal?: AbortSignal; load?: ExecutionLoad; onFinishSent?: OnFinishSent; run?: string };
 
