@@ -36,7 +36,7 @@ export type TransitionOutcome = { ok: true; record: LedgerRecord } | { ok: false
 
 export type TransitionSpec = {
   from: LedgerStatus[]; to: LedgerStatus;
-  /** refuse (and report) when the turn already failed: used for queued → running; `runOwner`: unless this run holds the run list */
+  /** refuse (and report) when the turn already failed: used for queued → running; `runOwner`: unless another run marked the record */
   unlessTurnFailed?: boolean; runOwner?: string;
   events: LedgerEventType[];
   approval?: PublicApproval;
