@@ -45,7 +45,7 @@ export class JobStore {
   async #pruneList(): Promise<void> {
     const oldest = await this.#redis.zrange(this.#keys.jobs(), 0, PRUNE_BATCH - 1);
     if (oldest.length === 0) return;
-    // One EXISTS each (auto-pipelined): the jobs live in different slots.
+    // One EXISTS each (one socket write): the jobs live in different slots.
     const found = await Promise.all(oldest.map((id) => this.#redis.exists(this.#keys.job(id))));
     const gone = oldest.filter((_, i) => found[i] === 0);
     if (gone.length > 0) await this.#redis.zrem(this.#keys.jobs(), ...gone);

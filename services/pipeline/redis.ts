@@ -4,11 +4,12 @@ import { log } from '../log/index.ts';
 import { keySlot } from './key-slot.ts';
 import { parseRedisUrl, type RedisTarget } from '../config/index.ts';
 import { LUA_CODES } from './script-codes.ts';
+import { BatchingConnector, BatchingSentinelConnector, wireSentinelEvents } from './redis-write-batch.ts';
 
 // Connection factory and the registry of the Lua scripts (the atomic storage
 // steps), registered as ioredis custom commands (EVALSHA with automatic script
-// loading, auto-pipelined in call order with the other commands: a plain
-// sendCommand would overtake the tick's batch). Scripts live in ./scripts as
+// loading, sent in call order with the other commands; a loop turn's commands
+// leave in one socket write, redis-write-batch.ts). Scripts live in ./scripts as
 // `<name>-<numKeys>.lua`, each with a KEYS/ARGV header; their keys are built by keys.ts and passed in. A script
 // gets the return codes (script-codes.ts) and the shared functions of
 // ./scripts/lib it calls prepended.
@@ -58,9 +59,9 @@ function baseOptions(name: string): RedisOptions {
     connectionName: name,
     // Keep reconnecting: a Redis restart (AOF) must not kill the service.
     retryStrategy: (times) => Math.min(times * 100, 2000),
-    // Commands issued in the same tick leave in one socket write: under load the
+    // A loop turn's commands leave in one socket write (redis-write-batch.ts): under load the
     // write syscalls, not Redis, were the service's largest CPU cost.
-    enableAutoPipelining: true,
+    Connector: BatchingConnector as unknown as RedisOptions['Connector'],
   };
 }
 
@@ -75,11 +76,14 @@ function connect(target: RedisTarget, base: RedisOptions): Redis | Cluster {
   const auth = { ...(target.username ? { username: target.username } : {}), ...(target.password !== undefined ? { password: target.password } : {}) };
   const tls = target.tls ? { tls: {} } : {};
   if (target.kind === 'sentinel') {
-    return new Redis({
+    const sentinel = new Redis({
       ...base, ...auth, ...tls, sentinels: target.sentinels, name: target.master, db: target.db,
+      ...(base.Connector ? { Connector: BatchingSentinelConnector as unknown as RedisOptions['Connector'] } : {}),
       ...(target.sentinelPassword ? { sentinelPassword: target.sentinelPassword } : {}),
       ...(target.tls ? { enableTLSForSentinelMode: true, sentinelTLS: {} } : {}),
     });
+    wireSentinelEvents(sentinel);
+    return sentinel;
   }
   const { enableAutoPipelining, retryStrategy, lazyConnect, enableOfflineQueue, ...nodeOptions } = base;
   // Per-node options (BullMQ reads maxRetriesPerRequest from redisOptions);
@@ -97,10 +101,9 @@ function connect(target: RedisTarget, base: RedisOptions): Redis | Cluster {
 
 /**
  * BullMQ's connection (the session queues and their Workers), with none of the
- * pipeline's scripts: with auto-pipelining, ioredis builds a Pipeline object per
- * batch and copies every script of its connection onto it. BullMQ's 52 scripts
- * on the pipeline's connection made that 45 µs a batch instead of 14, several
- * batches per command (bench:redis-commands).
+ * pipeline's scripts: ioredis copies every script of a connection onto each
+ * MULTI and pipeline it builds. BullMQ's 52 scripts on the pipeline's
+ * connection made that 45 µs each instead of 14 (bench:redis-commands).
  */
 export function createQueueRedis(url: string, name: string): Redis {
   const redis = connect(parseRedisUrl(url), baseOptions(name));

@@ -41,7 +41,7 @@ export class SessionRetention {
     await this.#redis.zrem(k.sessions(), sid);
     if (tokens.length > 0) await this.#redis.zrem(k.approvalsDecided(), ...tokens);
     let expired = 0;
-    // One EXPIRE each, a chunk at a time (auto-pipelined): the approvals' index
+    // One EXPIRE each, a chunk at a time (one socket write): the approvals' index
     // entries are global keys, in other slots of a Cluster than the session's.
     for (let i = 0; i < keys.length; i += CHUNK) {
       const done = await Promise.all(keys.slice(i, i + CHUNK).map((key) => this.#redis.expire(key, this.#ttlS)));

@@ -32,7 +32,7 @@ export type RunPorts = {
 export type RunOptions = { workerId?: string; outputCapChars?: number };
 /**
  * Called in the same tick as the final transition is sent, with the status it writes: what the caller sends then
- * (the run's next step) goes to Redis in the same write (ioredis pipelines a tick's commands).
+ * (the run's next step) goes to Redis in the same write (a loop turn's commands leave together, redis-write-batch.ts).
  */
 export type OnFinishSent = (status: LedgerStatus) => void;
 /** `run`: the run job's id (session-run.ts); its changes are refused once another run took the session's list over */

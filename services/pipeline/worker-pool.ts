@@ -128,7 +128,7 @@ export class WorkerPool {
     const scores: number[] = [];
     for (let i = 0; i < busy.length; i += 2) { sids.push(busy[i]!); scores.push(Number(busy[i + 1])); }
     if (sids.length === 0) return;
-    // A GET and an LLEN each (auto-pipelined; on a Cluster the sessions are in different slots).
+    // A GET and an LLEN each (one socket write; on a Cluster the sessions are in different slots).
     const [open, runs] = await Promise.all([
       Promise.all(sids.map((s) => redis.get(keys.open(s)))), Promise.all(sids.map((s) => redis.llen(keys.runList(s)))),
     ]);

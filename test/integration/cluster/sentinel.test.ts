@@ -40,6 +40,15 @@ describe('REDIS_URL redis+sentinel:// (own redis-server and sentinel)', () => {
       }
       await redis.set(keys.sessionMeta('s1'), 'x');
       expect(await master.client.get(keys.sessionMeta('s1'))).toBe('x'); // it is the master we started
+      // A turn's commands in one socket write, as on one server (redis-write-batch.ts).
+      const socket = (redis as unknown as { stream: { _writev: (...a: unknown[]) => void; _write: (...a: unknown[]) => void } }).stream;
+      const [write, writev] = [socket._write, socket._writev];
+      let writes = 0;
+      socket._write = function (...a) { writes += 1; return write.apply(this, a); };
+      socket._writev = function (...a) { writes += 1; return writev.apply(this, a); };
+      await Promise.all(Array.from({ length: 10 }, (_, i) => redis.hset(keys.sessionMeta('s2'), `f${i}`, i)));
+      Object.assign(socket, { _write: write, _writev: writev });
+      expect(writes).toBe(1);
       expect(String(await redis.idemReserve(keys.idempotency('o', 'h'), 'v', 1000))).toBe('null');
       const q = new Queue(keys.queueName('s1'), { connection: redis, prefix: keys.bullPrefix });
       const seen: number[] = [];

@@ -74,7 +74,7 @@ describe("the pipeline's scripts", () => {
   });
 
   it("give a process's BullMQ a connection of its own, without them", async () => {
-    // Each custom command of a connection is copied onto every auto-pipelined batch: BullMQ's 52 made it 45 µs, not 14.
+    // Each custom command of a connection is copied onto every MULTI and pipeline: BullMQ's 52 made it 45 µs, not 14.
     const rt = await createRuntime(testConfig(testPrefix('scripts'), { REDIS_URL: own.url }), { sandboxes: new FakeSandboxes(), worker: false });
     try {
       const queues = rt.pipeline.queues.connection;
