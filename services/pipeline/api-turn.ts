@@ -75,14 +75,15 @@ export function turnItems(outputs: readonly ParserOutput[], parsedAt = new Date(
   return outputs.map((o) => (o.type === 'command' ? { command: o.command, parsedAt } : { error: o.error }));
 }
 
+/** `budgetChecked`: the caller checked the key's storage budget for this turn already (runTurn, with its claims). */
 export async function runParsedTurn(
-  p: Pipeline, sid: string, items: TurnItem[], signal?: AbortSignal, known?: SessionMeta,
+  p: Pipeline, sid: string, items: TurnItem[], signal?: AbortSignal, known?: SessionMeta, budgetChecked = false,
 ): Promise<ApiTurnResult> {
   const meta = known ?? (await p.session(sid));
   // Opened before the first enqueue, it sees every finish: the wait reads no status.
   // Subscribed while the turn number is taken (two round trips at once, not one after the other).
   const watching = p.watchFinished(sid);
-  const turn = await p.nextTurn(sid, meta).catch(async (err: unknown) => {
+  const turn = await p.nextTurn(sid, meta, budgetChecked).catch(async (err: unknown) => {
     await watching.then((w) => w.close(), (e: unknown) => withIds({ session_id: sid }).warn({ err: e }, 'the finish watch of a refused turn failed too'));
     throw err;
   });

@@ -191,8 +191,8 @@ export class Pipeline {
   }
 
   /** A new turn number for the session (one POST, or one model call); refused once its key is over its storage budget. `known`: its meta, read moments ago by the caller. */
-  async nextTurn(sid: string, known?: SessionMeta): Promise<number> {
-    await this.storage.assert((known ?? (await this.session(sid))).owner);
+  async nextTurn(sid: string, known?: SessionMeta, budgetChecked = false): Promise<number> {
+    if (!budgetChecked) await this.storage.assert((known ?? (await this.session(sid))).owner);
     return this.#d.redis.incr(this.#d.keys.turnCounter(sid));
   }
 

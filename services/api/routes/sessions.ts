@@ -171,14 +171,16 @@ async function runTurn(c: Context<AppEnv>, p: Pipeline): Promise<Response> {
   if (type && !/^text\/plain\b/i.test(type)) throw new AppError(415, 'unsupported_media_type', `expected text/plain with tf-* tags, got ${type}`);
   // Parsed (and counted) before anything is claimed or recorded.
   const items = turnItems(parseTurnBody(await c.req.text(), p.maxCommandsPerTurn, p.parserOptions));
-  // Both at once (one round trip, not two), refused in a fixed order: an upload first (409), then the key's cap (429).
-  for (const r of await Promise.allSettled([p.claims.assertNotUploading(meta.session_id), p.live.claimLive(meta.owner, meta.session_id)])) {
+  // All at once (their round trips side by side, not one after the other), refused in a fixed order: an upload
+  // first (409), then the key's cap on live sessions (429), then its storage budget (429 storage_quota_exceeded).
+  const checks = [p.claims.assertNotUploading(meta.session_id), p.live.claimLive(meta.owner, meta.session_id), p.storage.assert(meta.owner)];
+  for (const r of await Promise.allSettled(checks)) {
     if (r.status === 'rejected') throw r.reason;
   }
   const signal = c.req.raw.signal;
   p.prewake(meta.session_id, meta); // a container paused while idle thaws while the commands are recorded and queued
   try {
-    const out = await runParsedTurn(p, meta.session_id, items, signal, meta);
+    const out = await runParsedTurn(p, meta.session_id, items, signal, meta, true);
     return c.json({ results: out.results, errors: out.errors }, 200);
   } catch (err) {
     // The client went away while its turn ran: the turn goes on (the ledger
