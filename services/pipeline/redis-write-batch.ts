@@ -8,9 +8,10 @@ import standaloneModule from 'ioredis/built/connectors/StandaloneConnector.js';
 // at setImmediate (the loop's check phase, right after the I/O callbacks that
 // issued them). This is what ioredis's auto-pipelining was for, without its
 // costs: it built a Pipeline object per batch and held a new batch back until
-// the previous one was answered (head-of-line), which added about 60 µs to
-// every sequential round trip and took twice the CPU under load
-// (bench/RESULTS.md, "eighth pass"). Commands leave in call order either way.
+// the previous one was answered (head-of-line), which added 10–30 µs to
+// every sequential round trip and took about twice the CPU under load
+// (bench:redis-write-batch; bench/RESULTS.md, "eighth pass"). Commands leave
+// in call order either way.
 
 type ConnectResult = Promise<Duplex>;
 type ConnectorLike = { connect(onEvent: unknown): ConnectResult };
