@@ -1,5 +1,5 @@
 import type { Duplex } from 'node:stream';
-import { SentinelConnector, type Redis } from 'ioredis';
+import { SentinelConnector } from 'ioredis';
 // Not re-exported by ioredis's index; the package has no exports map, so its built path is reachable.
 import standaloneModule from 'ioredis/built/connectors/StandaloneConnector.js';
 
@@ -20,12 +20,8 @@ type ConnectorClass = new (options: unknown) => ConnectorLike;
 const exported = standaloneModule as unknown as ConnectorClass | { default: ConnectorClass };
 const StandaloneConnector: ConnectorClass = typeof exported === 'function' ? exported : exported.default;
 
-const batched = new WeakSet<Duplex>();
-
 /** Corks `stream` at the first write of a loop turn and uncorks it once the turn's I/O callbacks have run. */
 export function batchWrites(stream: Duplex): Duplex {
-  if (batched.has(stream)) return stream;
-  batched.add(stream);
   let corked = false;
   const flush = () => {
     corked = false;
@@ -50,15 +46,9 @@ export class BatchingConnector extends StandaloneConnector {
   }
 }
 
-/** ioredis's Sentinel connector, its streams batched; `emitter` is what ioredis sets on its own one. */
+/** ioredis's Sentinel connector, its streams batched (the master's and each replica's). */
 export class BatchingSentinelConnector extends SentinelConnector {
   override connect(onEvent: Parameters<SentinelConnector['connect']>[0]): ReturnType<SentinelConnector['connect']> {
     return super.connect(onEvent).then((s) => batchWrites(s as Duplex) as typeof s);
   }
-}
-
-/** A Sentinel client made with a custom connector lacks ioredis's wiring of the connector's events to the client. */
-export function wireSentinelEvents(redis: Redis): void {
-  const connector = (redis as unknown as { connector?: unknown }).connector;
-  if (connector instanceof SentinelConnector) (connector as unknown as { emitter: unknown }).emitter = redis;
 }

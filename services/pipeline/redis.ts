@@ -4,7 +4,7 @@ import { log } from '../log/index.ts';
 import { keySlot } from './key-slot.ts';
 import { parseRedisUrl, type RedisTarget } from '../config/index.ts';
 import { LUA_CODES } from './script-codes.ts';
-import { BatchingConnector, BatchingSentinelConnector, wireSentinelEvents } from './redis-write-batch.ts';
+import { BatchingConnector, BatchingSentinelConnector } from './redis-write-batch.ts';
 
 // Connection factory and the registry of the Lua scripts (the atomic storage
 // steps), registered as ioredis custom commands (EVALSHA with automatic script
@@ -76,14 +76,13 @@ function connect(target: RedisTarget, base: RedisOptions): Redis | Cluster {
   const auth = { ...(target.username ? { username: target.username } : {}), ...(target.password !== undefined ? { password: target.password } : {}) };
   const tls = target.tls ? { tls: {} } : {};
   if (target.kind === 'sentinel') {
-    const sentinel = new Redis({
+    return new Redis({
       ...base, ...auth, ...tls, sentinels: target.sentinels, name: target.master, db: target.db,
+      // With a Connector of ours, ioredis leaves the connector's `emitter` unset: it serves only `failoverDetector`, off here.
       ...(base.Connector ? { Connector: BatchingSentinelConnector as unknown as RedisOptions['Connector'] } : {}),
       ...(target.sentinelPassword ? { sentinelPassword: target.sentinelPassword } : {}),
       ...(target.tls ? { enableTLSForSentinelMode: true, sentinelTLS: {} } : {}),
     });
-    wireSentinelEvents(sentinel);
-    return sentinel;
   }
   const { enableAutoPipelining, retryStrategy, lazyConnect, enableOfflineQueue, ...nodeOptions } = base;
   // Per-node options (BullMQ reads maxRetriesPerRequest from redisOptions);

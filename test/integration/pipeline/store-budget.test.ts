@@ -89,6 +89,15 @@ describe('per-key Redis budget (THINKFLOW_STORE_BYTES_PER_KEY)', () => {
     expect(charged).toBeGreaterThan(real / 2);
     expect(charged).toBeLessThan(real * 2);
     await expectQuota(await c('k-a').text(`/v1/sessions/${sids[0]}/commands`, '<tf-touch id="1" path="x" />'));
+    // The turn's checks go out together and are refused in a fixed order: an upload holding the session (409) first.
+    const upload = await svc.runtime.pipeline.claims.claimUpload(sids[0]!);
+    try {
+      const busy = await c('k-a').text(`/v1/sessions/${sids[0]}/commands`, '<tf-touch id="2" path="x" />');
+      expect(busy.status).toBe(409);
+      expect(((await busy.json()) as { error: { code: string } }).error.code).toBe('session_busy');
+    } finally {
+      await upload.release();
+    }
     await expectQuota(await session('k-a'));
     await expectQuota(await c('k-a').json('/v1/jobs', { task: 'anything' }));
 
