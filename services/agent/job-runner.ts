@@ -30,6 +30,12 @@ export interface JobRunnerDeps<V extends JobState> {
   save(view: V): Promise<void>;
   /** Steering messages and pause (steering.ts); none: the job runs unsteered. */
   control?: JobControl;
+  /**
+   * Called when a turn ends the job unless a message steers it on: nothing of the job is left to run in the
+   * sandbox (no validator follows), so its end may read the workspace ahead. A later turn moves `view.turns`
+   * past the count given, and makes such a reading stale.
+   */
+  onWorkspaceSettled?: (turns: number) => void;
 }
 
 /** Statuses whose ids the model may not reuse in later turns (PROTOCOL.md §5.3): the failed ones and the skipped ones. */
@@ -127,7 +133,7 @@ async function runTurns<V extends JobState>(deps: JobRunnerDeps<V>, view: V, tas
     await beforeModelCall(deps.control, history, signal).catch((err: unknown) => {
       throw signal.aborted ? stoppedBy(signal, view) : err;
     });
-    const { report, outcome } = await oneTurn(deps, view, { call, history: [...history], issued, signal });
+    const { report, outcome } = await oneTurn(deps, view, { call, history: [...history], issued, signal, validated: validation !== null });
     issued += report.commandsIssued;
     // A stream broken off mid-turn gets one more call, told what ran; twice in a row is the model's failure.
     brokenInARow = report.stop.kind === 'stream_broken' ? brokenInARow + 1 : 0;
@@ -144,7 +150,7 @@ async function runTurns<V extends JobState>(deps: JobRunnerDeps<V>, view: V, tas
   throw new JobStopped('failed', `max_turns (${view.limits.max_turns}) reached before the model finished`);
 }
 
-type TurnContext = { call: number; history: AgentMessage[]; issued: number; signal: AbortSignal };
+type TurnContext = { call: number; history: AgentMessage[]; issued: number; signal: AbortSignal; validated: boolean };
 
 async function oneTurn<V extends JobState>(deps: JobRunnerDeps<V>, view: V, c: TurnContext): Promise<{ report: TurnReport; outcome: TurnOutcome }> {
   const { pipeline } = deps;
@@ -177,6 +183,7 @@ async function oneTurn<V extends JobState>(deps: JobRunnerDeps<V>, view: V, c: T
     throw new JobStopped('failed', `too_many_commands: a model call issued more than ${report.stop.limit} commands (THINKFLOW_MAX_COMMANDS_PER_TURN)`);
   }
   let outcome = decideTurnOutcome({ records: report.records, stop: report.stop, nativeCalls: report.toolCalls.length });
+  if (outcome.kind === 'done' && !c.validated) deps.onWorkspaceSettled?.(view.turns);
   // Independent reads, and then two writes, each pair sent together: the turn's end is on every job's path.
   const [steered] = await Promise.all([outcome.kind === 'done' && pendingSteering(deps.control), refreshCounts(pipeline, view)]);
   if (steered) outcome = { kind: 'steered' };

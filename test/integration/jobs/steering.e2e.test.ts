@@ -24,6 +24,14 @@ const STEERING: TranscriptInput[] = [
     ],
   },
   {
+    // The first call ends the job unless a message arrives while its commands still run.
+    name: 'late', match: 'a message after the stream', delay_ms: 0,
+    turns: [
+      { reasoning: '<tf-write id="1" path="first.txt">\none\n</tf-write>\n<tf-bash id="2" cmd="sleep 2" />', text: 'Wrote one.' },
+      { reasoning: '<tf-write id="3" path="second.txt">\ntwo\n</tf-write>\n<tf-bash id="4" cmd="exit 3" />', text: 'Wrote two.' },
+    ],
+  },
+  {
     name: 'pause', match: 'pause around a command', delay_ms: 0,
     turns: [{ reasoning: '<tf-bash id="1" cmd="sleep 3" />\n<tf-write id="2" path="after.txt">\nafter the pause\n</tf-write>', text: 'Slept and wrote.' }],
   },
@@ -83,6 +91,18 @@ describe('steering a running job', () => {
     expect(events.find((e) => e.event === 'turn_ended')?.data).toMatchObject({ api_call: 1, outcome: 'steered' });
     // A finished job takes no more messages.
     expect((await post(`${job_id}/messages`, { text: 'too late' })).status).toBe(409);
+  });
+
+  it('a message after the stream, while its commands run: one more call, and the job\'s change counts include what it wrote', async () => {
+    // The second call fails a command and the job has no third: it ends on a turn that did not look like its last.
+    const { job_id, session_id } = await h.submit({ task: 'a message after the stream', limits: { max_turns: 2 } });
+    await until('the sleep to run', async () => (await h.ledger(session_id)).find((e) => e.id === '2' && e.status === 'running'));
+    expect((await post(`${job_id}/messages`, { text: 'Write second.txt too.' })).status).toBe(202);
+    const job = await h.waitFinal(job_id);
+    expect(job).toMatchObject({ status: 'failed', api_calls: 2, error: expect.stringContaining('max_turns') });
+    expect(await h.file(session_id, 'second.txt')).toBe('two\n');
+    // The workspace read ahead at the first call's end (when it looked like the last) is not what the job reports.
+    expect(job.changes).toEqual({ added: 2, modified: 0, deleted: 0 });
   });
 
   it('bad messages: empty, over 64 KiB (naming the field), unknown fields, past the pending cap; an unknown job is a 404', async () => {

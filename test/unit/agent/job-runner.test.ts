@@ -21,19 +21,22 @@ async function run(calls: Step[][], opts: { flow?: FlowName; limits?: JobState['
   const model = scripted(...calls);
   const sink = collect();
   const saved: string[] = [];
-  const view = await runJob({ pipeline, stream: model.stream, emit: sink.emit, save: async (v) => { saved.push(v.status); } },
+  const settled: number[] = [];
+  const view = await runJob({ pipeline, stream: model.stream, emit: sink.emit, save: async (v) => { saved.push(v.status); }, onWorkspaceSettled: (t) => settled.push(t) },
     newJob(opts.flow, opts.limits), { task: 'do it', ...(opts.files ? { files: opts.files } : {}) }, opts.signal ?? new AbortController().signal);
-  return { view, pipeline, model, events: sink.events, saved };
+  return { view, pipeline, model, events: sink.events, saved, settled };
 }
 
 const lastUser = (messages: readonly { role: string }[]) => [...messages].reverse().find((m) => m.role === 'user') as { text: string } | undefined;
 
 describe('runJob', () => {
   it('a failure is fed back as [THINKFLOW ERROR] with the ledger; the next call ends the job', async () => {
-    const { view, model, events } = await run([
+    const { view, model, events, settled } = await run([
       [{ type: 'reasoning', text: write('1', 'a.txt') }, { type: 'text', text: 'trying' }],
       [{ type: 'text', text: 'fixed it' }],
     ], { results: (c) => (c.id === '1' ? { status: 'failed', error: 'disk full' } : {}) });
+    // The workspace may be read ahead once the turn that ends the job has its commands final, not before.
+    expect(settled).toEqual([2]);
     expect(view).toMatchObject({ status: 'succeeded', turns: 2, api_calls: 2, final_text: 'fixed it', error: null });
     expect(view.commands).toEqual({ ...emptyCounts(), total: 1, failed: 1 });
     const second = model.requests[1]!.messages;
