@@ -31,11 +31,12 @@ export interface JobRunnerDeps<V extends JobState> {
   /** Steering messages and pause (steering.ts); none: the job runs unsteered. */
   control?: JobControl;
   /**
-   * Called when a turn ends the job unless a message steers it on: nothing of the job is left to run in the
-   * sandbox (no validator follows), so its end may read the workspace ahead. A later turn moves `view.turns`
-   * past the count given, and makes such a reading stale.
+   * The job's hold on its workspace: `changing` as each model call's turn starts (its commands may change
+   * files, whether or not the turn completes), `settled` when a turn that ends the job unless a message steers it
+   * on has its commands final and no validator follows. Between a `settled` and the next `changing`, nothing of
+   * the job runs in the sandbox: its end may read the workspace ahead.
    */
-  onWorkspaceSettled?: (turns: number) => void;
+  onWorkspace?: (state: 'changing' | 'settled') => void;
 }
 
 /** Statuses whose ids the model may not reuse in later turns (PROTOCOL.md §5.3): the failed ones and the skipped ones. */
@@ -155,6 +156,7 @@ type TurnContext = { call: number; history: AgentMessage[]; issued: number; sign
 async function oneTurn<V extends JobState>(deps: JobRunnerDeps<V>, view: V, c: TurnContext): Promise<{ report: TurnReport; outcome: TurnOutcome }> {
   const { pipeline } = deps;
   const sid = view.session_id;
+  deps.onWorkspace?.('changing');
   const turn = await pipeline.nextTurn(sid).catch(quotaStops);
   const [, entries] = await Promise.all([deps.emit({ type: 'turn_started', turn, api_call: c.call }), pipeline.entries(sid)]);
   const burntIds = entries.filter((r) => r.turn > 0 && r.flow !== 'native' && BURNT.has(r.status)).map((r) => r.id);
@@ -183,7 +185,7 @@ async function oneTurn<V extends JobState>(deps: JobRunnerDeps<V>, view: V, c: T
     throw new JobStopped('failed', `too_many_commands: a model call issued more than ${report.stop.limit} commands (THINKFLOW_MAX_COMMANDS_PER_TURN)`);
   }
   let outcome = decideTurnOutcome({ records: report.records, stop: report.stop, nativeCalls: report.toolCalls.length });
-  if (outcome.kind === 'done' && !c.validated) deps.onWorkspaceSettled?.(view.turns);
+  if (outcome.kind === 'done' && !c.validated) deps.onWorkspace?.('settled');
   // Independent reads, and then two writes, each pair sent together: the turn's end is on every job's path.
   const [steered] = await Promise.all([outcome.kind === 'done' && pendingSteering(deps.control), refreshCounts(pipeline, view)]);
   if (steered) outcome = { kind: 'steered' };

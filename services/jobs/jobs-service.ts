@@ -148,22 +148,21 @@ export class JobsService {
     const emit = this.events.emitter(view.session_id, view.job_id);
     const pipeline = scopedPipeline(this.#d.pipeline, ledgerFrom);
     // The workspace's comparison (an executor request) starts as soon as the last turn's commands are final,
-    // beside that turn's own end; taken only if no turn came after it.
-    const ahead: { turns: number; counts: Promise<ChangeCounts | null> }[] = [];
-    const onWorkspaceSettled = (turns: number) => ahead.push({ turns, counts: countChanges(this.#d.pipeline, view.session_id, logger) });
-    const final = await runJob({ pipeline, stream: this.#d.endpoint.stream, emit, save, control, onWorkspaceSettled }, view, request, signal);
-    const read = ahead.at(-1);
-    const counting = read && read.turns === final.turns ? read.counts : countChanges(this.#d.pipeline, final.session_id, logger);
+    // beside that turn's own end; dropped once another turn starts (a message steered the job on).
+    const ahead: { counts: Promise<ChangeCounts | null> | null } = { counts: null };
+    const onWorkspace = (state: 'changing' | 'settled') => {
+      ahead.counts = state === 'settled' ? countChanges(this.#d.pipeline, view.session_id, logger) : null;
+    };
+    const final = await runJob({ pipeline, stream: this.#d.endpoint.stream, emit, save, control, onWorkspace }, view, request, signal);
+    const counting = ahead.counts ?? countChanges(this.#d.pipeline, final.session_id, logger);
     // Independent: the pause flags and the workspace's comparison go out together.
     [, final.changes] = await Promise.all([this.#settleControl(final, control, logger), counting]);
     // The final state must land even across a Redis restart, or the job would
-    // stay `running` with a live runner that no recovery would ever fail. Both
-    // leave in one write, the final state first, so a client that sees the job
-    // final finds its session free in the same instant, not a round trip later.
-    await Promise.all([
-      this.#persistently('writing the final job state', logger, () => this.events.finish(this.store.keyOf(final.job_id), final)),
-      this.#persistently('freeing the session of the job', logger, () => this.#d.pipeline.claims.releaseJob(final.session_id, final.job_id)),
-    ]);
+    // stay `running` with a live runner that no recovery would ever fail. The
+    // session is freed only after it: a job submitted on it then starts after
+    // this one's job_finished, whose recovery could otherwise end the new job's stream.
+    await this.#persistently('writing the final job state', logger, () => this.events.finish(this.store.keyOf(final.job_id), final));
+    await this.#persistently('freeing the session of the job', logger, () => this.#d.pipeline.claims.releaseJob(final.session_id, final.job_id));
     logger.info({ status: final.status, reason: final.error, api_calls: final.api_calls }, 'job finished');
     if (final.webhook) this.#d.webhooks.send(final.webhook, 'job_finished', { event: 'job_finished', job: final, links: jobLinks(final) }, final.job_id);
   }

@@ -32,6 +32,14 @@ const STEERING: TranscriptInput[] = [
     ],
   },
   {
+    // Steered on like 'late', then cancelled while the second call's commands still run.
+    name: 'cut', match: 'steered then cancelled', delay_ms: 0,
+    turns: [
+      { reasoning: '<tf-write id="1" path="first.txt">\none\n</tf-write>\n<tf-bash id="2" cmd="sleep 2" />', text: 'Wrote one.' },
+      { reasoning: '<tf-write id="3" path="second.txt">\ntwo\n</tf-write>\n<tf-bash id="4" cmd="sleep 30" />', text: 'Wrote two.' },
+    ],
+  },
+  {
     name: 'pause', match: 'pause around a command', delay_ms: 0,
     turns: [{ reasoning: '<tf-bash id="1" cmd="sleep 3" />\n<tf-write id="2" path="after.txt">\nafter the pause\n</tf-write>', text: 'Slept and wrote.' }],
   },
@@ -102,6 +110,21 @@ describe('steering a running job', () => {
     expect(job).toMatchObject({ status: 'failed', api_calls: 2, error: expect.stringContaining('max_turns') });
     expect(await h.file(session_id, 'second.txt')).toBe('two\n');
     // The workspace read ahead at the first call's end (when it looked like the last) is not what the job reports.
+    expect(job.changes).toEqual({ added: 2, modified: 0, deleted: 0 });
+  });
+
+  it('steered on, then cancelled while the second call\'s commands run: the change counts still include its write', async () => {
+    const { job_id, session_id } = await h.submit({ task: 'steered then cancelled' });
+    await until('the sleep to run', async () => (await h.ledger(session_id)).find((e) => e.id === '2' && e.status === 'running'));
+    expect((await post(`${job_id}/messages`, { text: 'Write second.txt too.' })).status).toBe(202);
+    await until('second.txt written, the long sleep running', async () => {
+      const l = await h.ledger(session_id);
+      return l.some((e) => e.id === '3' && e.status === 'succeeded') && l.some((e) => e.id === '4' && e.status === 'running');
+    });
+    expect((await post(`${job_id}/cancel`)).status).toBe(202);
+    const job = await h.waitFinal(job_id);
+    expect(job.status).toBe('cancelled');
+    // The second call never completed (cancelled mid-drain): the reading taken after the first is stale all the same.
     expect(job.changes).toEqual({ added: 2, modified: 0, deleted: 0 });
   });
 

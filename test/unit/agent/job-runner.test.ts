@@ -21,22 +21,25 @@ async function run(calls: Step[][], opts: { flow?: FlowName; limits?: JobState['
   const model = scripted(...calls);
   const sink = collect();
   const saved: string[] = [];
-  const settled: number[] = [];
-  const view = await runJob({ pipeline, stream: model.stream, emit: sink.emit, save: async (v) => { saved.push(v.status); }, onWorkspaceSettled: (t) => settled.push(t) },
+  const workspace: string[] = [];
+  const view = await runJob({ pipeline, stream: model.stream, emit: sink.emit, save: async (v) => { saved.push(v.status); }, onWorkspace: (s) => { workspace.push(s); sink.events.push({ type: `workspace_${s}` } as never); } },
     newJob(opts.flow, opts.limits), { task: 'do it', ...(opts.files ? { files: opts.files } : {}) }, opts.signal ?? new AbortController().signal);
-  return { view, pipeline, model, events: sink.events, saved, settled };
+  return { view, pipeline, model, events: sink.events, saved, workspace };
 }
 
 const lastUser = (messages: readonly { role: string }[]) => [...messages].reverse().find((m) => m.role === 'user') as { text: string } | undefined;
 
 describe('runJob', () => {
   it('a failure is fed back as [THINKFLOW ERROR] with the ledger; the next call ends the job', async () => {
-    const { view, model, events, settled } = await run([
+    const { view, model, events, workspace } = await run([
       [{ type: 'reasoning', text: write('1', 'a.txt') }, { type: 'text', text: 'trying' }],
       [{ type: 'text', text: 'fixed it' }],
     ], { results: (c) => (c.id === '1' ? { status: 'failed', error: 'disk full' } : {}) });
     // The workspace may be read ahead once the turn that ends the job has its commands final, not before.
-    expect(settled).toEqual([2]);
+    expect(workspace).toEqual(['changing', 'changing', 'settled']);
+    // ...and before that turn's own end is written, so the two overlap.
+    const types = events.map((e) => e.type as string);
+    expect(types.indexOf('workspace_settled')).toBeLessThan(types.lastIndexOf('turn_ended'));
     expect(view).toMatchObject({ status: 'succeeded', turns: 2, api_calls: 2, final_text: 'fixed it', error: null });
     expect(view.commands).toEqual({ ...emptyCounts(), total: 1, failed: 1 });
     const second = model.requests[1]!.messages;

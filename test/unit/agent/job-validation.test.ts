@@ -24,10 +24,10 @@ async function run(calls: Step[][], o: { results?: Results; validate?: JobValida
   const pipeline = new FakePipeline(o.results);
   const model = scripted(...calls);
   const sink = collect();
-  const settled: number[] = [];
-  const view = await runJob({ pipeline, stream: model.stream, emit: sink.emit, save: async () => {}, onWorkspaceSettled: (t) => settled.push(t) }, newJob(o.limits),
+  const workspace: string[] = [];
+  const view = await runJob({ pipeline, stream: model.stream, emit: sink.emit, save: async () => {}, onWorkspace: (s) => workspace.push(s) }, newJob(o.limits),
     { task: 'do it', ...(o.validate ? { validate: o.validate } : {}) }, new AbortController().signal);
-  return { view, pipeline, model, events: sink.events, settled };
+  return { view, pipeline, model, events: sink.events, workspace };
 }
 
 const lastUser = (messages: readonly { role: string }[]) => ([...messages].reverse().find((m) => m.role === 'user') as unknown as { text: string }).text;
@@ -36,12 +36,12 @@ const validatorFails = (rounds: number): Results => (r) =>
 
 describe('a job with a validator', () => {
   it('fails once, the model hears [THINKFLOW VALIDATION FAILED], fixes it and the job succeeds in 2 rounds', async () => {
-    const { view, model, pipeline, events, settled } = await run([
+    const { view, model, pipeline, events, workspace } = await run([
       [{ type: 'reasoning', text: write('1', 'a.txt') }, { type: 'text', text: 'done' }],
       [{ type: 'reasoning', text: write('2', 'a.txt') }, { type: 'text', text: 'fixed' }],
     ], { validate: { cmd: 'npm test', max_rounds: 3 }, results: validatorFails(1) });
     // A validator runs commands after the model's last turn: the workspace is never read ahead of the job's end.
-    expect(settled).toEqual([]);
+    expect(workspace.filter((s) => s === 'settled')).toEqual([]);
     expect(view).toMatchObject({ status: 'succeeded', api_calls: 2, final_text: 'fixed', error: null, validation: { rounds: 2, passed: true } });
     expect(pipeline.records.map((r) => [r.turn, r.id, r.flow, r.status])).toEqual([
       [1, '1', 'reasoning', 'succeeded'], [2, 'validate-1', 'validator', 'failed'], [3, '2', 'reasoning', 'succeeded'], [4, 'validate-2', 'validator', 'succeeded'],
