@@ -11,6 +11,9 @@ import { lastUserMessage, startHarness, type Harness } from './harness.ts';
 
 const TAIL = 'TAIL-NEVER-SENT';
 
+/** A first call that ends the job unless a message arrives while its sleep runs. */
+const WROTE_ONE_THEN_SLEPT = { reasoning: '<tf-write id="1" path="first.txt">\none\n</tf-write>\n<tf-bash id="2" cmd="sleep 2" />', text: 'Wrote one.' };
+
 const STEERING: TranscriptInput[] = [
   {
     // Two commands at once, then a long slow text: the interrupt lands mid-stream.
@@ -27,7 +30,7 @@ const STEERING: TranscriptInput[] = [
     // The first call ends the job unless a message arrives while its commands still run.
     name: 'late', match: 'a message after the stream', delay_ms: 0,
     turns: [
-      { reasoning: '<tf-write id="1" path="first.txt">\none\n</tf-write>\n<tf-bash id="2" cmd="sleep 2" />', text: 'Wrote one.' },
+      WROTE_ONE_THEN_SLEPT,
       { reasoning: '<tf-write id="3" path="second.txt">\ntwo\n</tf-write>\n<tf-bash id="4" cmd="exit 3" />', text: 'Wrote two.' },
     ],
   },
@@ -35,7 +38,7 @@ const STEERING: TranscriptInput[] = [
     // Steered on like 'late', then cancelled while the second call's commands still run.
     name: 'cut', match: 'steered then cancelled', delay_ms: 0,
     turns: [
-      { reasoning: '<tf-write id="1" path="first.txt">\none\n</tf-write>\n<tf-bash id="2" cmd="sleep 2" />', text: 'Wrote one.' },
+      WROTE_ONE_THEN_SLEPT,
       { reasoning: '<tf-write id="3" path="second.txt">\ntwo\n</tf-write>\n<tf-bash id="4" cmd="sleep 30" />', text: 'Wrote two.' },
     ],
   },
