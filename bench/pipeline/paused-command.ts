@@ -14,6 +14,7 @@ import { parseArgs } from 'node:util';
 import Docker from 'dockerode';
 import { freePort, pct, serveAll, stopService } from '../lib/measure.ts';
 import { REPLAY_MODEL_NAME, startReplayModel } from '../../services/replay-model/index.ts';
+import { frozenNow } from '../../services/sandbox/index.ts';
 
 const { values } = parseArgs({ options: {
   samples: { type: 'string', default: '30' },
@@ -69,7 +70,8 @@ async function jobCommand(base: string, sid: string): Promise<number> {
 }
 
 async function waitPaused(name: string): Promise<void> {
-  for (let i = 0; !(await docker.getContainer(name).inspect()).State.Paused; i++) {
+  // Frozen either way: by `docker pause`, or its cgroup's freezer written directly, which Docker's flag does not show.
+  for (let i = 0; !(await frozenNow(await docker.getContainer(name).inspect())); i++) {
     if (i > 500) throw new Error(`${name} was not paused within 10 s`);
     await sleep(20);
   }

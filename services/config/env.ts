@@ -16,7 +16,7 @@ export const ENV_DEFAULTS = {
   THINKFLOW_WORKSPACE_DIR: '/var/lib/thinkflow/workspaces',
   THINKFLOW_WORKSPACE_INODES: 100_000,
   THINKFLOW_WORKSPACE_SPARES: 2, THINKFLOW_WARM_POOL: 2,
-  THINKFLOW_SANDBOX_IDLE_STOP_S: 600, THINKFLOW_IDLE_PAUSE_S: 30,
+  THINKFLOW_SANDBOX_IDLE_STOP_S: 600, THINKFLOW_IDLE_PAUSE_S: 30, THINKFLOW_PAUSE_WITH: 'auto',
   THINKFLOW_EGRESS_DIR: '/var/lib/thinkflow/egress',
   THINKFLOW_EXECUTOR_CHANNEL: 'socket',
   THINKFLOW_SANDBOX_START_CONCURRENCY: 4,
@@ -116,6 +116,7 @@ export const EnvSchema = z.object({
   THINKFLOW_MAX_CONNECTIONS_PER_ADDRESS: z.coerce.number().int().min(1).default(128),
   /** a session's container is stopped after this long unused (kept with its workspace; the next command starts it) */
   THINKFLOW_SANDBOX_IDLE_STOP_S: z.coerce.number().int().min(1).default(D.THINKFLOW_SANDBOX_IDLE_STOP_S),
+  THINKFLOW_PAUSE_WITH: z.enum(['auto', 'docker']).default(D.THINKFLOW_PAUSE_WITH), // auto: the cgroup freezer written directly where this process reaches it, `docker pause` elsewhere
   THINKFLOW_IDLE_PAUSE_S: int(D.THINKFLOW_IDLE_PAUSE_S), // with nothing in flight this long it is paused first (cgroup freezer; its next use unpauses it); 0 = never
   /** how often the worker's reaper runs (stops idle containers, removes those of deleted or long-idle sessions) */
   THINKFLOW_SANDBOX_REAP_INTERVAL_S: z.coerce.number().int().min(1).default(60),
@@ -159,8 +160,7 @@ export type Config = {
   maxUploadBytes: number;
   egress: { promptWaitS: number; maxConnections: number };
   lockMs: number; stalledIntervalMs: number; workerIdleMs: number; /** THINKFLOW_RUN_LINGER_MS */ runLingerMs: number;
-  /** THINKFLOW_SHUTDOWN_GRACE_S */
-  shutdownGraceS: number;
+  /** THINKFLOW_SHUTDOWN_GRACE_S */ shutdownGraceS: number;
   recordBodyBytes: number; retentionS: number;
   sandboxPrefix: string;
   /** name is null only with the built-in replay model (baseUrl null) */
@@ -185,7 +185,7 @@ export type Config = {
   /** THINKFLOW_STORE_BYTES_PER_KEY */
   storeBytesPerKey: number;
   http: { headersTimeoutMs: number; requestTimeoutMs: number; keepAliveTimeoutMs: number; maxConnectionsPerAddress: number };
-  sandboxIdleStopS: number; sandboxIdlePauseS: number; sandboxReapIntervalS: number;
+  sandboxIdleStopS: number; sandboxIdlePauseS: number; sandboxPauseWith: 'auto' | 'docker'; sandboxReapIntervalS: number;
   preview: { maxWorkspaceBytes: number; maxRunMs: number; perProcess: number }; // THINKFLOW_PREVIEW_*: approval previews (sandbox/preview-options.ts)
   /** THINKFLOW_SANDBOX_CALL*: the bounds of the calls of an API process to the workers (pipeline/sandbox-calls) */
   sandboxCalls: { pickupMs: number; answerMs: number; stallMs: number; maxAnswerBytes: number; callsPerWorker: number };
@@ -289,7 +289,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       headersTimeoutMs: e.THINKFLOW_HEADERS_TIMEOUT_MS, requestTimeoutMs: e.THINKFLOW_REQUEST_TIMEOUT_MS,
       keepAliveTimeoutMs: e.THINKFLOW_KEEPALIVE_TIMEOUT_MS, maxConnectionsPerAddress: e.THINKFLOW_MAX_CONNECTIONS_PER_ADDRESS,
     },
-    sandboxIdleStopS: e.THINKFLOW_SANDBOX_IDLE_STOP_S, sandboxIdlePauseS: e.THINKFLOW_IDLE_PAUSE_S, sandboxReapIntervalS: e.THINKFLOW_SANDBOX_REAP_INTERVAL_S,
+    sandboxIdleStopS: e.THINKFLOW_SANDBOX_IDLE_STOP_S, sandboxIdlePauseS: e.THINKFLOW_IDLE_PAUSE_S, sandboxPauseWith: e.THINKFLOW_PAUSE_WITH, sandboxReapIntervalS: e.THINKFLOW_SANDBOX_REAP_INTERVAL_S,
     preview: { maxWorkspaceBytes: e.THINKFLOW_PREVIEW_MAX_WORKSPACE_MB * 1024 * 1024, maxRunMs: e.THINKFLOW_PREVIEW_TIMEOUT_S * 1000, perProcess: e.THINKFLOW_PREVIEWS_PER_WORKER },
     sandboxCalls: {
       pickupMs: e.THINKFLOW_SANDBOX_CALL_PICKUP_MS, answerMs: e.THINKFLOW_SANDBOX_CALL_ANSWER_MS, stallMs: e.THINKFLOW_SANDBOX_CALL_STALL_MS,

@@ -69,7 +69,7 @@ export async function createRuntime(config: Config, overrides: RuntimeOverrides 
     namePrefix: config.sandboxPrefix, image: config.sandboxImage, workspaceQuotaBytes: config.workspaceQuotaMb * 1024 * 1024,
     workspaceFs: config.workspace.fs, workspaceDir: config.workspace.dir, workspaceInodes: config.workspace.inodes, workspaceSpares: config.workspace.spares,
     egressDir: config.egressDir, egressRelayMaxConnections: config.egress.maxConnections, executorChannel: config.executorChannel, startConcurrency: config.sandboxStartConcurrency,
-    idleStopMs: config.sandboxIdleStopS * 1000, reapIntervalMs: config.sandboxReapIntervalS * 1000, idlePauseMs: config.sandboxIdlePauseS * 1000,
+    idleStopMs: config.sandboxIdleStopS * 1000, reapIntervalMs: config.sandboxReapIntervalS * 1000, idlePauseMs: config.sandboxIdlePauseS * 1000, pauseWith: config.sandboxPauseWith,
     onPause: new PauseMarks(redis, keys).changed,
   });
   const remoteSandboxes = remote ? new RemoteSandboxes({ redis, keys, subscriber }, config.sandboxCalls) : null;

@@ -19,7 +19,7 @@ export type SandboxHooks = {
   touch: (delta: number) => void;
   /** The executor stopped answering: kill the container so the next connect starts it afresh. */
   recover: () => Promise<void>;
-  /** An answer is late: thaws the container if another process paused it (idle-pause.ts `thawIfPaused`). */
+  /** An answer is late: thaws the container if another process paused it (frozen-container.ts `thawIfPaused`). */
   thaw?: () => Promise<void>;
   /** The engine, for what goes beside the executor's channel (`docker exec` of an upload). */
   docker: Docker;

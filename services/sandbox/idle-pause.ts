@@ -1,18 +1,19 @@
 import type Docker from 'dockerode';
 import type { ExecutorClient } from './executor-client.ts';
+import { freezeContainer, thawContainer, type Freeze, type PauseWith } from './frozen-container.ts';
 import { sandboxLog } from './log.ts';
 import { containerName } from './names.ts';
 import { periodic } from './periodic.ts';
 import { withSessionLock } from './session-lock.ts';
 
-// Idle sessions are paused (cgroup freezer, `docker pause`), not left
+// Idle sessions are paused (cgroup freezer: frozen-container.ts), not left
 // running: between two commands a session's container has nothing to do (a
 // command's processes are all gone when it ends), yet its executor still
 // wakes for timers and GC, and sessions spend most of their life waiting for
 // a model or an operator. A frozen container keeps everything it holds (its
 // files, /tmp, the executor's state, the open control socket, where a
-// request written meanwhile just waits), so its next use only thaws it: one
-// Docker call (bench/sandbox, "idle pause"), against the start that a stop
+// request written meanwhile just waits), so its next use only thaws it: a
+// write to its freezer (or one Docker call; bench/sandbox, "idle pause"), against the start that a stop
 // (the reaper, after THINKFLOW_SANDBOX_IDLE_STOP_S) costs.
 //
 // Only this process pauses, and only its own sessions: it alone knows what
@@ -31,13 +32,17 @@ export type PausableEntry = {
   connecting?: Promise<ExecutorClient>;
   lastUsed: number;
   inflight: number;
-  /** Set under the session lock before `docker pause` goes out; a use that sees it thaws the container under the lock. */
+  /** Set under the session lock before the freeze goes out; a use that sees it thaws the container under the lock. */
   paused?: boolean;
+  /** How this process froze it (thawed the same way); none when Docker said it was paused already. */
+  frozen?: Freeze;
 };
 
 export type IdlePauseDeps = {
   docker: Docker;
   namePrefix: string;
+  /** The cgroup freezer where this process reaches it, or always `docker pause` (frozen-container.ts). */
+  pauseWith: PauseWith;
   /** The entry as it is now: a remove or a reap may have dropped it while the lock was awaited. */
   entry: (sessionId: string) => PausableEntry | undefined;
   /** Leaves a mark other processes' reapers read: the session was in use until now. */
@@ -63,41 +68,6 @@ export function sweepPeriodMs(idlePauseMs: number): number {
 }
 
 const PING_TIMEOUT_MS = 2_000;
-const UNPAUSE_TRIES = 20;
-const UNPAUSE_RETRY_MS = 10;
-
-/**
- * `docker unpause`. dockerd sets its paused flag when it answers a pause or
- * an unpause and again when containerd's event for it arrives, later: right
- * after a quick pause-unpause-pause its flag can say "not paused" (a 500) of
- * a frozen container for some ms (Docker 20.10: 2 cycles in 500 back to
- * back; settled within 30 ms). Taking that answer would leave the executor
- * frozen under the next request, so it is asked again until the flag
- * settles; a container really not paused (thawed elsewhere) costs that wait.
- */
-export async function unpauseContainer(container: Docker.Container, sessionId: string): Promise<void> {
-  for (let attempt = 1; ; attempt++) {
-    try {
-      await container.unpause();
-      return;
-    } catch (err) {
-      if (!/is not paused/.test(messageOf(err))) throw err;
-      if (attempt >= UNPAUSE_TRIES) {
-        sandboxLog(sessionId).debug({ err, attempts: attempt }, 'unpause: the container is not paused (thawed elsewhere)');
-        return;
-      }
-    }
-    await new Promise((r) => setTimeout(r, UNPAUSE_RETRY_MS));
-  }
-}
-
-/** Thaws the container when it is paused (by another process: this one thaws its own on use); one inspect otherwise. True when it thawed it. */
-export async function thawIfPaused(docker: Docker, name: string, sessionId: string): Promise<boolean> {
-  const c = docker.getContainer(name);
-  if (!(await c.inspect()).State.Paused) return false;
-  await unpauseContainer(c, sessionId);
-  return true;
-}
 
 export class IdlePauses {
   readonly #d: IdlePauseDeps;
@@ -134,7 +104,7 @@ export class IdlePauses {
       if (minIdleMs > 0 && !(await this.#executorIdle(e, minIdleMs))) return false;
       e.paused = true;
       try {
-        await this.#d.docker.getContainer(this.#name(sessionId)).pause();
+        e.frozen = await freezeContainer(this.#d.docker, this.#name(sessionId), this.#d.pauseWith);
       } catch (err) {
         // 409 "already paused": paused by someone else, or dockerd's flag still lagging a quick unpause
         // (unpauseContainer); either way the next use unpauses it, as when this pause went through.
@@ -156,7 +126,7 @@ export class IdlePauses {
   async resume(sessionId: string, e: PausableEntry): Promise<boolean> {
     if (!e.paused) return true;
     try {
-      await unpauseContainer(this.#d.docker.getContainer(this.#name(sessionId)), sessionId);
+      await thawContainer(this.#d.docker, this.#name(sessionId), sessionId, e.frozen ?? { by: 'docker' });
       this.#d.changed?.(sessionId, false);
       return true;
     } catch (err) {
@@ -165,6 +135,7 @@ export class IdlePauses {
       return false;
     } finally {
       e.paused = false;
+      e.frozen = undefined;
     }
   }
 

@@ -1,6 +1,8 @@
 // Public surface of the Docker sandbox. See README.md for what it owns.
 export { SandboxManager } from './sandbox-manager.ts';
 export type { PauseListener } from './idle-pause.ts';
+export { frozenNow, thawIfPaused } from './frozen-container.ts';
+export type { PauseWith } from './frozen-container.ts';
 export type { SandboxOptions } from './sandbox-options.ts';
 export { DEFAULT_OUTPUT_CAP_BYTES, resolveSandboxOptions } from './sandbox-options.ts';
 export type { ExecuteOptions, ExecutionResult, ExpectedResolution, Sandbox, ReadPathResult } from './types.ts';

@@ -1,4 +1,5 @@
 import type Docker from 'dockerode';
+import { thawFound } from './frozen-container.ts';
 import { LABEL_MANAGED, LABEL_SESSION, sessionSlug } from './names.ts';
 import { sandboxLog } from './log.ts';
 import type { EgressDirs } from './egress-dirs.ts';
@@ -137,8 +138,19 @@ export function lastUses(entries: Map<string, { inflight: number; connecting?: u
   return { lastUsed, lastUsedBySlug };
 }
 
-/** `docker stop` (2 s to end, then killed); works on a paused container too (Docker 20.10 thaws it to deliver the signals). */
+/**
+ * `docker stop` (2 s to end, then killed). Docker 20.10 thaws a container it
+ * paused to deliver the signals; one whose freezer was written directly gets
+ * its SIGTERM only when thawed (runc thaws it for the SIGKILL, 2 s later), so
+ * it is thawed first.
+ */
 export async function stopContainer(docker: Docker, id: string): Promise<void> {
+  const info = await docker.getContainer(id).inspect().catch((err: { statusCode?: number }) => {
+    if (err.statusCode !== 404) throw err;
+  });
+  if (!info) return;
+  // A thaw that fails (the container ended meanwhile) leaves the stop to Docker: its SIGKILL thaws what is frozen.
+  await thawFound(docker, info, id).catch((err: unknown) => sandboxLog().debug({ err, container: id }, 'stop: thawing first failed'));
   await docker.getContainer(id).stop({ t: 2 }).catch((err: { statusCode?: number }) => {
     if (err.statusCode !== 304 && err.statusCode !== 404) throw err;
   });

@@ -2,7 +2,8 @@ import Docker from 'dockerode';
 import { DockerSandbox } from './docker-sandbox.ts';
 import { EgressDirs } from './egress-dirs.ts';
 import type { ExecutorClient } from './executor-client.ts';
-import { IdlePauses, thawIfPaused, type PausableEntry, type PauseListener } from './idle-pause.ts';
+import { thawIfPaused } from './frozen-container.ts';
+import { IdlePauses, type PausableEntry, type PauseListener } from './idle-pause.ts';
 import { containerName } from './names.ts';
 import { lastUses, reapSandboxes, stopContainer, type ReapResult } from './reaper.ts';
 import { resolveSandboxOptions, type ResolvedSandboxOptions, type SandboxOptions } from './sandbox-options.ts';
@@ -53,7 +54,7 @@ export class SandboxManager {
     this.#egress = new EgressDirs({ dir: this.options.egressDir, namePrefix: this.options.namePrefix });
     this.#starts = new StartSlots(this.options.startConcurrency);
     this.#pauseListener = onPause;
-    const pauseDeps = { docker: this.#docker, namePrefix: this.options.namePrefix, entry: (s: string) => this.#entries.get(s), mark: (s: string) => this.#egress.mark(s), changed: onPause };
+    const pauseDeps = { docker: this.#docker, namePrefix: this.options.namePrefix, pauseWith: this.options.pauseWith, entry: (s: string) => this.#entries.get(s), mark: (s: string) => this.#egress.mark(s), changed: onPause };
     this.#pauses = new IdlePauses(pauseDeps, this.options.idlePauseMs);
   }
 
@@ -234,7 +235,8 @@ export class SandboxManager {
     }
     entry.connecting ??= this.#exclusive(sessionId, async () => {
       if (entry.client?.alive && (await this.#pauses.resume(sessionId, entry))) return entry.client;
-      entry.paused = false; // a container still paused is thawed by connectSession
+      entry.paused = false; // a container still frozen is thawed by connectSession
+      entry.frozen = undefined;
       const client = await this.#starts.run(() => this.#open(sessionId));
       // Opened (started, or found and thawed if a process that died had paused it): no pause of this session holds now.
       this.#pauseListener?.(sessionId, false);

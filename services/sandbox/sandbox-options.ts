@@ -1,6 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { ENV_DEFAULTS } from '../config/index.ts';
 import type { ExecutorChannel } from './executor-socket.ts';
+import type { PauseWith } from './frozen-container.ts';
 
 /**
  * Cap on stdout and on stderr of a command, each: the executor's, and again
@@ -116,9 +117,15 @@ export interface SandboxOptions {
   idleStopMs?: number;
   /**
    * Running containers with nothing of this process in flight for longer than this are paused (cgroup freezer,
-   * `docker pause`; idle-pause.ts) and unpaused by their next use; 0 never pauses (THINKFLOW_IDLE_PAUSE_S). @default 30000
+   * see pauseWith; idle-pause.ts) and unpaused by their next use; 0 never pauses (THINKFLOW_IDLE_PAUSE_S). @default 30000
    */
   idlePauseMs?: number;
+  /**
+   * How a container is paused: `auto` writes its cgroup freezer directly where this process reaches it (a local engine,
+   * the host's /proc and /sys/fs/cgroup; microseconds) and uses `docker pause` elsewhere; `docker` always uses
+   * `docker pause` (THINKFLOW_PAUSE_WITH; frozen-container.ts). @default 'auto'
+   */
+  pauseWith?: PauseWith;
   /** Period of the background reaper once started; 0 turns it off. @default 600000 */
   reapIntervalMs?: number;
 }
@@ -177,6 +184,7 @@ export function resolveSandboxOptions(o: SandboxOptions = {}): ResolvedSandboxOp
     idleTtlMs: o.idleTtlMs ?? 86_400_000,
     idleStopMs: o.idleStopMs ?? ENV_DEFAULTS.THINKFLOW_SANDBOX_IDLE_STOP_S * 1000,
     idlePauseMs: o.idlePauseMs ?? ENV_DEFAULTS.THINKFLOW_IDLE_PAUSE_S * 1000,
+    pauseWith: o.pauseWith ?? ENV_DEFAULTS.THINKFLOW_PAUSE_WITH,
     reapIntervalMs: o.reapIntervalMs ?? 600_000,
   };
 }

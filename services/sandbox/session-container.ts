@@ -3,7 +3,7 @@ import type { Duplex } from 'node:stream';
 import { toContainerSpec } from './container-spec.ts';
 import { ExecutorClient } from './executor-client.ts';
 import { controlSocketPath, openControlSocket } from './executor-socket.ts';
-import { unpauseContainer } from './idle-pause.ts';
+import { frozenNow, thawFound } from './frozen-container.ts';
 import { logSandboxError, sandboxLog } from './log.ts';
 import { containerName, LABEL_SESSION, labelsFor, volumeName } from './names.ts';
 import type { ResolvedSandboxOptions } from './sandbox-options.ts';
@@ -44,8 +44,8 @@ const PROBE_TIMEOUT_MS = 2_000;
 /** The last activity a running container's executor reports (the reaper's question); undefined when unknown. */
 export async function probeActivity(docker: Docker, containerId: string, maxFrameBytes: number): Promise<number | undefined> {
   const c = docker.getContainer(containerId);
-  const state = (await inspectOrNull(c))?.State;
-  if (!state?.Running || state.Paused) return undefined; // a frozen executor answers nothing
+  const info = await inspectOrNull(c);
+  if (!info?.State.Running || (await frozenNow(info))) return undefined; // a frozen executor answers nothing
   // A probe that fails means "activity unknown": the reaper falls back to Docker's timestamps.
   const client = await attachExecutor(docker, c, { sessionId: containerId, maxFrameBytes })
     .catch((err: unknown) => void sandboxLog().debug({ err, container: containerId }, 'probe: executor not attachable'));
@@ -83,7 +83,7 @@ export async function connectSession(
   if (!info) info = await create(docker, sessionId, o, volumeOpts);
   const container = docker.getContainer(info.Id);
   // Paused by a process that died (a live one thaws its own on use): a frozen executor would not answer the ping.
-  if (info.State.Paused) await unpauseContainer(container, sessionId);
+  await thawFound(docker, info, sessionId);
   const client = await attachExecutor(docker, container, { sessionId, maxFrameBytes: o.maxFrameBytes });
   try {
     if (!info.State.Running) {

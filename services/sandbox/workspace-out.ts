@@ -3,7 +3,7 @@ import { Readable } from 'node:stream';
 import { ExecutorRequestError } from './executor-client.ts';
 import { containerName } from './names.ts';
 import { execJson, execStream, WorkspaceExecError } from './workspace-exec.ts';
-import { thawIfPaused } from './idle-pause.ts';
+import { thawIfPaused } from './frozen-container.ts';
 
 // The workspace out of its sandbox (API.md additions 2026-12-01): the
 // archive (GNU tar in the container), the baseline, the change list and the

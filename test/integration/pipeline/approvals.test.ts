@@ -2,7 +2,7 @@ import Docker from 'dockerode';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { suiteService } from '../suite-service.ts';
 import { principalId } from '../../../services/api/middleware/auth.ts';
-import { containerName } from '../../../services/sandbox/index.ts';
+import { containerName, frozenNow } from '../../../services/sandbox/index.ts';
 import { client } from './helpers.ts';
 
 // Approvals of POLICY.md §5 through the REST API, real Redis and Docker.
@@ -79,7 +79,7 @@ describe('approvals (real Redis and Docker)', () => {
     const p = await pendingFor(sid);
     const box = new Docker().getContainer(containerName(svc.boxes, sid));
     const until = Date.now() + 3_000;
-    while (!(await box.inspect()).State.Paused) {
+    while (!(await frozenNow(await box.inspect()))) {
       if (Date.now() > until) throw new Error('the sandbox was not paused during the approval wait');
       await new Promise((r) => setTimeout(r, 25));
     }
@@ -88,6 +88,7 @@ describe('approvals (real Redis and Docker)', () => {
     expect(results.map((r) => r.status)).toEqual(['succeeded', 'succeeded']);
     expect(results[1]!.stdout).toBe('kept');
     expect((await box.inspect()).State).toMatchObject({ Running: true, Paused: false });
+    expect(await frozenNow(await box.inspect())).toBe(false);
   });
 
   it('approve_for_session grants the exact command; the rule prefix only when the operator picks scope prefix', async () => {

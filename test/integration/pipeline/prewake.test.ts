@@ -1,7 +1,7 @@
 import Docker from 'dockerode';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { suiteService } from '../suite-service.ts';
-import { containerName } from '../../../services/sandbox/index.ts';
+import { containerName, frozenNow } from '../../../services/sandbox/index.ts';
 import { client, newSession } from './helpers.ts';
 
 // A session idle past THINKFLOW_IDLE_PAUSE_S has its container paused; the
@@ -15,6 +15,8 @@ beforeAll(() => { api = client(svc.url!); });
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const box = (sid: string) => new Docker().getContainer(containerName(svc.boxes, sid));
+/** Frozen either way (`docker pause`, or its cgroup freezer written directly, which Docker's flag does not show). */
+const frozen = async (sid: string) => frozenNow(await box(sid).inspect());
 const pausedMark = (sid: string) => svc.handle.runtime.redis.hget(svc.handle.runtime.keys.sessionMeta(sid), 'paused_at');
 
 async function until(what: string, ok: () => Promise<boolean>, withinMs: number): Promise<number> {
@@ -30,7 +32,7 @@ async function pausedSession(file: string): Promise<string> {
   const sid = await newSession(api);
   const r = await (await api.text(`/v1/sessions/${sid}/commands`, `<tf-write id="1" path="${file}">kept</tf-write>`)).json() as { results: { status: string }[] };
   expect(r.results[0]!.status).toBe('succeeded');
-  await until('paused', async () => (await box(sid).inspect()).State.Paused, 10_000);
+  await until('paused', async () => frozen(sid), 10_000);
   await until('marked', async () => (await pausedMark(sid)) !== null, 2_000);
   return sid;
 }
@@ -42,7 +44,7 @@ describe('a paused sandbox is thawed ahead of the command that needs it', () => 
     // Nothing of this body runs in the sandbox: only the request itself can have thawed it.
     const res = await api.text(`/v1/sessions/${sid}/commands`, '<tf-nonsense id="1" />');
     expect(((await res.json()) as { errors: unknown[] }).errors).toHaveLength(1);
-    await until('thawed', async () => !(await box(sid).inspect()).State.Paused, 1_000);
+    await until('thawed', async () => !(await frozen(sid)), 1_000);
     await until('unmarked', async () => (await pausedMark(sid)) === null, 1_000);
     // The session is no longer paused to anyone reading it, and GET does not show the mark either way.
     expect(Object.keys(await (await api.get(`/v1/sessions/${sid}`)).json() as object)).not.toContain('paused_at');
@@ -59,7 +61,7 @@ describe('a paused sandbox is thawed ahead of the command that needs it', () => 
     const sid = await pausedSession('c.txt');
     expect((await api.get(`/v1/sessions/${sid}/ledger`)).status).toBe(200);
     await sleep(300);
-    expect((await box(sid).inspect()).State.Paused).toBe(true);
+    expect(await frozen(sid)).toBe(true);
     expect(await pausedMark(sid)).not.toBeNull();
   });
 

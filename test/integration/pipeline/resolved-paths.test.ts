@@ -3,12 +3,13 @@
 // real Docker: the worker checks the path as it resolves right before the
 // side effect, a symlink out of the workspace is `forbidden` with
 // `path_outside_workspace` like `..`, and every failure carries its code.
+import Docker from 'dockerode';
 import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { suiteService } from '../suite-service.ts';
-import { containerName } from '../../../services/sandbox/index.ts';
+import { containerName, frozenNow, thawIfPaused } from '../../../services/sandbox/index.ts';
 import { client, rawGet } from './helpers.ts';
 
 const svc = suiteService('resolved', {
@@ -123,9 +124,9 @@ describe('paths as they resolve at execution', () => {
     // The sandbox is paused while its command waits for the operator (idle-pause.ts): thawed for the swap, then the
     // service's own unpause finds it running.
     const name = containerName(boxes, sid);
-    const paused = () => execFileSync('docker', ['inspect', '-f', '{{.State.Paused}}', name]).toString().trim() === 'true';
-    await expect.poll(paused).toBe(true);
-    execFileSync('docker', ['unpause', name], { stdio: 'ignore' });
+    const box = new Docker().getContainer(name);
+    await expect.poll(async () => frozenNow(await box.inspect())).toBe(true);
+    expect(await thawIfPaused(new Docker(), name, sid)).toBe(true);
     execFileSync('docker', ['exec', '-u', '1000', name, 'ln', '-s', '.git/hooks', 'secrets'], { stdio: 'ignore' });
     expect((await op.json(`/v1/approvals/${approval!.token}`, { decision: 'approve' })).status).toBe(200);
     const [r] = ((await (await pending).json()) as { results: Result[] }).results;

@@ -35,7 +35,7 @@ function setup(idlePauseMs: number, entry: PausableEntry) {
   const docker = { getContainer: vi.fn(() => container) } as unknown as Docker;
   const mark = vi.fn(async () => undefined);
   const changed = vi.fn();
-  const pauses = new IdlePauses({ docker, namePrefix: 'tfu-pause-', entry: () => entry, mark, changed }, idlePauseMs);
+  const pauses = new IdlePauses({ docker, namePrefix: 'tfu-pause-', pauseWith: 'docker', entry: () => entry, mark, changed }, idlePauseMs);
   return { container, mark, changed, pauses };
 }
 const client = () => ({ alive: true, close: vi.fn() }) as unknown as ExecutorClient & { close: ReturnType<typeof vi.fn> };
