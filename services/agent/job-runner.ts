@@ -11,7 +11,7 @@ import { emptyCounts, type JobState, type JobTask } from './job-state.ts';
 import type { AgentMessage, StreamFn } from './messages.ts';
 import { beforeModelCall, pendingSteering, type JobControl } from './steering.ts';
 import { decideTurnOutcome, type TurnOutcome } from './turn-outcome.ts';
-import { ModelError, runTurn, type NativeResult, type TurnPipeline, type TurnReport } from './turn-runner.ts';
+import { ModelError, runTurn, startCall, type NativeResult, type TurnPipeline, type TurnReport } from './turn-runner.ts';
 import { JobValidation } from './validation-round.ts';
 import { turnFailure, Watchdog } from './watchdog.ts';
 
@@ -157,14 +157,18 @@ async function oneTurn<V extends JobState>(deps: JobRunnerDeps<V>, view: V, c: T
   const { pipeline } = deps;
   const sid = view.session_id;
   deps.onWorkspace?.('changing');
-  const turn = await pipeline.nextTurn(sid).catch(quotaStops);
-  const [, entries] = await Promise.all([deps.emit({ type: 'turn_started', turn, api_call: c.call }), pipeline.entries(sid)]);
-  const burntIds = entries.filter((r) => r.turn > 0 && r.flow !== 'native' && BURNT.has(r.status)).map((r) => r.id);
+  const flow = FLOWS[view.flow];
+  // Sent before the turn opens, so that the request travels while it does; read only once it is open.
+  const call = startCall(deps.stream, flow, c.history);
+  const { turn, burntIds } = await openTurn(deps, sid, c.call).catch(async (err: unknown) => {
+    await call.drop(err);
+    throw err;
+  });
   let report: TurnReport;
   try {
     report = await runTurn(deps, {
-      flow: FLOWS[view.flow], sessionId: sid, jobId: view.job_id, turn, messages: c.history, commandBudget: view.limits.max_commands - c.issued, burntIds, signal: c.signal,
-      control: deps.control,
+      flow, sessionId: sid, jobId: view.job_id, turn, messages: c.history, commandBudget: view.limits.max_commands - c.issued, burntIds, signal: c.signal,
+      control: deps.control, call,
     });
   } catch (err) {
     if (c.signal.aborted) throw stoppedBy(c.signal, view);
@@ -192,6 +196,13 @@ async function oneTurn<V extends JobState>(deps: JobRunnerDeps<V>, view: V, c: T
   const ended = outcome.kind === 'interrupt' ? outcome.interruption.kind : outcome.kind;
   await Promise.all([deps.emit({ type: 'turn_ended', turn, api_call: c.call, outcome: ended }), deps.save(view)]);
   return { report, outcome };
+}
+
+/** The turn's number, `turn_started`, and the ids a command may not take again (earlier failed or skipped ones). */
+async function openTurn<V extends JobState>(deps: JobRunnerDeps<V>, sid: string, call: number): Promise<{ turn: number; burntIds: string[] }> {
+  const turn = await deps.pipeline.nextTurn(sid).catch(quotaStops);
+  const [, entries] = await Promise.all([deps.emit({ type: 'turn_started', turn, api_call: call }), deps.pipeline.entries(sid)]);
+  return { turn, burntIds: entries.filter((r) => r.turn > 0 && r.flow !== 'native' && BURNT.has(r.status)).map((r) => r.id) };
 }
 
 /** The key went over its Redis budget mid-job: the job ends with that code, not as an infrastructure error. */

@@ -5,16 +5,20 @@
 // (PROTOCOL.md §5). The model stream, the pipeline and the event sink are
 // injected, so the whole turn runs in tests against scripted streams.
 import { precedingText, TurnParser, type ParserOutput } from '../protocol/index.ts';
-import type { CommandHandle, FinishWatch, JobEmit, LedgerRecord, Pipeline } from '../pipeline/index.ts';
+import type { CommandHandle, FinishWatch, JobEmit, Pipeline } from '../pipeline/index.ts';
 import { reasonOf, withIds } from '../log/index.ts';
 import { DeltaEvents } from './delta-events.ts';
 import { openTurnWatches } from './turn-watches.ts';
-import { dispatch, startDispatch, type DispatchInput, type DispatchState, type DispatchVerdict, type StopReason } from './dispatcher.ts';
+import { dispatch, startDispatch, type DispatchInput, type DispatchState, type DispatchVerdict } from './dispatcher.ts';
 import type { Flow } from './flows.ts';
 import type { AgentMessage, ModelEvent, NativeToolCall, StreamFn, ToolSpec } from './messages.ts';
 import { commandFromToolCall, nativeTools } from './native-tools.ts';
+import { StartedCall } from './started-call.ts';
 import type { JobControl } from './steering.ts';
 import { estimateUsage, type Usage } from './usage.ts';
+import { ModelError, type NativeResult, type TurnReport } from './turn-report.ts';
+
+export { ModelError, type NativeResult, type TurnReport, type TurnStop } from './turn-report.ts';
 
 /** The part of the pipeline a turn uses. */
 export type TurnPipeline = Pick<Pipeline, 'parserOptions' | 'enqueue' | 'failTurn' | 'awaitResult' | 'drainTurn'> & Partial<Pick<Pipeline, 'maxCommandsPerTurn' | 'watchFinished' | 'prewake'>> & { hub: Pick<Pipeline['hub'], 'subscribe'> };
@@ -41,43 +45,13 @@ export interface TurnInput {
   signal: AbortSignal;
   /** Steering: an interrupt message stops this call's stream (the turn's queued commands still run). */
   control?: Pick<JobControl, 'onInterrupt'> | undefined;
+  /** The call, sent while the turn was opened (`startCall`, with these messages and this flow); made here when absent. */
+  call?: StartedCall | undefined;
 }
 
-/** The model endpoint failed (connection, HTTP error, broken stream): the job fails with this reason. */
-export class ModelError extends Error {
-  constructor(cause: unknown) {
-    super((cause as Error)?.message ?? String(cause), { cause });
-    this.name = 'ModelError';
-  }
-}
-
-export interface NativeResult {
-  call: NativeToolCall;
-  record: LedgerRecord | null;
-  error: string | null;
-}
-
-/**
- * How the stream ended: by itself, stopped by the dispatcher, or broken off
- * by the model's side after it had sent something (a dropped connection, a
- * stalled stream): the commands parsed before the cut still run.
- */
-export type TurnStop = StopReason | { kind: 'completed' } | { kind: 'stream_broken'; error: string };
-
-export interface TurnReport {
-  visibleText: string;
-  outputText: string;
-  /** The reasoning stream as received (tags included): the model produced it, so it is billed. */
-  reasoningText: string;
-  toolCalls: NativeToolCall[];
-  /** The provider's figures, or an estimate (estimated: true) when it sent none. */
-  usage: Usage & { estimated: boolean };
-  /** Records of tag commands, final, in ledger order. */
-  records: LedgerRecord[];
-  nativeResults: NativeResult[];
-  /** Why the stream ended, as it stood when the parsers were closed. */
-  stop: TurnStop;
-  commandsIssued: number;
+/** Sends the model call of a turn not yet open (started-call.ts); the turn reads it through `TurnInput.call`. */
+export function startCall(stream: StreamFn, flow: Flow, messages: readonly AgentMessage[]): StartedCall {
+  return new StartedCall(stream, { messages, tools: nativeTools(flow.nativeTools) });
 }
 
 export async function runTurn(deps: TurnDeps, input: TurnInput): Promise<TurnReport> {
@@ -86,7 +60,8 @@ export async function runTurn(deps: TurnDeps, input: TurnInput): Promise<TurnRep
 
 class TurnRun {
   #state: DispatchState;
-  readonly #stop = new AbortController();
+  readonly #call: StartedCall;
+  readonly #stop: AbortController;
   readonly #handles: Promise<CommandHandle>[] = [];
   #watch: FinishWatch | undefined;
   #needResult: Promise<CommandHandle> | null = null;
@@ -108,6 +83,8 @@ class TurnRun {
     this.#parser = new TurnParser({ ...deps.pipeline.parserOptions, usedIds: input.burntIds, keepPreceding: true });
     this.#out = new DeltaEvents(deps.emit, input.turn);
     this.#tools = nativeTools(input.flow.nativeTools);
+    this.#call = input.call ?? new StartedCall(deps.stream, { messages: input.messages, tools: this.#tools });
+    this.#stop = this.#call.stop;
   }
 
   async run(): Promise<TurnReport> {
@@ -117,6 +94,9 @@ class TurnRun {
     // A failure of this turn's command stops the stream as soon as the worker reports it.
     const { unsubscribe, watch } = await openTurnWatches(pipeline, sessionId, (e) => {
       if (e.type === 'command_finished' && e.record) this.#halt({ type: 'command_finished', turn: e.record.turn, commandId: e.record.id, status: e.record.status });
+    }).catch(async (err: unknown) => {
+      await this.#call.drop(err); // sent already (started-call.ts): nobody will read it
+      throw err;
     });
     this.#watch = watch;
     const onAbort = () => this.#halt({ type: 'aborted', reason: signal.reason });
@@ -187,7 +167,7 @@ class TurnRun {
 
   /** Streams the call; true when it ended by itself, false when the dispatcher or an abort stopped it. */
   async #stream(): Promise<boolean> {
-    const it = this.deps.stream({ messages: this.input.messages, tools: this.#tools }, this.#stop.signal)[Symbol.asyncIterator]();
+    const it = this.#call;
     let open = true;
     try {
       for (;;) {
@@ -216,7 +196,7 @@ class TurnRun {
         if (this.#stop.signal.aborted) return false;
       }
     } finally {
-      if (open) await it.return?.();
+      if (open) await it.return();
     }
   }
 

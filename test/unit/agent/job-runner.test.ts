@@ -2,6 +2,7 @@
 // model hears between calls, the job's figures and how it ends.
 import { describe, expect, it } from 'vitest';
 import { runJob } from '../../../services/agent/job-runner.ts';
+import { PipelineError } from '../../../services/pipeline/index.ts';
 import { emptyCounts, type JobState } from '../../../services/agent/job-state.ts';
 import type { FlowName } from '../../../services/agent/flows.ts';
 import { FakePipeline, collect, scripted, type Step } from './fakes.ts';
@@ -153,5 +154,36 @@ describe('runJob', () => {
       newJob('thinkflow', { max_turns: 1, max_commands: 50, timeout_s: 60, max_failed_turns_in_a_row: 3 }), { task: 'do it' }, new AbortController().signal);
     // One call whose write failed (its ledger goes into the feedback: a third read), then max_turns: its counts are read again as it fails.
     expect([failed.status, failed.commands.total, countFailing()]).toEqual(['failed', 1, 4]);
+  });
+
+  it('sends the model call while the turn opens, and reads nothing of it before turn_started', async () => {
+    const pipeline = new FakePipeline();
+    let open!: () => void;
+    const opened = new Promise<void>((r) => { open = r; });
+    const nextTurn = pipeline.nextTurn.bind(pipeline);
+    pipeline.nextTurn = async () => { await opened; return nextTurn(); };
+    const model = scripted([{ type: 'reasoning', text: write('1', 'a.txt') }, { type: 'text', text: 'done' }]);
+    const sink = collect();
+    const job = runJob({ pipeline, stream: model.stream, emit: sink.emit, save: async () => undefined }, newJob(), { task: 'do it' }, new AbortController().signal);
+    for (let i = 0; i < 20 && model.requests.length === 0; i++) await new Promise((r) => setImmediate(r));
+    expect(model.requests).toHaveLength(1); // on its way while the turn's number is still being taken
+    expect(sink.events).toEqual([]);
+    expect(pipeline.records).toEqual([]);
+    open();
+    const view = await job;
+    expect(view).toMatchObject({ status: 'succeeded', api_calls: 1 });
+    expect(sink.events[0]).toEqual({ type: 'turn_started', turn: 1, api_call: 1 });
+    expect(pipeline.records.map((r) => [r.turn, r.id])).toEqual([[1, '1']]);
+  });
+
+  it('a turn that cannot open (the key over its storage budget) aborts the call already sent, and the job fails with the code', async () => {
+    const pipeline = new FakePipeline();
+    pipeline.nextTurn = async () => { throw new PipelineError('storage_quota_exceeded', 'the key holds 256 MiB'); };
+    const model = scripted([{ type: 'reasoning', text: write('1', 'a.txt') }]);
+    const view = await runJob({ pipeline, stream: model.stream, emit: collect().emit, save: async () => undefined }, newJob(), { task: 'do it' }, new AbortController().signal);
+    expect(view).toMatchObject({ status: 'failed', error: 'storage_quota_exceeded: the key holds 256 MiB' });
+    expect(model.requests).toHaveLength(1);
+    expect(model.aborted).toEqual([true]);
+    expect(pipeline.records).toEqual([]);
   });
 });
