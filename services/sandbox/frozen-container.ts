@@ -33,7 +33,15 @@ export async function freezeContainer(docker: Docker, name: string, pauseWith: P
       return { by: 'cgroup', file };
     }
   }
-  await c.pause();
+  try {
+    await c.pause();
+  } catch (err) {
+    // runc refuses to pause what another process froze through its cgroup ("container not running"): frozen
+    // already, and thawed the way it was frozen.
+    const file = /container not running/.test(messageOf(err)) ? await cgroupFrozen(await c.inspect()) : undefined;
+    if (!file) throw err;
+    return { by: 'cgroup', file };
+  }
   return { by: 'docker' };
 }
 
@@ -93,6 +101,7 @@ export async function unpauseContainer(container: Docker.Container, sessionId: s
       await container.unpause();
       return;
     } catch (err) {
+      if (/container not paused/.test(messageOf(err)) && attempt === 1 && (await refreezeForDocker(container, sessionId))) continue;
       if (!/is not paused/.test(messageOf(err))) throw err;
       if (attempt >= UNPAUSE_TRIES) {
         sandboxLog(sessionId).debug({ err, attempts: attempt }, 'unpause: the container is not paused (thawed elsewhere)');
@@ -101,4 +110,21 @@ export async function unpauseContainer(container: Docker.Container, sessionId: s
     }
     await new Promise((r) => setTimeout(r, UNPAUSE_RETRY_MS));
   }
+}
+
+/**
+ * Docker says paused but runc finds the freezer thawed (a process that froze
+ * it through its cgroup thawed it that way after another one had paused it
+ * through Docker, on an engine shared by both ways): runc then refuses every
+ * unpause and dockerd every `exec`. Frozen again through the cgroup, the
+ * unpause goes through and Docker's flag is right again. False when this
+ * process cannot reach the cgroup (the error stands).
+ */
+async function refreezeForDocker(container: Docker.Container, sessionId: string): Promise<boolean> {
+  const info = await container.inspect();
+  const file = info.State.Running ? await freezerFileOf(info.Id, info.State.Pid) : undefined;
+  if (!file) return false;
+  sandboxLog(sessionId).warn('unpause: Docker said paused with the cgroup thawed (two ways of pausing on one engine); frozen again so that Docker thaws it');
+  await setFrozen(file, true);
+  return true;
 }
