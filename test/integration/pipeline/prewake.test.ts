@@ -55,6 +55,7 @@ describe('a paused sandbox is thawed ahead of the command that needs it', () => 
     const r = await (await api.text(`/v1/sessions/${sid}/commands`, '<tf-read id="2" path="b.txt" />')).json() as { results: { status: string; stdout?: string }[] };
     expect(r.results[0]).toMatchObject({ status: 'succeeded', stdout: 'kept' });
     expect((await box(sid).inspect()).State).toMatchObject({ Running: true, Paused: false });
+    expect(await frozen(sid)).toBe(false);
   });
 
   it('a GET of the ledger does not thaw it (only what needs the sandbox does)', async () => {
