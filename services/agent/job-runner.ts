@@ -159,7 +159,7 @@ async function oneTurn<V extends JobState>(deps: JobRunnerDeps<V>, view: V, c: T
   deps.onWorkspace?.('changing');
   const flow = FLOWS[view.flow];
   // Sent before the turn opens, so that the request travels while it does; read only once it is open.
-  const call = startCall(deps.stream, flow, c.history);
+  const call = startCall(deps.stream, flow, c.history, c.signal);
   const { turn, burntIds } = await openTurn(deps, sid, c.call).catch(async (err: unknown) => {
     await call.drop(err);
     throw err;

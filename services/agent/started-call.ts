@@ -8,12 +8,22 @@
 import type { AgentMessage, ModelEvent, StreamFn, ToolSpec } from './messages.ts';
 
 export class StartedCall {
-  /** Ends the request: the turn's own stops (a failure, need_result, a cancel) and a drop. */
+  /** Ends the request: the turn's own stops (a failure, need_result, a cancel), the job's abort, a drop. */
   readonly stop = new AbortController();
   readonly #it: AsyncIterator<ModelEvent>;
-  #first: Promise<IteratorResult<ModelEvent>> | null;
+  #first: Promise<IteratorResult<ModelEvent>> | null = null;
+  readonly #detach: () => void;
 
-  constructor(stream: StreamFn, request: { messages: readonly AgentMessage[]; tools: readonly ToolSpec[] }) {
+  /** `signal`: the job's (a cancel, its timeout): it ends the request at once, even before the turn reads it. */
+  constructor(stream: StreamFn, request: { messages: readonly AgentMessage[]; tools: readonly ToolSpec[] }, signal: AbortSignal) {
+    const forward = () => this.stop.abort(signal.reason);
+    signal.addEventListener('abort', forward, { once: true });
+    this.#detach = () => signal.removeEventListener('abort', forward);
+    if (signal.aborted) forward();
+    if (this.stop.signal.aborted) {
+      this.#it = (async function* nothingSent(): AsyncGenerator<ModelEvent> {})(); // stopped already: no request at all
+      return;
+    }
     this.#it = stream(request, this.stop.signal)[Symbol.asyncIterator]();
     this.#first = this.#it.next();
     // Its rejection is the turn's to see when it reads it (a failed call); a dropped call's is nobody's.
@@ -29,13 +39,19 @@ export class StartedCall {
 
   /** Closes the stream (after the first event was taken, or with it still pending: it ends with the abort). */
   async return(): Promise<void> {
+    this.#detach();
+    await this.#first?.catch(() => undefined);
     await this.#it.return?.();
+  }
+
+  /** The turn is over with the stream (ended by itself, or closed): the job's signal is no longer watched. */
+  detach(): void {
+    this.#detach();
   }
 
   /** The turn never opened: the request is aborted and its stream closed. */
   async drop(reason: unknown): Promise<void> {
     this.stop.abort(reason);
-    await this.#first?.catch(() => undefined);
-    await this.#it.return?.().catch(() => undefined);
+    await this.return().catch(() => undefined);
   }
 }

@@ -50,8 +50,8 @@ export interface TurnInput {
 }
 
 /** Sends the model call of a turn not yet open (started-call.ts); the turn reads it through `TurnInput.call`. */
-export function startCall(stream: StreamFn, flow: Flow, messages: readonly AgentMessage[]): StartedCall {
-  return new StartedCall(stream, { messages, tools: nativeTools(flow.nativeTools) });
+export function startCall(stream: StreamFn, flow: Flow, messages: readonly AgentMessage[], signal: AbortSignal): StartedCall {
+  return new StartedCall(stream, { messages, tools: nativeTools(flow.nativeTools) }, signal);
 }
 
 export async function runTurn(deps: TurnDeps, input: TurnInput): Promise<TurnReport> {
@@ -83,7 +83,7 @@ class TurnRun {
     this.#parser = new TurnParser({ ...deps.pipeline.parserOptions, usedIds: input.burntIds, keepPreceding: true });
     this.#out = new DeltaEvents(deps.emit, input.turn);
     this.#tools = nativeTools(input.flow.nativeTools);
-    this.#call = input.call ?? new StartedCall(deps.stream, { messages: input.messages, tools: this.#tools });
+    this.#call = input.call ?? new StartedCall(deps.stream, { messages: input.messages, tools: this.#tools }, input.signal);
     this.#stop = this.#call.stop;
   }
 
@@ -171,6 +171,8 @@ class TurnRun {
     let open = true;
     try {
       for (;;) {
+        // Stopped before a read (a cancel while the turn opened): whatever the call holds already is not read.
+        if (this.#stop.signal.aborted) return false;
         let next: IteratorResult<ModelEvent>;
         try {
           next = await it.next();
@@ -197,6 +199,7 @@ class TurnRun {
       }
     } finally {
       if (open) await it.return();
+      else it.detach();
     }
   }
 
