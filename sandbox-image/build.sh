@@ -12,10 +12,21 @@ BASE_IMAGE="${THINKFLOW_SANDBOX_BASE:-thinkflow/debian-base:bookworm}"
 SUITE=bookworm
 log() { printf '[sandbox-image] %s\n' "$*" >&2; }
 
+# The executor ships as one ES module beside its sources: Node 18 loads ES
+# modules one file at a time, and its 30 files cost every container start
+# about 45 ms before the executor is ready (bench/RESULTS.md). esbuild is the
+# bundler tsx already brings (a dependency); without it the sources run as
+# they are. The sources stay in the image (the change list's warm-up walks them).
+# THINKFLOW_SANDBOX_BUNDLE=0 builds from the sources (bench:executor-start compares the two).
+ESBUILD=../node_modules/.bin/esbuild
+bundler() {
+  if [ -x "$ESBUILD" ] && [ "${THINKFLOW_SANDBOX_BUNDLE:-1}" != 0 ]; then echo "esbuild $("$ESBUILD" --version)"; else echo none; fi
+}
+
 # Sorted file list so the hash does not depend on directory order.
 inputs_hash() {
-  { echo Dockerfile; find executor -type f | LC_ALL=C sort; } \
-    | xargs sha256sum | sha256sum | cut -c1-16
+  { bundler; { echo Dockerfile; find executor -type f | LC_ALL=C sort; } | xargs sha256sum; } \
+    | sha256sum | cut -c1-16
 }
 HASH="$(inputs_hash)"
 
@@ -78,13 +89,25 @@ if ! docker image inspect "$BASE_IMAGE" >/dev/null 2>&1; then
   fi
 fi
 
+# The build context: the Dockerfile and the executor, its entry point bundled when a bundler is there.
+context="$(mktemp -d /tmp/thinkflow-sandbox-context.XXXXXX)"
+trap 'rm -rf "$context"' EXIT
+cp Dockerfile "$context/" && cp -r executor "$context/executor"
+if [ "$(bundler)" != none ]; then
+  # The executor and the two programs the host starts with `docker exec` (an upload's extraction, the workspace out).
+  "$ESBUILD" executor/main.mjs executor/upload-extract.mjs executor/workspace-out.mjs --bundle --platform=node \
+    --format=esm --target=node18 --log-level=warning --outdir="$context/executor" --out-extension:.js=.mjs --allow-overwrite
+else
+  log "executor not bundled (no esbuild in node_modules, or THINKFLOW_SANDBOX_BUNDLE=0): it runs from its sources"
+fi
+
 log "building $IMAGE ($HASH)"
 # The legacy builder works without buildx; its deprecation banner is noise, so
 # stderr is shown only when the build fails.
 buildlog="$(mktemp)"
 if ! DOCKER_BUILDKIT=0 docker build --build-arg BASE="$BASE_IMAGE" --build-arg INPUTS_HASH="$HASH" \
-    -t "$IMAGE" . >"$buildlog" 2>&1; then
+    -t "$IMAGE" "$context" >"$buildlog" 2>&1; then
   cat "$buildlog" >&2; rm -f "$buildlog"; log "build failed"; exit 1
 fi
-rm -f "$buildlog"
+rm -f "$buildlog"; rm -rf "$context"; trap - EXIT
 log "built $IMAGE"

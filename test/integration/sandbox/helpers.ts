@@ -2,7 +2,7 @@ import Docker from 'dockerode';
 import { afterAll, beforeAll } from 'vitest';
 import { createHash, randomBytes } from 'node:crypto';
 import { execFileSync } from 'node:child_process';
-import { readdirSync, readFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { Command } from '../../../services/protocol/command.ts';
@@ -13,7 +13,13 @@ export const IMAGE = process.env.THINKFLOW_SANDBOX_IMAGE ?? 'thinkflow/sandbox:l
 
 const IMAGE_DIR = fileURLToPath(new URL('../../../sandbox-image/', import.meta.url));
 
-/** The inputs hash build.sh puts on the image: sha256sum of Dockerfile + executor files, hashed again. */
+/** build.sh's first line of the hash: the bundler it finds, or none. */
+function bundlerLine(): string {
+  const esbuild = path.join(IMAGE_DIR, '../node_modules/.bin/esbuild');
+  return existsSync(esbuild) && process.env.THINKFLOW_SANDBOX_BUNDLE !== '0' ? `esbuild ${execFileSync(esbuild, ['--version'], { encoding: 'utf8' }).trim()}\n` : 'none\n';
+}
+
+/** The inputs hash build.sh puts on the image: the bundler, then sha256sum of Dockerfile + executor files, hashed again. */
 export function expectedInputsHash(): string {
   const files = ['Dockerfile', ...readdirSync(path.join(IMAGE_DIR, 'executor'), { recursive: true, withFileTypes: true })
     .filter((d) => d.isFile())
@@ -22,7 +28,7 @@ export function expectedInputsHash(): string {
   const listing = files
     .map((f) => `${createHash('sha256').update(readFileSync(path.join(IMAGE_DIR, f))).digest('hex')}  ${f}\n`)
     .join('');
-  return createHash('sha256').update(listing).digest('hex').slice(0, 16);
+  return createHash('sha256').update(bundlerLine() + listing).digest('hex').slice(0, 16);
 }
 
 /** Fails loudly (instead of with a confusing 404 mid-test) when the image was never built or is stale. */
