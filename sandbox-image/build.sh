@@ -18,14 +18,25 @@ log() { printf '[sandbox-image] %s\n' "$*" >&2; }
 # bundler tsx already brings (a dependency); without it the sources run as
 # they are. The sources stay in the image (the change list's warm-up walks them).
 # THINKFLOW_SANDBOX_BUNDLE=0 builds from the sources (bench:executor-start compares the two).
+# The executor and the two programs the host starts with `docker exec` (an upload's extraction, the workspace
+# out); the entries and flags are part of the inputs hash (test/integration/sandbox/helpers.ts reads them here).
 ESBUILD=../node_modules/.bin/esbuild
+BUNDLE_ENTRIES='main.mjs upload-extract.mjs workspace-out.mjs'
+BUNDLE_ARGS='--bundle --platform=node --format=esm --target=node18'
 bundler() {
-  if [ -x "$ESBUILD" ] && [ "${THINKFLOW_SANDBOX_BUNDLE:-1}" != 0 ]; then echo "esbuild $("$ESBUILD" --version)"; else echo none; fi
+  local version
+  if [ ! -x "$ESBUILD" ] || [ "${THINKFLOW_SANDBOX_BUNDLE:-1}" = 0 ]; then echo none; return; fi
+  if ! version="$("$ESBUILD" --version 2>/dev/null)"; then
+    log "$ESBUILD is there but does not run (its platform package missing? npm ci): the executor is not bundled"
+    echo none; return
+  fi
+  echo "esbuild $version $BUNDLE_ENTRIES $BUNDLE_ARGS"
 }
+BUNDLER="$(bundler)"
 
 # Sorted file list so the hash does not depend on directory order.
 inputs_hash() {
-  { bundler; { echo Dockerfile; find executor -type f | LC_ALL=C sort; } | xargs sha256sum; } \
+  { echo "$BUNDLER"; { echo Dockerfile; find executor -type f | LC_ALL=C sort; } | xargs sha256sum; } \
     | sha256sum | cut -c1-16
 }
 HASH="$(inputs_hash)"
@@ -93,13 +104,15 @@ fi
 context="$(mktemp -d /tmp/thinkflow-sandbox-context.XXXXXX)"
 trap 'rm -rf "$context"' EXIT
 cp Dockerfile "$context/" && cp -r executor "$context/executor"
-if [ "$(bundler)" != none ]; then
-  # The executor and the two programs the host starts with `docker exec` (an upload's extraction, the workspace out).
-  "$ESBUILD" executor/main.mjs executor/upload-extract.mjs executor/workspace-out.mjs --bundle --platform=node \
-    --format=esm --target=node18 --log-level=warning --outdir="$context/executor" --out-extension:.js=.mjs --allow-overwrite
+if [ "$BUNDLER" != none ]; then
+  # shellcheck disable=SC2086 # the lists are words
+  (cd executor && "../$ESBUILD" $BUNDLE_ENTRIES $BUNDLE_ARGS --log-level=warning --outdir="$context/executor" \
+    --out-extension:.js=.mjs --allow-overwrite)
 else
   log "executor not bundled (no esbuild in node_modules, or THINKFLOW_SANDBOX_BUNDLE=0): it runs from its sources"
 fi
+# Readable by the command user whatever the builder's umask (it runs upload-extract.mjs with `docker exec`).
+chmod -R u=rwX,go=rX "$context/executor"
 
 log "building $IMAGE ($HASH)"
 # The legacy builder works without buildx; its deprecation banner is noise, so

@@ -22,10 +22,9 @@ import fs from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
 import { asRoot } from './identity.mjs';
+import { RELAY_HOST, RELAY_PORT, RELAY_URL } from './relay-address.mjs';
 
-export const RELAY_HOST = '127.0.0.1';
-export const RELAY_PORT = 3128;
-export const RELAY_URL = `http://${RELAY_HOST}:${RELAY_PORT}`;
+export { RELAY_HOST, RELAY_PORT, RELAY_URL };
 /** The proxy's socket as the container sees it (services/sandbox/container-spec.ts mounts its directory). */
 export const EGRESS_SOCKET = '/var/lib/thinkflow/egress/egress.sock';
 

@@ -6,7 +6,7 @@
 // that makes it run a program. What this cannot reach (keys whose names a
 // repository chooses: filter/diff/merge drivers named by .gitattributes,
 // remotes, aliases) is listed in services/sandbox/README.md.
-import { RELAY_URL } from './egress-relay.mjs';
+import { RELAY_URL } from './relay-address.mjs';
 
 /** Config keys of fixed name that run programs, with a value that runs nothing a command chose. */
 const GIT_SAFE_CONFIG = [

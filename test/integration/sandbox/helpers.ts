@@ -13,10 +13,19 @@ export const IMAGE = process.env.THINKFLOW_SANDBOX_IMAGE ?? 'thinkflow/sandbox:l
 
 const IMAGE_DIR = fileURLToPath(new URL('../../../sandbox-image/', import.meta.url));
 
-/** build.sh's first line of the hash: the bundler it finds, or none. */
+/** build.sh's first line of the hash: the bundler it finds with its entries and flags (read from build.sh), or none. */
 function bundlerLine(): string {
   const esbuild = path.join(IMAGE_DIR, '../node_modules/.bin/esbuild');
-  return existsSync(esbuild) && process.env.THINKFLOW_SANDBOX_BUNDLE !== '0' ? `esbuild ${execFileSync(esbuild, ['--version'], { encoding: 'utf8' }).trim()}\n` : 'none\n';
+  if (!existsSync(esbuild) || process.env.THINKFLOW_SANDBOX_BUNDLE === '0') return 'none\n';
+  let version: string;
+  try {
+    version = execFileSync(esbuild, ['--version'], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }).trim();
+  } catch {
+    return 'none\n';
+  }
+  const script = readFileSync(path.join(IMAGE_DIR, 'build.sh'), 'utf8');
+  const word = (name: string) => new RegExp(`^${name}='([^']*)'$`, 'm').exec(script)?.[1] ?? '';
+  return `esbuild ${version} ${word('BUNDLE_ENTRIES')} ${word('BUNDLE_ARGS')}\n`;
 }
 
 /** The inputs hash build.sh puts on the image: the bundler, then sha256sum of Dockerfile + executor files, hashed again. */
