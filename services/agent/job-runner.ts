@@ -3,11 +3,12 @@
 // figures and emits the job-level events (API.md, jobs).
 import { FAILURE_STATUSES, PipelineError, type JobEmit, type LedgerRecord, type LedgerStatus, type Pipeline } from '../pipeline/index.ts';
 import { targetOf } from '../protocol/index.ts';
-import { withIds, type Logger } from '../log/index.ts';
+import { withIds } from '../log/index.ts';
 import { editNote } from './edit-note.ts';
 import { feedbackMessage, unansweredApproval } from './feedback.ts';
 import { FLOWS } from './flows.ts';
-import { emptyCounts, type JobState, type JobTask } from './job-state.ts';
+import { JobOpening, refreshCounts } from './job-opening.ts';
+import type { JobState, JobTask } from './job-state.ts';
 import type { AgentMessage, StreamFn } from './messages.ts';
 import { beforeModelCall, pendingSteering, type JobControl } from './steering.ts';
 import { decideTurnOutcome, type TurnOutcome } from './turn-outcome.ts';
@@ -53,15 +54,11 @@ export async function runJob<V extends JobState>(deps: JobRunnerDeps<V>, view: V
   const logger = withIds({ job_id: view.job_id, session_id: view.session_id });
   view.status = 'running';
   view.started_at = new Date().toISOString();
-  let unwatch = () => {};
+  const opening = new JobOpening(deps, view, logger);
   let countsFresh = false;
   try {
-    // The running state and the session's subscription go out together, both on the way to the first model call.
-    const [watching, saved] = await Promise.allSettled([watchSession(deps, view, logger), deps.save(view)]);
-    if (watching.status === 'fulfilled') unwatch = watching.value;
-    for (const r of [watching, saved]) if (r.status === 'rejected') throw r.reason;
-    await seedFiles(deps, view, task, signal);
-    countsFresh = await runTurns(deps, view, task, signal);
+    await seedFiles(deps, view, task, signal, opening);
+    countsFresh = await runTurns(deps, view, task, signal, opening);
     view.status = 'succeeded';
   } catch (err) {
     if (!(err instanceof JobStopped)) logger.error({ err }, 'job failed on an infrastructure error');
@@ -72,7 +69,7 @@ export async function runJob<V extends JobState>(deps: JobRunnerDeps<V>, view: V
     await skipOpenTurn(deps.pipeline, view.session_id, `the job stopped: ${stopped.message}`)
       .catch((e: unknown) => logger.error({ err: e }, 'skipping the open turn of the stopped job failed'));
   } finally {
-    unwatch();
+    await opening.close(logger);
     view.finished_at = new Date().toISOString();
     // After a last turn that counted its drained ledger, nothing has run since (a read less at every job's end).
     if (!countsFresh) await refreshCounts(deps.pipeline, view).catch((err: unknown) => logger.warn({ err }, 'final command counts not refreshed'));
@@ -80,33 +77,9 @@ export async function runJob<V extends JobState>(deps: JobRunnerDeps<V>, view: V
   return view;
 }
 
-/** Follows the session: approvals move the job's status; command counts follow each finished command. */
-async function watchSession<V extends JobState>(deps: JobRunnerDeps<V>, view: V, logger: Logger): Promise<() => void> {
-  // Counts follow each finished command (not only turn ends), so job lists
-  // stay live during a long turn; bursts cost one ledger read per 250 ms.
-  let timer: NodeJS.Timeout | null = null;
-  const countsSoon = () => {
-    timer ??= setTimeout(() => {
-      timer = null;
-      refreshCounts(deps.pipeline, view).then(() => deps.save(view))
-        .catch((err: unknown) => logger.warn({ err }, 'updating command counts failed'));
-    }, 250);
-  };
-  const unsubscribe = await deps.pipeline.hub.subscribe(view.session_id, (e) => {
-    if (e.type === 'command_finished') return countsSoon();
-    if (e.type === 'approval_requested' && view.status === 'running') view.status = 'awaiting_approval';
-    else if (e.type === 'approval_resolved' && view.status === 'awaiting_approval') view.status = 'running';
-    else return;
-    void deps.save(view);
-  });
-  return () => {
-    unsubscribe();
-    if (timer) clearTimeout(timer);
-  };
-}
-
-async function seedFiles<V extends JobState>(deps: JobRunnerDeps<V>, view: V, task: JobTask, signal: AbortSignal): Promise<void> {
+async function seedFiles<V extends JobState>(deps: JobRunnerDeps<V>, view: V, task: JobTask, signal: AbortSignal, opening: JobOpening): Promise<void> {
   if (!task.files || Object.keys(task.files).length === 0) return;
+  await opening.wait();
   try {
     view.files_seeded = await deps.pipeline.seedFiles(view.session_id, task.files, signal);
   } catch (err) {
@@ -122,7 +95,7 @@ async function seedFiles<V extends JobState>(deps: JobRunnerDeps<V>, view: V, ta
  * True when the view's command counts are those of the ledger as it ends
  * (no validator ran commands after the last turn counted them).
  */
-async function runTurns<V extends JobState>(deps: JobRunnerDeps<V>, view: V, task: JobTask, signal: AbortSignal): Promise<boolean> {
+async function runTurns<V extends JobState>(deps: JobRunnerDeps<V>, view: V, task: JobTask, signal: AbortSignal, opening: JobOpening): Promise<boolean> {
   const flow = FLOWS[view.flow];
   const history: AgentMessage[] = [{ role: 'system', text: flow.systemPrompt }, { role: 'user', kind: 'task', text: taskMessage(task) }];
   const watchdog = new Watchdog(view.limits.max_failed_turns_in_a_row);
@@ -134,7 +107,7 @@ async function runTurns<V extends JobState>(deps: JobRunnerDeps<V>, view: V, tas
     await beforeModelCall(deps.control, history, signal).catch((err: unknown) => {
       throw signal.aborted ? stoppedBy(signal, view) : err;
     });
-    const { report, outcome } = await oneTurn(deps, view, { call, history: [...history], issued, signal, validated: validation !== null });
+    const { report, outcome } = await oneTurn(deps, view, { call, history: [...history], issued, signal, validated: validation !== null, opening });
     issued += report.commandsIssued;
     // A stream broken off mid-turn gets one more call, told what ran; twice in a row is the model's failure.
     brokenInARow = report.stop.kind === 'stream_broken' ? brokenInARow + 1 : 0;
@@ -151,7 +124,7 @@ async function runTurns<V extends JobState>(deps: JobRunnerDeps<V>, view: V, tas
   throw new JobStopped('failed', `max_turns (${view.limits.max_turns}) reached before the model finished`);
 }
 
-type TurnContext = { call: number; history: AgentMessage[]; issued: number; signal: AbortSignal; validated: boolean };
+type TurnContext = { call: number; history: AgentMessage[]; issued: number; signal: AbortSignal; validated: boolean; opening: JobOpening };
 
 async function oneTurn<V extends JobState>(deps: JobRunnerDeps<V>, view: V, c: TurnContext): Promise<{ report: TurnReport; outcome: TurnOutcome }> {
   const { pipeline } = deps;
@@ -160,7 +133,7 @@ async function oneTurn<V extends JobState>(deps: JobRunnerDeps<V>, view: V, c: T
   const flow = FLOWS[view.flow];
   // Sent before the turn opens, so that the request travels while it does; read only once it is open.
   const call = startCall(deps.stream, flow, c.history, c.signal);
-  const { turn, burntIds } = await openTurn(deps, sid, c.call).catch(async (err: unknown) => {
+  const { turn, burntIds } = await openTurn(deps, sid, c.call, c.opening).catch(async (err: unknown) => {
     await call.drop(err);
     throw err;
   });
@@ -199,8 +172,8 @@ async function oneTurn<V extends JobState>(deps: JobRunnerDeps<V>, view: V, c: T
 }
 
 /** The turn's number, `turn_started`, and the ids a command may not take again (earlier failed or skipped ones). */
-async function openTurn<V extends JobState>(deps: JobRunnerDeps<V>, sid: string, call: number): Promise<{ turn: number; burntIds: string[] }> {
-  const turn = await deps.pipeline.nextTurn(sid).catch(quotaStops);
+async function openTurn<V extends JobState>(deps: JobRunnerDeps<V>, sid: string, call: number, opening: JobOpening): Promise<{ turn: number; burntIds: string[] }> {
+  const [turn] = await Promise.all([deps.pipeline.nextTurn(sid).catch(quotaStops), opening.wait()]);
   const [, entries] = await Promise.all([deps.emit({ type: 'turn_started', turn, api_call: call }), deps.pipeline.entries(sid)]);
   return { turn, burntIds: entries.filter((r) => r.turn > 0 && r.flow !== 'native' && BURNT.has(r.status)).map((r) => r.id) };
 }
@@ -273,18 +246,6 @@ function addUsage(view: JobState, report: TurnReport): void {
   view.usage.completion_tokens += report.usage.completion_tokens;
   view.usage.total_tokens = view.usage.prompt_tokens + view.usage.completion_tokens;
   if (report.usage.estimated) view.usage.estimated = true;
-}
-
-async function refreshCounts(pipeline: JobPipeline, view: JobState): Promise<void> {
-  const counts = emptyCounts();
-  for (const r of await pipeline.entries(view.session_id)) {
-    // The model's commands only: REST ones are not the job's, a validator's are in `validation` and its events.
-    if (r.flow === 'api' || r.flow === 'validator') continue;
-    counts.total++;
-    if (r.status in counts) counts[r.status as keyof typeof counts]++;
-    else if (r.status === 'interrupted') counts.failed++;
-  }
-  view.commands = counts;
 }
 
 /** A one-line summary per ledger record, for CLIs and the demo. */

@@ -31,19 +31,23 @@ export class JobStore {
   // readers skip and #pruneList drops, never a job the list misses.
   async create(view: JobView, owner: string | null, runner: string, fromSeq = 0): Promise<void> {
     await this.#redis.zadd(this.#keys.jobs(), Date.parse(view.created_at), view.job_id);
-    await this.#redis
-      .multi()
-      .hset(this.#keys.job(view.job_id), { data: JSON.stringify(view), owner: owner ?? '', cancel: '0', runner, from_seq: String(fromSeq) })
-      .publish(this.#keys.jobChanges(), view.job_id)
-      .exec();
-    await this.#pruneList();
+    // The prune beside the job's own write (its round trips are not on the submission's path); it leaves this job's
+    // place alone, whose record may not be written yet when it looks.
+    await Promise.all([
+      this.#redis
+        .multi()
+        .hset(this.#keys.job(view.job_id), { data: JSON.stringify(view), owner: owner ?? '', cancel: '0', runner, from_seq: String(fromSeq) })
+        .publish(this.#keys.jobChanges(), view.job_id)
+        .exec(),
+      this.#pruneList(view.job_id),
+    ]);
   }
 
   // A job's hash expires after the retention, its place in the list would
   // not: each new job drops the oldest places whose job is gone, so the list
   // holds the jobs that exist (and a few) however many were ever made.
-  async #pruneList(): Promise<void> {
-    const oldest = await this.#redis.zrange(this.#keys.jobs(), 0, PRUNE_BATCH - 1);
+  async #pruneList(creating: string): Promise<void> {
+    const oldest = (await this.#redis.zrange(this.#keys.jobs(), 0, PRUNE_BATCH - 1)).filter((id) => id !== creating);
     if (oldest.length === 0) return;
     // One EXISTS each (one socket write): the jobs live in different slots.
     const found = await Promise.all(oldest.map((id) => this.#redis.exists(this.#keys.job(id))));

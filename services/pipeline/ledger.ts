@@ -246,13 +246,13 @@ export class Ledger {
     return this.many(sid, Array.from({ length: Math.max(0, count - from + 1) }, (_, i) => from + i));
   }
 
-  /** The whole ledger, in execution order (= queue order, = index order). */
-  async list(sid: string): Promise<LedgerRecord[]> {
+  /** The whole ledger in execution order (= queue order, = index order); `validate` false: this service's own reads, unchecked. */
+  async list(sid: string, validate = true): Promise<LedgerRecord[]> {
     const n = Number((await this.#redis.get(this.#keys.ledgerCounter(sid))) ?? 0);
     const out: LedgerRecord[] = [];
     for (let from = 1; from <= n; from += 500) {
       const idx = Array.from({ length: Math.min(500, n - from + 1) }, (_, i) => from + i);
-      out.push(...(await this.many(sid, idx)));
+      out.push(...(await this.many(sid, idx, validate)));
     }
     return out;
   }
@@ -288,7 +288,7 @@ export class Ledger {
 
   /** Records the model has not seen yet, in order. */
   async uninjected(sid: string): Promise<LedgerRecord[]> {
-    return (await this.list(sid)).filter((r) => !r.injected && FINAL_STATUSES.has(r.status));
+    return (await this.list(sid, false)).filter((r) => !r.injected && FINAL_STATUSES.has(r.status));
   }
 
   async markInjected(sid: string, indexes: number[]): Promise<void> {

@@ -133,9 +133,9 @@ export class Pipeline {
       await slot.cancel();
       throw err;
     }
-    await this.storage.chargeSession(meta.session_id);
-    await slot.commit(meta.session_id);
-    await this.queues.configure(meta.session_id);
+    // Independent writes, sent together: a new session is on the path of every job's first model call. Its queue is
+    // configured by the run job of its first command (SessionQueues.startRun), off that path.
+    await Promise.all([this.storage.chargeSession(meta.session_id), slot.commit(meta.session_id)]);
     return meta;
   }
 
@@ -192,7 +192,8 @@ export class Pipeline {
 
   /** A new turn number for the session (one POST, or one model call); refused once its key is over its storage budget. `known`: its meta, read moments ago by the caller. */
   async nextTurn(sid: string, known?: SessionMeta, budgetChecked = false): Promise<number> {
-    if (!budgetChecked) await this.storage.assert((known ?? (await this.session(sid))).owner);
+    // A session's owner never changes: the one this process remembers serves (no read, no schema check of its policy).
+    if (!budgetChecked) await this.storage.assert((known ?? this.#sessions.remembered(sid) ?? (await this.session(sid))).owner);
     return this.#d.redis.incr(this.#d.keys.turnCounter(sid));
   }
 
@@ -241,7 +242,8 @@ export class Pipeline {
     return FinishWatch.open(this.hub, sid);
   }
 
-  entries(sid: string): Promise<LedgerRecord[]> { return this.#ledger.list(sid); }
+  /** The session's records for this service's own use (a job's counts, ids and feedback): unchecked; GET …/ledger checks. */
+  entries(sid: string): Promise<LedgerRecord[]> { return this.#ledger.list(sid, false); }
   /** The ledger as GET …/ledger shows it: the command records with the session's network records in place. */
   async ledgerEntries(sid: string): Promise<LedgerEntry[]> { return withNetworkRecords(await this.#ledger.list(sid), await this.network.list(sid)); }
   uninjected(sid: string): Promise<LedgerRecord[]> { return this.#ledger.uninjected(sid); }

@@ -55,11 +55,19 @@ export class Sessions {
       created_at: new Date().toISOString(),
       deleted_at: null,
     };
-    const created = await this.#redis.hsetnx(this.#keys.sessionMeta(meta.session_id), 'json', JSON.stringify(meta));
+    // Together (one round trip): NX leaves an existing id's entry as it was, for the refusal below.
+    const [created] = await Promise.all([
+      this.#redis.hsetnx(this.#keys.sessionMeta(meta.session_id), 'json', JSON.stringify(meta)),
+      this.#redis.zadd(this.#keys.sessions(), 'NX', Date.now(), meta.session_id),
+    ]);
     if (!created) throw new Error(`session ${meta.session_id} already exists`);
-    await this.#redis.zadd(this.#keys.sessions(), Date.now(), meta.session_id);
     this.#cache.set(meta.session_id, meta);
     return meta;
+  }
+
+  /** The session's immutable part as this process last read or made it (its owner, say); null when not cached. */
+  remembered(sid: string): SessionMeta | null {
+    return this.#cache.get(sid) ?? null;
   }
 
   /**

@@ -18,8 +18,8 @@ import { newSessionId } from './sessions.ts';
 // The maker keeps its warm sandboxes in use (so neither the idle pause nor the
 // reaper touch them) and refills as ids are taken, seen on a wake message (a
 // new session's first command publishes one) or every `checkMs`: once the
-// takes pause for `settleMs`, so a burst's commands do not share the CPU with
-// the containers made to replace its sandboxes.
+// takes and this worker's commands pause for `settleMs`, so a burst's (or a
+// job's) commands do not share the CPU with the containers made to replace its sandboxes.
 
 export type WarmSandboxes = {
   /** opens the session's sandbox (container, workspace, executor) and takes its baseline, as its first command would */
@@ -48,6 +48,11 @@ export type WarmPoolDeps = {
   processId: string;
   /** when a warm sandbox is ready, and again while it waits: the worker keeps the id's queue Worker open for its first command */
   onReady?: (sessionId: string) => Promise<void>;
+  /**
+   * When this worker last ran a command (`Date.now()` while one runs): a refill also waits for that to be `settleMs`
+   * old, so the containers it starts do not take the CPU from the commands and job ends of the sessions just handed over.
+   */
+  lastWorkAt?: () => number;
 };
 
 export type WarmPoolOptions = {
@@ -196,18 +201,20 @@ export class WarmPool {
 
   /**
    * While ids are being taken (a burst of new sessions), a refill would start containers, each about half a second of
-   * the host's CPU, beside the burst's first commands; it waits until the takes stop for `settleMs`, at most
-   * `maxSettleMs`, then makes every missing one.
+   * the host's CPU, beside the burst's first commands; it waits until the takes stop for `settleMs`, and this worker's
+   * commands too (`lastWorkAt`: a job handed a warm sandbox runs its commands and then reads its workspace's changes
+   * right after), at most `maxSettleMs`, then makes every missing one.
    */
   #holdRefill(now: number): boolean {
     const waited = now - (this.#waitingSince ?? now);
-    if (now - this.#lastTakeAt >= this.#settleMs || waited >= this.#maxSettleMs) {
+    const quietSince = Math.max(this.#lastTakeAt, this.#d.lastWorkAt?.() ?? 0);
+    if (now - quietSince >= this.#settleMs || waited >= this.#maxSettleMs) {
       this.#waitingSince = null;
       return false;
     }
     this.#waitingSince ??= now;
     if (!this.#settleTimer && !this.#closed) {
-      const wait = Math.max(10, Math.min(this.#lastTakeAt + this.#settleMs, this.#waitingSince + this.#maxSettleMs) - now);
+      const wait = Math.max(10, Math.min(quietSince + this.#settleMs, this.#waitingSince + this.#maxSettleMs) - now);
       this.#settleTimer = setTimeout(() => { this.#settleTimer = null; this.poke(); }, wait);
       this.#settleTimer.unref();
     }

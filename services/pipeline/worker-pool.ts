@@ -75,6 +75,7 @@ export class WorkerPool {
   readonly #shutdown = new AbortController();
   #status: PoolStatus = 'idle';
   #closing: Promise<void> | null = null;
+  #commandAt = 0; // when a command of this process last started or ended: the warm pool's refill waits for quiet
 
   constructor(deps: WorkerPoolDeps, opts: WorkerPoolOptions) {
     this.#d = deps;
@@ -88,7 +89,8 @@ export class WorkerPool {
       onDead: async (dead) => this.#warm?.dropDead(dead),
     }, liveness);
     const w = deps.warm;
-    this.#warm = w ? new WarmPool({ redis: deps.redis, keys: deps.keys, sandboxes: w.sandboxes, processId: this.#liveness.id, onReady: (sid) => this.ensure(sid) }, w) : null;
+    const lastWorkAt = () => ([...this.#entries.values()].some((e) => e.job) ? Date.now() : this.#commandAt);
+    this.#warm = w ? new WarmPool({ redis: deps.redis, keys: deps.keys, sandboxes: w.sandboxes, processId: this.#liveness.id, onReady: (sid) => this.ensure(sid), lastWorkAt }, w) : null;
     deps.openWorkers.set(0);
   }
 
@@ -170,7 +172,7 @@ export class WorkerPool {
   #open(sid: string): void {
     const { keys, queues } = this.#d;
     let entry: Entry | undefined; // set before the Worker runs
-    const runDeps = { processor: this.#d.processor, queues: this.#d.queues, onCommand: (c: Current | undefined) => { entry!.job = c; }, linger: this.#wakes };
+    const runDeps = { processor: this.#d.processor, queues: this.#d.queues, onCommand: (c: Current | undefined) => { entry!.job = c; this.#commandAt = Date.now(); }, linger: this.#wakes };
     const worker = new Worker<CommandJobData>(
       keys.queueName(sid),
       async (job: Job<CommandJobData>, token?: string) => {
@@ -208,9 +210,7 @@ export class WorkerPool {
     worker.on('active', () => { entry.busy = true; entry.lastActive = Date.now(); });
     worker.on('completed', () => { entry.busy = false; entry.job = undefined; entry.lastActive = Date.now(); });
     worker.on('failed', (job, err) => {
-      entry.busy = false;
-      entry.job = undefined;
-      entry.lastActive = Date.now();
+      Object.assign(entry, { busy: false, job: undefined, lastActive: Date.now() });
       if (job) void this.#recoverFailedJob(job, err);
       else withIds({ session_id: sid }).error({ err }, 'a command job failed in the queue');
     });

@@ -21,8 +21,8 @@ function countingSandboxes() {
   return { made, sandboxes };
 }
 
-function startPool(sandboxes: WarmSandboxes, size: number, settle: { settleMs: number; maxSettleMs: number; touchMs?: number }): WarmPool {
-  const pool = new WarmPool({ redis, keys, processId: `burst-${pools.length}`, sandboxes }, { size, checkMs: 100_000, ...settle });
+function startPool(sandboxes: WarmSandboxes, size: number, settle: { settleMs: number; maxSettleMs: number; touchMs?: number }, lastWorkAt?: () => number): WarmPool {
+  const pool = new WarmPool({ redis, keys, processId: `burst-${pools.length}`, sandboxes, ...(lastWorkAt ? { lastWorkAt } : {}) }, { size, checkMs: 100_000, ...settle });
   pools.push(pool);
   pool.start();
   return pool;
@@ -93,6 +93,36 @@ describe('warm pool refill during a burst', () => {
     pool.poke();
     await expect.poll(() => made.length, { timeout: 3000, interval: 20 }).toBe(3);
     expect(made[2]!.at - at).toBeGreaterThanOrEqual(150);
+    expect(made[2]!.at - at).toBeLessThan(1500);
+  });
+
+  it('the worker\'s commands hold the refill back until they pause for settleMs (a job handed a warm sandbox ends in peace)', async () => {
+    const { made, sandboxes } = countingSandboxes();
+    let running = false;
+    let commandAt = 0;
+    const pool = startPool(sandboxes, 2, { settleMs: 200, maxSettleMs: 5000 }, () => (running ? Date.now() : commandAt));
+    await pool.filled(5000);
+    await newSession();
+    running = true; // the new session's commands run for 800 ms
+    pool.poke();
+    await sleep(800);
+    running = false;
+    commandAt = Date.now();
+    expect(made).toHaveLength(2); // nothing made while they ran, though the take is 800 ms old
+    await expect.poll(() => made.length, { timeout: 3000, interval: 20 }).toBe(3);
+    expect(made[2]!.at - commandAt).toBeGreaterThanOrEqual(150);
+    expect(made[2]!.at - commandAt).toBeLessThan(1000);
+  });
+
+  it('commands that never pause hold the refill back at most maxSettleMs', async () => {
+    const { made, sandboxes } = countingSandboxes();
+    const pool = startPool(sandboxes, 2, { settleMs: 100, maxSettleMs: 700 }, () => Date.now());
+    await pool.filled(5000); // held back too, at most 700 ms
+    await newSession();
+    const at = Date.now();
+    pool.poke();
+    await expect.poll(() => made.length, { timeout: 3000, interval: 20 }).toBe(3);
+    expect(made[2]!.at - at).toBeGreaterThanOrEqual(600);
     expect(made[2]!.at - at).toBeLessThan(1500);
   });
 

@@ -77,6 +77,19 @@ describe('warm pool', () => {
     expect(changes.status).toBe(200);
   });
 
+  it('refills only once this worker\'s commands pause: a container started beside them would take their CPU', async () => {
+    await pool().filled(30_000);
+    const sid = await newSession();
+    const t0 = Date.now();
+    const running = run(sid, '<tf-bash id="1" cmd="sleep 2.5" />');
+    await new Promise((r) => setTimeout(r, 1800 - (Date.now() - t0)));
+    // Taken 1.8 s ago, far past the takes' settleMs (300 ms): held back because the command still runs.
+    expect(await listed()).toHaveLength(1);
+    expect((await running)[0]).toMatchObject({ status: 'succeeded' });
+    await pool().filled(30_000);
+    expect(await listed()).toHaveLength(2);
+  });
+
   it('never gives one warm sandbox to two sessions, even to sessions made at once', async () => {
     const sids = await Promise.all(Array.from({ length: 6 }, () => newSession()));
     expect(new Set(sids).size).toBe(6);

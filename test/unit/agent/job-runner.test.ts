@@ -176,6 +176,35 @@ describe('runJob', () => {
     expect(pipeline.records.map((r) => [r.turn, r.id])).toEqual([[1, '1']]);
   });
 
+  it('sends the first model call while the running state is saved; its turn opens (turn_started) only once it is', async () => {
+    const pipeline = new FakePipeline();
+    let saveRunning!: () => void;
+    const savedRunning = new Promise<void>((r) => { saveRunning = r; });
+    const model = scripted([{ type: 'reasoning', text: write('1', 'a.txt') }, { type: 'text', text: 'done' }]);
+    const sink = collect();
+    const saves: string[] = [];
+    const save = async (v: JobState) => { saves.push(v.status); if (saves.length === 1) await savedRunning; };
+    const job = runJob({ pipeline, stream: model.stream, emit: sink.emit, save }, newJob(), { task: 'do it' }, new AbortController().signal);
+    for (let i = 0; i < 20 && model.requests.length === 0; i++) await new Promise((r) => setImmediate(r));
+    expect(model.requests).toHaveLength(1); // sent while `running` is still being saved
+    for (let i = 0; i < 20; i++) await new Promise((r) => setImmediate(r));
+    expect(sink.events).toEqual([]); // no turn_started before the running state
+    expect(pipeline.records).toEqual([]);
+    saveRunning();
+    expect(await job).toMatchObject({ status: 'succeeded', api_calls: 1 });
+    expect(sink.events[0]).toEqual({ type: 'turn_started', turn: 1, api_call: 1 });
+  });
+
+  it('an opening that fails (the session\'s events cannot be followed) drops the call already sent and fails the job', async () => {
+    const pipeline = new FakePipeline();
+    pipeline.hub.subscribe = async () => { throw new Error('Redis is gone'); };
+    const model = scripted([{ type: 'reasoning', text: write('1', 'a.txt') }]);
+    const view = await runJob({ pipeline, stream: model.stream, emit: collect().emit, save: async () => undefined }, newJob(), { task: 'do it' }, new AbortController().signal);
+    expect(view).toMatchObject({ status: 'failed', error: 'infrastructure error: Redis is gone' });
+    expect(model.aborted).toEqual([true]);
+    expect(pipeline.records).toEqual([]);
+  });
+
   it('a turn that cannot open (the key over its storage budget) aborts the call already sent, and the job fails with the code', async () => {
     const pipeline = new FakePipeline();
     pipeline.nextTurn = async () => { throw new PipelineError('storage_quota_exceeded', 'the key holds 256 MiB'); };
