@@ -250,11 +250,14 @@ class TurnRun {
     await this.#out.flush();
     report.visibleText = flow.parsesTags ? this.#parser.visibleText() : report.outputText;
     // A command the pipeline refused to take (session deleted, Redis down) must not pass for done.
-    const refused = (await Promise.allSettled(this.#handles)).find((r) => r.status === 'rejected');
+    const settled = await Promise.allSettled(this.#handles);
+    const refused = settled.find((r) => r.status === 'rejected');
     if (refused) throw (refused as PromiseRejectedResult).reason;
     if (signal.aborted) return;
     if (this.#needResult) await pipeline.awaitResult(await this.#needResult, signal);
-    report.records = await pipeline.drainTurn(sid, turn, signal, this.#watch);
+    // Every record of the turn is one this run enqueued: their indexes are known, the turn's list is not read.
+    const indexes = settled.map((r) => (r as PromiseFulfilledResult<CommandHandle>).value.index);
+    report.records = await pipeline.drainTurn(sid, turn, signal, this.#watch, indexes);
     report.toolCalls = completed ? [...this.#calls.values()].filter((c) => c.name) : [];
     for (const [i, call] of report.toolCalls.entries()) {
       if (!call.id) call.id = `call_${turn}_${i}`;

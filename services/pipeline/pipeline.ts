@@ -224,9 +224,9 @@ export class Pipeline {
     return rec!;
   }
 
-  /** Every command of the turn final (PROTOCOL.md §5.5), in ledger order. */
-  async drainTurn(sid: string, turn: number, signal?: AbortSignal, watch?: FinishWatch): Promise<LedgerRecord[]> {
-    return this.awaitAll(sid, await this.#ledger.turnIndexes(sid, turn), signal, watch);
+  /** Every command of the turn final (PROTOCOL.md §5.5), in ledger order. `indexes`: the turn's, known to a caller that enqueued them all (no read). */
+  async drainTurn(sid: string, turn: number, signal?: AbortSignal, watch?: FinishWatch, indexes?: number[]): Promise<LedgerRecord[]> {
+    return this.awaitAll(sid, indexes ? [...indexes].sort((a, b) => a - b) : await this.#ledger.turnIndexes(sid, turn), signal, watch);
   }
 
   /**

@@ -86,6 +86,8 @@ describe('pipeline core (fake sandboxes)', () => {
     const all = await rt.pipeline.drainTurn(sid, turn);
     expect(all.map((r) => r.status)).toEqual(['succeeded', 'failed', 'skipped']);
     expect([h1.index, h2.index, h3.index]).toEqual(all.map((r) => r.index));
+    // A caller that enqueued the whole turn names its indexes (in any order): the same records, in ledger order.
+    expect(await rt.pipeline.drainTurn(sid, turn, undefined, undefined, [h3.index, h1.index, h2.index])).toEqual(all);
     await expect(rt.pipeline.enqueue(sid, turn, { id: '2', tool: 'touch', path: 'x', need_result: false }, 'text'))
       .rejects.toMatchObject({ code: 'duplicate_id' });
     const un = await rt.pipeline.uninjected(sid);
