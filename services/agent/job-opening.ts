@@ -17,7 +17,6 @@ export type OpeningDeps<V extends JobState> = {
 export class JobOpening {
   readonly #ready: Promise<void>;
   #unwatch = () => {};
-  #surfaced = false;
 
   constructor(deps: OpeningDeps<JobState>, view: JobState, logger: Logger) {
     this.#ready = Promise.allSettled([watchSession(deps, view, logger), deps.save(view)]).then(([watching, saved]) => {
@@ -29,19 +28,17 @@ export class JobOpening {
   }
 
   /** Resolves once the opening is in place; throws its failure. */
-  async wait(): Promise<void> {
-    try {
-      await this.#ready;
-    } catch (err) {
-      this.#surfaced = true;
-      throw err;
-    }
+  wait(): Promise<void> {
+    return this.#ready;
   }
 
-  /** Stops following the session, once the opening settled; a failure no wait() threw (the job stopped first) is logged. */
-  async close(logger: Logger): Promise<void> {
+  /**
+   * Stops following the session, once the opening settled. Its failure is logged unless it is what the job ended
+   * with (`endedWith`): a job that stopped first, or failed on something else meanwhile, would otherwise hide it.
+   */
+  async close(logger: Logger, endedWith: unknown): Promise<void> {
     await this.#ready.catch((err: unknown) => {
-      if (!this.#surfaced) logger.warn({ err }, 'the job\'s opening failed after it stopped');
+      if (err !== endedWith) logger.warn({ err }, 'the job\'s opening failed (its running state or its session\'s events)');
     });
     this.#unwatch();
   }

@@ -56,11 +56,13 @@ export async function runJob<V extends JobState>(deps: JobRunnerDeps<V>, view: V
   view.started_at = new Date().toISOString();
   const opening = new JobOpening(deps, view, logger);
   let countsFresh = false;
+  let endedWith: unknown = null;
   try {
     await seedFiles(deps, view, task, signal, opening);
     countsFresh = await runTurns(deps, view, task, signal, opening);
     view.status = 'succeeded';
   } catch (err) {
+    endedWith = err;
     if (!(err instanceof JobStopped)) logger.error({ err }, 'job failed on an infrastructure error');
     const stopped = err instanceof JobStopped ? err : new JobStopped('failed', `infrastructure error: ${(err as Error).message}`);
     view.status = stopped.status;
@@ -69,7 +71,7 @@ export async function runJob<V extends JobState>(deps: JobRunnerDeps<V>, view: V
     await skipOpenTurn(deps.pipeline, view.session_id, `the job stopped: ${stopped.message}`)
       .catch((e: unknown) => logger.error({ err: e }, 'skipping the open turn of the stopped job failed'));
   } finally {
-    await opening.close(logger);
+    await opening.close(logger, endedWith);
     view.finished_at = new Date().toISOString();
     // After a last turn that counted its drained ledger, nothing has run since (a read less at every job's end).
     if (!countsFresh) await refreshCounts(deps.pipeline, view).catch((err: unknown) => logger.warn({ err }, 'final command counts not refreshed'));
@@ -133,7 +135,7 @@ async function oneTurn<V extends JobState>(deps: JobRunnerDeps<V>, view: V, c: T
   const flow = FLOWS[view.flow];
   // Sent before the turn opens, so that the request travels while it does; read only once it is open.
   const call = startCall(deps.stream, flow, c.history, c.signal);
-  const { turn, burntIds } = await openTurn(deps, sid, c.call, c.opening).catch(async (err: unknown) => {
+  const { turn, burntIds } = await openTurn(deps, view, c).catch(async (err: unknown) => {
     await call.drop(err);
     throw err;
   });
@@ -172,8 +174,12 @@ async function oneTurn<V extends JobState>(deps: JobRunnerDeps<V>, view: V, c: T
 }
 
 /** The turn's number, `turn_started`, and the ids a command may not take again (earlier failed or skipped ones). */
-async function openTurn<V extends JobState>(deps: JobRunnerDeps<V>, sid: string, call: number, opening: JobOpening): Promise<{ turn: number; burntIds: string[] }> {
-  const [turn] = await Promise.all([deps.pipeline.nextTurn(sid).catch(quotaStops), opening.wait()]);
+async function openTurn<V extends JobState>(deps: JobRunnerDeps<V>, view: V, c: TurnContext): Promise<{ turn: number; burntIds: string[] }> {
+  const { session_id: sid } = view;
+  const call = c.call;
+  const [turn] = await Promise.all([deps.pipeline.nextTurn(sid).catch(quotaStops), c.opening.wait()]);
+  // Stopped while the turn's number was taken (or the job's opening saved): no turn_started for a call nobody reads.
+  if (c.signal.aborted) throw stoppedBy(c.signal, view);
   const [, entries] = await Promise.all([deps.emit({ type: 'turn_started', turn, api_call: call }), deps.pipeline.entries(sid)]);
   return { turn, burntIds: entries.filter((r) => r.turn > 0 && r.flow !== 'native' && BURNT.has(r.status)).map((r) => r.id) };
 }
