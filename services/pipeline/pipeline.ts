@@ -1,6 +1,6 @@
 import { PolicyLoosensError, type ApprovalMode } from '../policy/index.ts';
 import type { Command, CommandFlow, ParserOptions } from '../protocol/index.ts';
-import { log } from '../log/index.ts';
+import { log, withIds } from '../log/index.ts';
 import { queueOverview, type QueueRow } from './queue-overview.ts';
 import { Approvals } from './approvals.ts';
 import { CommandLifecycle } from './command-lifecycle.ts';
@@ -133,8 +133,9 @@ export class Pipeline {
       await slot.cancel();
       throw err;
     }
-    // Independent writes, sent together: a new session is on the path of every job's first model call. Its queue is
-    // configured by the run job of its first command (SessionQueues.startRun), off that path.
+    // Independent writes, sent together: a new session is on the path of every job's first model call. Its queue's
+    // concurrency is set meanwhile, not waited for: the run of its first command waits for it (SessionQueues.startRun).
+    this.queues.configure(meta.session_id).catch((err: unknown) => withIds({ session_id: meta.session_id }).warn({ err }, 'the new session\'s queue was not configured ahead; its first command does it'));
     await Promise.all([this.storage.chargeSession(meta.session_id), slot.commit(meta.session_id)]);
     return meta;
   }

@@ -39,7 +39,8 @@ export class SessionQueues {
   readonly connection: Redis;
   readonly #keys: Keys;
   readonly #queues = new Map<string, Queue<CommandJobData>>();
-  readonly #configured = new Set<string>();
+  /** per session, its global concurrency set (or being set); a failed setting is forgotten, so the next call tries again */
+  readonly #configured = new Map<string, Promise<void>>();
   #closing: Promise<void> | null = null;
 
   constructor(redis: PipelineRedis, keys: Keys, connection: Redis = redis) {
@@ -67,10 +68,14 @@ export class SessionQueues {
    * queue be active across every worker process, which is what keeps a
    * session strictly ordered. Idempotent (an HSET on the queue's meta key).
    */
-  async configure(sid: string): Promise<void> {
-    if (this.#configured.has(sid)) return;
-    await this.queue(sid).setGlobalConcurrency(1);
-    this.#configured.add(sid);
+  configure(sid: string): Promise<void> {
+    let setting = this.#configured.get(sid);
+    if (!setting) {
+      const started = this.queue(sid).setGlobalConcurrency(1).then(() => undefined);
+      started.catch(() => { if (this.#configured.get(sid) === started) this.#configured.delete(sid); });
+      this.#configured.set(sid, (setting = started));
+    }
+    return setting;
   }
 
   /**
