@@ -78,6 +78,11 @@ export class SessionQueues {
     return setting;
   }
 
+  /** Resolves once a concurrency setting this process has under way landed (or failed): a deletion's TTLs then reach its key. */
+  async settled(sid: string): Promise<void> {
+    await this.#configured.get(sid)?.catch(() => undefined);
+  }
+
   /**
    * Starts a run job: when the command at `index` found the run list empty
    * (no run job works on the session), or to repair one that is gone (`tag`).

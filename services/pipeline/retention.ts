@@ -30,6 +30,8 @@ export class SessionRetention {
   /** Gives every key of the session the retention TTL; returns how many keys exist. `tokens`: its approvals. */
   async expire(sid: string, tokens: string[]): Promise<number> {
     const k = this.#keys;
+    // A new session's queue setting, sent beside its creation, lands before the TTLs: its key would outlive them.
+    await this.#queues.settled(sid);
     const [records, turns] = (await this.#redis.mget(k.ledgerCounter(sid), k.turnCounter(sid))).map((v) => Number(v ?? 0));
     const keys = [
       ...k.sessionKeys(sid, { records: records!, turns: turns!, tokens }),

@@ -45,6 +45,35 @@ describe('a DELETE repeated after one that finished', () => {
       .rejects.toMatchObject({ code: 'session_deleted' });
   });
 
+  it('a session deleted as soon as it is made: its queue\'s settings (set beside its creation) take the TTL too', async () => {
+    // The setting is slow to land (a loaded Redis): the deletion's TTLs must not go out before it.
+    const queues = rt.pipeline.queues;
+    const queueOf = queues.queue.bind(queues);
+    const slowed = new WeakSet<object>();
+    queues.queue = (sid: string) => {
+      const q = queueOf(sid);
+      if (!slowed.has(q)) {
+        slowed.add(q);
+        const set = q.setGlobalConcurrency.bind(q);
+        q.setGlobalConcurrency = async (n: number) => { await new Promise((r) => setTimeout(r, 150)); return set(n); };
+      }
+      return q;
+    };
+    try {
+      const sid = await session();
+      const meta = queueOf(sid).keys.meta!;
+      // Only the setting is still on its way (BullMQ's own first write of the key has landed: taken away, as if not yet).
+      await new Promise((r) => setTimeout(r, 30));
+      await rt.redis.del(meta);
+      await rt.pipeline.deleteSession(sid);
+      await new Promise((r) => setTimeout(r, 250)); // the setting has landed by now
+      expect(await rt.redis.hget(meta, 'concurrency')).toBe('1');
+      expect(await rt.redis.pttl(meta)).toBeGreaterThan(0); // expiring with the session, not kept for good
+    } finally {
+      queues.queue = queueOf;
+    }
+  });
+
   it('a record written while the meta has a TTL (a DELETE under way elsewhere) gets that TTL', async () => {
     const sid = await session();
     await rt.redis.pexpire(rt.keys.sessionMeta(sid), 3_600_000); // as retention.expire leaves it, before deleted_at is seen
