@@ -13,6 +13,8 @@ import type { WebhookDelivery } from './job-schemas.ts';
 export type StoredJob = { view: JobView; owner: string | null; cancelRequested: boolean; runner: string | null; fromSeq: number };
 
 const PRUNE_BATCH = 20;
+/** Past any clock skew between API hosts and any creation's round trips; far below a job's retention. */
+const PRUNE_AFTER_MS = 10 * 60 * 1000;
 
 export class JobStore {
   readonly #redis: Redis;
@@ -31,23 +33,24 @@ export class JobStore {
   // readers skip and #pruneList drops, never a job the list misses.
   async create(view: JobView, owner: string | null, runner: string, fromSeq = 0): Promise<void> {
     await this.#redis.zadd(this.#keys.jobs(), Date.parse(view.created_at), view.job_id);
-    // The prune beside the job's own write (its round trips are not on the submission's path); it leaves this job's
-    // place alone, whose record may not be written yet when it looks.
+    // The prune beside the job's own write (its round trips are not on the submission's path).
     await Promise.all([
       this.#redis
         .multi()
         .hset(this.#keys.job(view.job_id), { data: JSON.stringify(view), owner: owner ?? '', cancel: '0', runner, from_seq: String(fromSeq) })
         .publish(this.#keys.jobChanges(), view.job_id)
         .exec(),
-      this.#pruneList(view.job_id),
+      this.#pruneList(),
     ]);
   }
 
   // A job's hash expires after the retention, its place in the list would
   // not: each new job drops the oldest places whose job is gone, so the list
-  // holds the jobs that exist (and a few) however many were ever made.
-  async #pruneList(creating: string): Promise<void> {
-    const oldest = (await this.#redis.zrange(this.#keys.jobs(), 0, PRUNE_BATCH - 1)).filter((id) => id !== creating);
+  // holds the jobs that exist (and a few) however many were ever made. Only
+  // places older than PRUNE_AFTER_MS: a younger one may be a job whose record
+  // is still on its way (this process's or another's), which must stay listed.
+  async #pruneList(): Promise<void> {
+    const oldest = await this.#redis.zrangebyscore(this.#keys.jobs(), '-inf', `(${Date.now() - PRUNE_AFTER_MS}`, 'LIMIT', 0, PRUNE_BATCH);
     if (oldest.length === 0) return;
     // One EXISTS each (one socket write): the jobs live in different slots.
     const found = await Promise.all(oldest.map((id) => this.#redis.exists(this.#keys.job(id))));

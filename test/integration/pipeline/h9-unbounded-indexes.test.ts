@@ -74,7 +74,8 @@ describe('global indexes follow the retention (own redis-server)', () => {
   it('the jobs list drops jobs whose record expired, as new jobs come', async () => {
     const keys = createKeys('h9jobs');
     const store = new JobStore(redis.client, keys, 1);
-    const view = (n: number) => ({ job_id: `job_h9x${n}`, created_at: new Date(Date.now() + n).toISOString() }) as unknown as JobView;
+    // Made an hour ago (their retention, 1 s here, has long ended by the time a real list prunes them), and two now.
+    const view = (n: number) => ({ job_id: `job_h9x${n}`, created_at: new Date(Date.now() - (n < 100 ? 3_600_000 : 0) + n).toISOString() }) as unknown as JobView;
     for (let n = 0; n < 30; n++) {
       await store.create(view(n), null, 'r');
       await redis.client.expire(keys.job(`job_h9x${n}`), 1); // what a final job's record gets (its retention)
