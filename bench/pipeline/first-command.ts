@@ -113,6 +113,7 @@ async function measure(label: string, pool: number): Promise<Figures> {
 }
 
 const burstSplitText = (f: Figures) => f.burstSplits[0]!.map((_, i) => pct(f.burstSplits.map((x) => x[i]!), 50).toFixed(0)).join(' / ');
+const seqSplitText = (f: Figures) => f.splits[0]!.map((_, i) => pct(f.splits.map((x) => x[i]!), 50).toFixed(0)).join(' / ');
 const burstCpuText = (f: Figures) => f.burstCpu.map((v) => (v / BURST).toFixed(1)).join(' ');
 
 async function main(): Promise<void> {
@@ -121,6 +122,7 @@ async function main(): Promise<void> {
   if (values['warm-only']) {
     const w = await measure(`warm (pool ${POOL})`, POOL);
     console.log(`warm only, not judged: sequential p50 / p95 ${pct(w.seq, 50).toFixed(1)} / ${pct(w.seq, 95).toFixed(1)} ms; burst of ${BURST} p50 / p95 ${pct(w.burst, 50).toFixed(0)} / ${pct(w.burst, 95).toFixed(0)} ms`);
+    console.log(`sequential p50s: create / →parsed / →queued / →started / →finished ${seqSplitText(w)}`);
     console.log(`burst p50s: ${burstSplitText(w)}; CPU ms per session: ${burstCpuText(w)}`);
     return;
   }
@@ -128,7 +130,7 @@ async function main(): Promise<void> {
   const row = (name: string, cell: (f: Figures) => string) => `${name.padEnd(48)}${all.map((f) => cell(f).padStart(20)).join('')}`;
   console.log(`\n${row('', (f) => f.label)}`);
   console.log(row('POST /v1/sessions → first result p50 / p95 (ms)', (f) => `${pct(f.seq, 50).toFixed(1)} / ${pct(f.seq, 95).toFixed(1)}`));
-  console.log(row('p50s: create / →parsed / →queued / →started / →finished', (f) => f.splits[0]!.map((_, i) => pct(f.splits.map((x) => x[i]!), 50).toFixed(0)).join(' / ')));
+  console.log(row('p50s: create / →parsed / →queued / →started / →finished', seqSplitText));
   console.log(row('closing tag parsed → started p50 / p99 (ms)', (f) => `${pct(f.parsed, 50)} / ${pct(f.parsed, 99)}`));
   console.log(row(`burst of ${BURST}: p50 / p95 (ms)`, (f) => `${pct(f.burst, 50).toFixed(0)} / ${pct(f.burst, 95).toFixed(0)}`));
   console.log(row('burst p50s: create / →parsed / →queued / →started / →finished', burstSplitText));

@@ -27,7 +27,7 @@ function cpuMs(pid: number): number {
 type Executor = { child: ChildProcess; request: (body: object) => Promise<void>; close: () => void };
 
 async function start(root: string, workspace: string): Promise<Executor> {
-  const child = spawn(process.execPath, [path.join(root, 'sandbox-image/executor/main.mjs')], {
+  const child = spawn(process.execPath, [...(process.env.EXEC_PROF ? ["--cpu-prof", "--cpu-prof-dir=/tmp/eprof"] : []), path.join(root, 'sandbox-image/executor/main.mjs')], {
     // The control socket goes in the scratch directory, not the host's /var/lib/thinkflow/egress.
     env: { ...process.env, THINKFLOW_WORKSPACE: workspace, THINKFLOW_RUN_AS: '0:0', THINKFLOW_WORKSPACE_FS: 'loop', THINKFLOW_CONTROL_SOCKET: path.join(workspace, '.control.sock') },
     stdio: ['pipe', 'pipe', 'ignore'],

@@ -12,6 +12,8 @@ export const WORKSPACE = '/workspace';
  */
 export const WORKSPACE_ROOT_PRIVATE = '/var/lib/thinkflow/ws';
 export const PRIVATE_DIR = '.thinkflow-private';
+/** The executor's Node.js and the workspace programs' (sandbox-image/build.sh); commands keep Debian's on their PATH. */
+export const EXECUTOR_NODE = '/opt/thinkflow/runtime/node';
 /**
  * What the executor needs, and commands never get: SETUID/SETGID/SETPCAP to
  * start commands as another user with no capability, DAC_READ_SEARCH so the

@@ -1,6 +1,7 @@
 import type Docker from 'dockerode';
 import { Readable } from 'node:stream';
 import { ExecutorRequestError } from './executor-client.ts';
+import { EXECUTOR_NODE } from './container-spec.ts';
 import { containerName } from './names.ts';
 import { execJson, execStream, WorkspaceExecError } from './workspace-exec.ts';
 import { thawIfPaused } from './frozen-container.ts';
@@ -68,7 +69,7 @@ export class SandboxWorkspaceOut implements WorkspaceOut {
 
   async patch(sessionId: string): Promise<Readable> {
     try {
-      return await this.#stream(sessionId, ['node', SCRIPT, 'patch'], [0]);
+      return await this.#stream(sessionId, [EXECUTOR_NODE, SCRIPT, 'patch'], [0]);
     } catch (err) {
       if ((err as { code?: string }).code === 'no_baseline') return emptyStream();
       throw err;
@@ -129,7 +130,7 @@ export class SandboxWorkspaceOut implements WorkspaceOut {
   async #json<T>(sessionId: string, op: string): Promise<T> {
     const { container, release } = await this.#container(sessionId);
     try {
-      return await execJson<T>(container, ['node', SCRIPT, op]);
+      return await execJson<T>(container, [EXECUTOR_NODE, SCRIPT, op]);
     } finally {
       release();
     }

@@ -1,6 +1,7 @@
 import type Docker from 'dockerode';
 import type { Duplex, Readable } from 'node:stream';
 import { PassThrough } from 'node:stream';
+import { EXECUTOR_NODE } from './container-spec.ts';
 import type { ExecutorClient } from './executor-client.ts';
 import { sandboxLog } from './log.ts';
 import type { ResolvedSandboxOptions } from './sandbox-options.ts';
@@ -95,7 +96,7 @@ export function asCommandUser(o: Pick<ResolvedSandboxOptions, 'user'>, argv: str
 
 /** argv of the extraction program (as the command user). */
 function extractorArgv(o: ResolvedSandboxOptions, staging: string, allowance: number | 'none'): string[] {
-  return asCommandUser(o, ['/usr/bin/node', EXTRACTOR, `/workspace/${staging}`, String(allowance), String(o.workspaceInodes)]);
+  return asCommandUser(o, [EXECUTOR_NODE, EXTRACTOR, `/workspace/${staging}`, String(allowance), String(o.workspaceInodes)]);
 }
 
 async function extract(d: Deps, staging: string, allowance: number | 'none', body: Readable, opts: UploadOptions): Promise<UploadResult> {
