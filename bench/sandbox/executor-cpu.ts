@@ -27,7 +27,9 @@ function cpuMs(pid: number): number {
 type Executor = { child: ChildProcess; request: (body: object) => Promise<void>; close: () => void };
 
 async function start(root: string, workspace: string): Promise<Executor> {
-  const child = spawn(process.execPath, [...(process.env.EXEC_PROF ? ["--cpu-prof", "--cpu-prof-dir=/tmp/eprof"] : []), path.join(root, 'sandbox-image/executor/main.mjs')], {
+  // BENCH_EXECUTOR_PROFILE_DIR: the executor's CPU profile is written there when it exits.
+  const prof = process.env.BENCH_EXECUTOR_PROFILE_DIR ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_EXECUTOR_PROFILE_DIR}`] : [];
+  const child = spawn(process.execPath, [...prof, path.join(root, 'sandbox-image/executor/main.mjs')], {
     // The control socket goes in the scratch directory, not the host's /var/lib/thinkflow/egress.
     env: { ...process.env, THINKFLOW_WORKSPACE: workspace, THINKFLOW_RUN_AS: '0:0', THINKFLOW_WORKSPACE_FS: 'loop', THINKFLOW_CONTROL_SOCKET: path.join(workspace, '.control.sock') },
     stdio: ['pipe', 'pipe', 'ignore'],
