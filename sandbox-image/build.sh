@@ -40,15 +40,25 @@ BUNDLER="$(bundler)"
 # after an idle stop and every `docker exec` of the workspace programs waits for that start (bench:executor-start).
 # Commands keep Debian's node and npm on their PATH either way. THINKFLOW_SANDBOX_NODE names another binary, or
 # `debian` to run the executor on Debian's too.
+# Only a binary that needs nothing from the image but glibc and libstdc++ (an official or NodeSource build; not a
+# distribution's shared libnode, nor a version manager's shim script: the binary Node reports as its own is taken).
+RUNTIME_LIBS='linux-vdso.so.1 libc.so.6 libm.so.6 libdl.so.2 libpthread.so.0 librt.so.1 libstdc++.so.6 libgcc_s.so.1 ld-linux-x86-64.so.2 ld-linux-aarch64.so.1'
 runtime_node() {
-  local node="${THINKFLOW_SANDBOX_NODE:-$(command -v node || true)}" major
+  local node="${THINKFLOW_SANDBOX_NODE:-$(command -v node || true)}" major binary lib
   if [ -z "$node" ] || [ "$node" = debian ]; then echo debian; return; fi
   major="$("$node" -p 'process.versions.node.split(".")[0]' 2>/dev/null || echo 0)"
   if [ "$major" -lt 20 ]; then
-    log "$node is Node.js $major (20 or newer is taken into the image): the executor runs on Debian's"
+    log "$node is not Node.js 20 or newer: the executor runs on Debian's Node"
     echo debian; return
   fi
-  readlink -f "$node"
+  binary="$("$node" -p process.execPath)"
+  for lib in $(ldd "$binary" 2>/dev/null | awk '{print $1}' | sed 's|.*/||'); do
+    case " $RUNTIME_LIBS " in *" $lib "*) ;; *)
+      log "$binary needs $lib, which the image may not have: the executor runs on Debian's Node (THINKFLOW_SANDBOX_NODE names another)"
+      echo debian; return ;;
+    esac
+  done
+  echo "$binary"
 }
 RUNTIME="$(runtime_node)"
 runtime_line() {
@@ -149,4 +159,11 @@ if ! DOCKER_BUILDKIT=0 docker build --build-arg BASE="$BASE_IMAGE" --build-arg I
   cat "$buildlog" >&2; rm -f "$buildlog"; log "build failed"; exit 1
 fi
 rm -f "$buildlog"; rm -rf "$context"; trap - EXIT
-log "built $IMAGE"
+# The runtime must start in the image (a binary built against a newer glibc would not): said now, not at a session's start.
+if ! out="$(docker run --rm --network none --entrypoint /opt/thinkflow/runtime/node "$IMAGE" -p 'process.version' 2>&1)"; then
+  docker rmi -f "$IMAGE" >/dev/null 2>&1 || true
+  log "the executor's runtime ($RUNTIME) does not start in the image: $out"
+  log "build with THINKFLOW_SANDBOX_NODE=debian (Debian's Node) or name a Node.js 20+ binary that does"
+  exit 1
+fi
+log "built $IMAGE (the executor on Node.js $out)"
