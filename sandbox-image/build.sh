@@ -35,34 +35,47 @@ bundler() {
 BUNDLER="$(bundler)"
 
 # The executor's own runtime: the Node.js this machine runs the service with (the compose stack's service image
-# takes the same binary), when it is 20 or newer. It starts in ~30 ms in a container, against ~130 ms for Debian's
-# Node 18 (a shared libnode built without V8's start-up snapshot), and every container start, every recreation
-# after an idle stop and every `docker exec` of the workspace programs waits for that start (bench:executor-start).
-# Commands keep Debian's node and npm on their PATH either way. THINKFLOW_SANDBOX_NODE names another binary, or
-# `debian` to run the executor on Debian's too.
-# Only a binary that needs nothing from the image but glibc and libstdc++ (an official or NodeSource build; not a
-# distribution's shared libnode, nor a version manager's shim script: the binary Node reports as its own is taken).
+# takes the same binary). It starts in ~30 ms in a container, against ~130 ms for Debian's Node 18 (a shared libnode
+# built without V8's start-up snapshot), and every container start, every recreation after an idle stop and every
+# `docker exec` of the workspace programs waits for that start (bench:executor-start). Commands keep Debian's node
+# and npm on their PATH either way. THINKFLOW_SANDBOX_NODE names another binary, or `debian` to run the executor on
+# Debian's too. Taken only:
+#  * from 20.11.1 (21.6.2 on 21): before those, libuv used io_uring by default, and a ring made while the executor is
+#    root does its file operations with root's credentials after it switched to the command user (CVE-2024-22017;
+#    the image also sets UV_USE_IO_URING=0, and the sandbox's seccomp profile refuses io_uring_setup);
+#  * as the binary Node names as its own (not a version manager's shim), an ELF file needing nothing from the image
+#    but glibc and libstdc++ (an official or NodeSource build; not a distribution's shared libnode).
 RUNTIME_LIBS='linux-vdso.so.1 libc.so.6 libm.so.6 libdl.so.2 libpthread.so.0 librt.so.1 libstdc++.so.6 libgcc_s.so.1 ld-linux-x86-64.so.2 ld-linux-aarch64.so.1'
+RUNTIME_PROBE='const [a, b, c] = process.versions.node.split(".").map(Number);
+const ok = a > 21 || (a === 21 && (b > 6 || (b === 6 && c >= 2))) || (a === 20 && (b > 11 || (b === 11 && c >= 1)));
+console.log(`${ok ? "OK" : "OLD"} ${process.version} ${process.execPath}`);'
+# Prints "PATH VERSION" of the executor's runtime, or "debian".
 runtime_node() {
-  local node="${THINKFLOW_SANDBOX_NODE:-$(command -v node || true)}" major binary lib
-  if [ -z "$node" ] || [ "$node" = debian ]; then echo debian; return; fi
-  major="$("$node" -p 'process.versions.node.split(".")[0]' 2>/dev/null || echo 0)"
-  if [ "$major" -lt 20 ]; then
-    log "$node is not Node.js 20 or newer: the executor runs on Debian's Node"
+  local node="${THINKFLOW_SANDBOX_NODE:-$(command -v node || true)}" verdict version binary lib
+  if [ "$node" = debian ]; then echo debian; return; fi
+  if [ -z "$node" ]; then log "no node on PATH: the executor runs on Debian's Node"; echo debian; return; fi
+  read -r verdict version binary < <("$node" -e "$RUNTIME_PROBE" 2>/dev/null | grep -E '^(OK|OLD) v[0-9]+\.[0-9]+\.[0-9]+ /' | tail -n 1) || true
+  if [ "${verdict:-}" != OK ]; then
+    log "$node is not Node.js 20.11.1 or newer (${version:-no version}): the executor runs on Debian's Node"
     echo debian; return
   fi
-  binary="$("$node" -p process.execPath)"
+  if [ ! -f "$binary" ] || [ "$(head -c 4 "$binary" | od -An -c | tr -d ' ')" != '177ELF' ]; then
+    log "$binary is not an ELF binary: the executor runs on Debian's Node (THINKFLOW_SANDBOX_NODE names another)"
+    echo debian; return
+  fi
   for lib in $(ldd "$binary" 2>/dev/null | awk '{print $1}' | sed 's|.*/||'); do
     case " $RUNTIME_LIBS " in *" $lib "*) ;; *)
       log "$binary needs $lib, which the image may not have: the executor runs on Debian's Node (THINKFLOW_SANDBOX_NODE names another)"
       echo debian; return ;;
     esac
   done
-  echo "$binary"
+  echo "$binary $version"
 }
-RUNTIME="$(runtime_node)"
+read -r RUNTIME RUNTIME_VERSION < <(runtime_node) || true
+# The runtime's identity in the inputs hash: its version, size and modification time (hashing its ~100 MB would
+# cost every test file half a second: they ask for this hash).
 runtime_line() {
-  if [ "$RUNTIME" = debian ]; then echo "runtime debian"; else echo "runtime $("$RUNTIME" -p process.version) $(stat -c %s "$RUNTIME")"; fi
+  if [ "$RUNTIME" = debian ]; then echo "runtime debian"; else echo "runtime $RUNTIME_VERSION $(stat -c '%s %Y' "$RUNTIME")"; fi
 }
 
 # Sorted file list so the hash does not depend on directory order.
@@ -151,19 +164,22 @@ chmod -R u=rwX,go=rX "$context/executor"
 [ -L "$context/runtime/node" ] || chmod 0755 "$context/runtime/node"
 
 log "building $IMAGE ($HASH)"
-# The legacy builder works without buildx; its deprecation banner is noise, so
+# Built under a tag of its own and tagged $IMAGE only once its runtime starts: a failed build leaves the image
+# that was there. The legacy builder works without buildx; its deprecation banner is noise, so
 # stderr is shown only when the build fails.
+candidate="thinkflow/sandbox-candidate:$HASH-$$"
 buildlog="$(mktemp)"
 if ! DOCKER_BUILDKIT=0 docker build --build-arg BASE="$BASE_IMAGE" --build-arg INPUTS_HASH="$HASH" \
-    -t "$IMAGE" "$context" >"$buildlog" 2>&1; then
+    -t "$candidate" "$context" >"$buildlog" 2>&1; then
   cat "$buildlog" >&2; rm -f "$buildlog"; log "build failed"; exit 1
 fi
 rm -f "$buildlog"; rm -rf "$context"; trap - EXIT
 # The runtime must start in the image (a binary built against a newer glibc would not): said now, not at a session's start.
-if ! out="$(docker run --rm --network none --entrypoint /opt/thinkflow/runtime/node "$IMAGE" -p 'process.version' 2>&1)"; then
-  docker rmi -f "$IMAGE" >/dev/null 2>&1 || true
+if ! out="$(docker run --rm --network none --entrypoint /opt/thinkflow/runtime/node "$candidate" -p 'process.version' 2>&1)"; then
+  docker rmi "$candidate" >/dev/null 2>&1 || true
   log "the executor's runtime ($RUNTIME) does not start in the image: $out"
-  log "build with THINKFLOW_SANDBOX_NODE=debian (Debian's Node) or name a Node.js 20+ binary that does"
+  log "build with THINKFLOW_SANDBOX_NODE=debian (Debian's Node) or name a Node.js 20.11.1+ binary that does; $IMAGE is unchanged"
   exit 1
 fi
+docker tag "$candidate" "$IMAGE" && docker rmi "$candidate" >/dev/null
 log "built $IMAGE (the executor on Node.js $out)"
