@@ -136,7 +136,7 @@ export async function createRuntime(config: Config, overrides: RuntimeOverrides 
     );
     await pool.start();
     const local = pool;
-    pipeline.wakeRunsWith((sid) => local.wakeHere(sid));
+    pipeline.wakeRunsWith((sid, step) => local.wakeHere(sid, step));
   }
   await probe.settle(2000);
   let closing: Promise<void> | null = null;

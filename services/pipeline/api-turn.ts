@@ -6,7 +6,7 @@ import { PipelineError } from './errors.ts';
 import { LedgerStatus, type LedgerRecord } from './ledger-record.ts';
 import { parseErrorLabel } from './lifecycle/results.ts';
 import type { CommandHandle, Pipeline } from './pipeline.ts';
-import type { SessionMeta } from './sessions.ts';
+import type { FinishWatch } from './finish-watch.ts';
 
 // One REST turn (`POST /v1/sessions/:id/commands`, flow `api`): parse the whole
 // body, enqueue commands in completion order, treat a parse error as a failed
@@ -75,19 +75,12 @@ export function turnItems(outputs: readonly ParserOutput[], parsedAt = new Date(
   return outputs.map((o) => (o.type === 'command' ? { command: o.command, parsedAt } : { error: o.error }));
 }
 
-/** `budgetChecked`: the caller checked the key's storage budget for this turn already (runTurn, with its claims). */
-export async function runParsedTurn(
-  p: Pipeline, sid: string, items: TurnItem[], signal?: AbortSignal, known?: SessionMeta, budgetChecked = false,
-): Promise<ApiTurnResult> {
-  const meta = known ?? (await p.session(sid));
-  // Opened before the first enqueue, it sees every finish: the wait reads no status.
-  // Subscribed while the turn number is taken (two round trips at once, not one after the other).
-  const watching = p.watchFinished(sid);
-  const turn = await p.nextTurn(sid, meta, budgetChecked).catch(async (err: unknown) => {
-    await watching.then((w) => w.close(), (e: unknown) => withIds({ session_id: sid }).warn({ err: e }, 'the finish watch of a refused turn failed too'));
-    throw err;
-  });
-  const watch = await watching;
+/** A turn's number and the watch that sees its commands finish (opened before the first enqueue; closed here). */
+export type TurnOpening = { turn: number; watch: FinishWatch };
+
+/** `opened`: the turn as the caller opened it (Pipeline.openTurn: REST, one round trip); else it is opened here. */
+export async function runParsedTurn(p: Pipeline, sid: string, items: TurnItem[], signal?: AbortSignal, opened?: TurnOpening): Promise<ApiTurnResult> {
+  const { turn, watch } = opened ?? (await openHere(p, sid));
   const handles: CommandHandle[] = [];
   const errors: ParseError[] = [];
   try {
@@ -104,4 +97,15 @@ export async function runParsedTurn(
   } finally {
     watch.close();
   }
+}
+
+/** The turn's number (its key's storage budget checked) and its watch, subscribed while the number is taken. */
+async function openHere(p: Pipeline, sid: string): Promise<TurnOpening> {
+  // Opened before the first enqueue, the watch sees every finish: the wait reads no status.
+  const watching = p.watchFinished(sid);
+  const turn = await p.nextTurn(sid).catch(async (err: unknown) => {
+    await watching.then((w) => w.close(), (e: unknown) => withIds({ session_id: sid }).warn({ err: e }, 'the finish watch of a refused turn failed too'));
+    throw err;
+  });
+  return { turn, watch: await watching };
 }

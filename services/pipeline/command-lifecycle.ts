@@ -3,6 +3,7 @@ import { log, reasonOf, withIds } from '../log/index.ts';
 import { ledgerApproval, publicOf, type ApprovalState } from './approvals.ts';
 import type { Sandboxes } from './sandboxes.ts';
 import type { Ledger, RunAction, TransitionOutcome, TransitionSpec } from './ledger.ts';
+import type { RunHandover } from './execution-load.ts';
 import type { EvaluationData, LedgerRecord, LedgerResult, LedgerStatus } from './ledger-record.ts';
 import type { PipelineMetrics } from './metrics.ts';
 import { hasCutBody } from './record-body.ts';
@@ -55,7 +56,7 @@ export type CreateInput = {
   jobGuard: string;
 };
 /** `gone`, `stale_job`: nothing was written (see Ledger.create); the caller decides again or refuses */
-export type Created = { kind: 'created'; record: LedgerRecord; run: RunAction } | { kind: 'duplicate' } | { kind: 'gone' } | { kind: 'stale_job'; job: string | null };
+export type Created = { kind: 'created'; record: LedgerRecord; run: RunAction; handover?: RunHandover } | { kind: 'duplicate' } | { kind: 'gone' } | { kind: 'stale_job'; job: string | null };
 
 export class CommandLifecycle {
   readonly ledger: Ledger;
@@ -89,7 +90,7 @@ export class CommandLifecycle {
       logEnded(out.record, input.jobId);
       await this.skipRestOfTurn(input.session, input.turn, input.jobId);
     }
-    return { kind: 'created', record: out.record, run: out.run };
+    return { kind: 'created', record: out.record, run: out.run, ...(out.handover ? { handover: out.handover } : {}) };
   }
 
   /**

@@ -1,6 +1,7 @@
 import type { Command, CommandFlow } from '../protocol/index.ts';
 import { reasonOf, withIds } from '../log/index.ts';
 import type { CommandLifecycle } from './command-lifecycle.ts';
+import type { RunHandover } from './execution-load.ts';
 import { PipelineError } from './errors.ts';
 import type { Keys } from './keys.ts';
 import type { LedgerRecord } from './ledger-record.ts';
@@ -22,8 +23,9 @@ import { jobGuard, type SessionMeta, type Sessions } from './sessions.ts';
 
 export type EnqueueDeps = {
   redis: PipelineRedis; keys: Keys; sessions: Sessions; lifecycle: CommandLifecycle; gate: PolicyGate; queues: SessionQueues;
-  /** wakes the session's lingering run when it is in this process (API and worker in one); false: it is not */
-  wakeHere: (sid: string) => boolean;
+  /** wakes the session's lingering run when it is in this process (API and worker in one), handing it `step` when that
+   * run is the one createRecord named; false: it is not here */
+  wakeHere: (sid: string, step?: RunHandover) => boolean;
 };
 export type EnqueueInput = {
   sid: string; turn: number; command: Command; flow: CommandFlow;
@@ -55,18 +57,18 @@ export async function recordCommand(d: EnqueueDeps, input: EnqueueInput): Promis
     }
     const rec = out.record;
     if (rec.status === 'queued' && out.run === 'start') await startRun(d, rec, session.job_id);
-    else if (rec.status === 'queued' && out.run === 'wake') wakeRun(d, rec);
+    else if (rec.status === 'queued' && out.run === 'wake') wakeRun(d, rec, out.handover);
     return { sessionId: sid, turn, id: command.id, index: rec.index, status: rec.status };
   }
 }
 
 /**
  * A run job lingers on the empty list (run-linger.ts): woken, it takes this record without a job of its own. In this
- * process, directly; else by a wake message, not awaited, and a failure only logged: the record is queued and the run
+ * process, directly, and with the record as its next step when createRecord named that run (no runNext then); else by a wake message, not awaited, and a failure only logged: the record is queued and the run
  * finds it when its linger ends.
  */
-function wakeRun(d: EnqueueDeps, rec: LedgerRecord): void {
-  if (d.wakeHere(rec.session)) return;
+function wakeRun(d: EnqueueDeps, rec: LedgerRecord, step?: RunHandover): void {
+  if (d.wakeHere(rec.session, step)) return;
   d.redis.publish(d.keys.wakeChannel(), rec.session).catch((err: unknown) =>
     withIds({ session_id: rec.session, command_id: rec.id }).warn({ err }, 'waking the lingering run failed; it takes the command when its linger ends'));
 }

@@ -1,6 +1,6 @@
 import type { Grant } from '../policy/index.ts';
 import type { Command } from '../protocol/index.ts';
-import { recordFromHash, type LedgerRecord } from './ledger-record.ts';
+import { blankRecord, recordFromHash, type LedgerRecord } from './ledger-record.ts';
 
 // What a worker reads to run one command, whichever way it was read: by
 // `Ledger.loadForExecution` (one pipelined round trip) or, for the next
@@ -41,4 +41,16 @@ export function hashOf(flat: string[]): Record<string, string> {
   const h: Record<string, string> = {};
   for (let i = 0; i + 1 < flat.length; i += 2) h[flat[i]!] = flat[i + 1]!;
   return h;
+}
+
+/**
+ * A queued record that is the next step of the run lingering on the session's list (createRecord said `wake`): the
+ * run's id (`run_owner`) and what running it needs, as runNext would read it once woken (run-linger.ts hands it over).
+ */
+export type RunHandover = { owner: string; index: number; load: () => ExecutionLoad };
+
+/** The handover of a record just created: the record as stored and the command as sent, nothing read back. */
+export function handoverOf(record: LedgerRecord, command: Command, owner: string, runningJob: string, grants: string[]): RunHandover {
+  const stored = Object.assign(blankRecord(), record); // a copy: the run's changes stay its own
+  return { owner, index: record.index, load: () => ({ record: stored, command, deleted: false, runningJob: runningJob || null, grants: parseGrants(grants) }) };
 }

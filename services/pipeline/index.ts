@@ -6,7 +6,7 @@ export { createQueueRedis, createRedis, createSubscriber, deleteByPattern, isSto
 export type { PipelineRedis } from './redis.ts';
 export { RedisProbe, isRedisUnreachable } from './redis-probe.ts';
 export type { RedisState, RedisProbeOptions } from './redis-probe.ts';
-export { parseTurnBody, runCommandsTurn, runParsedTurn, turnItems, CommandResult } from './api-turn.ts';
+export { parseTurnBody, runCommandsTurn, runParsedTurn, turnItems, CommandResult, type TurnItem } from './api-turn.ts';
 export { LedgerRecord, LedgerStatus, LedgerApproval, EditedFrom, LEDGER_STATUSES, FAILURE_STATUSES } from './ledger-record.ts';
 export { NetworkRecord } from './egress/network-record.ts';
 export { EgressListeners, type EgressServer } from './egress/egress-listeners.ts';

@@ -29,6 +29,8 @@ export function createKeys(prefix = 'tf') {
     bullPrefix: `${prefix}:q`,
     queueName: (sid: string) => `{${assertName('session id', sid)}}`,
     sessionFromQueue: (name: string) => name.slice(1, -1),
+    /** BullMQ's meta hash of the session's queue (field `paused`; BullMQ's own layout `${bullPrefix}:${queueName}:meta`) */
+    queueMeta: (sid: string) => `${prefix}:q:{${assertName('session id', sid)}}:meta`,
     /** hash: owner, project, approval, policy, created_at, deleted_at */
     sessionMeta: (sid: string) => `${s(sid)}:meta`,
     /** zset of every session (score = creation ms) */

@@ -6,12 +6,12 @@ import type { LedgerEventType, PublicApproval } from './events.ts';
 import type { Keys } from './keys.ts';
 import type { CreatedStatus } from './lifecycle/table.ts';
 import {
-  EMPTY_RESULT, FAILURE_STATUSES, FINAL_STATUSES, assembleRecord, blankRecord, timingsOf, buildBase, recordFromHash,
+  EMPTY_RESULT, FAILURE_STATUSES, FINAL_STATUSES, assembleRecord, timingsOf, buildBase, recordFromHash,
   type EvaluationData, type LedgerApproval, type LedgerRecord, type LedgerResult, type LedgerStatus,
 } from './ledger-record.ts';
 import type { PipelineRedis } from './redis.ts';
 import { ScriptCode } from './script-codes.ts';
-import { executionLoad, parseGrants, type ExecutionLoad, type StoredGrant } from './execution-load.ts';
+import { executionLoad, handoverOf, parseGrants, type ExecutionLoad, type RunHandover, type StoredGrant } from './execution-load.ts';
 import { boundPreceding } from './approval-context.ts';
 
 // The Redis ledger of PROTOCOL.md §6. One hash per record (`status`, `base`,
@@ -24,7 +24,7 @@ import { boundPreceding } from './approval-context.ts';
 export type RunAction = 'start' | 'wake' | null;
 
 export type CreateOutcome =
-  | { kind: 'created'; index: number; record: LedgerRecord; run: RunAction }
+  | { kind: 'created'; index: number; record: LedgerRecord; run: RunAction; handover?: RunHandover }
   | { kind: 'duplicate'; index: number }
   | { kind: 'turn_failed'; marker: string }
   | { kind: 'gone' } // the session is gone or deleted
@@ -88,23 +88,23 @@ export class Ledger {
     if (!final) await this.#busy.mark(sid);
     const res = (await this.#redis.createRecord(
       k.ledgerCounter(sid), k.ledgerIds(sid), k.open(sid), k.turnState(sid, args.turn), k.turnCommands(sid, args.turn),
-      k.eventSeq(sid), k.events(sid), k.recordPrefix(sid), k.sessionMeta(sid), k.sessionBytes(sid), k.runList(sid),
+      k.eventSeq(sid), k.events(sid), k.recordPrefix(sid), k.sessionMeta(sid), k.sessionBytes(sid), k.runList(sid), k.queueMeta(sid), k.grants(sid),
       `${args.turn}:${args.command.id}`, args.status, final ? '1' : '0',
       FAILURE_STATUSES.has(args.status) ? '1' : '0', args.status === 'skipped' ? '0' : '1',
       JSON.stringify(args.command), baseJson, resultJson, finishedAt ?? '',
       k.eventChannel(sid), this.#eventsKeep,
-      // The script fills in the index: its placeholder must be the event record's first key (createRecord-11.lua).
+      // The script fills in the index: its placeholder must be the event record's first key (createRecord-13.lua).
       ...ledgerEventArgs(type, { sid, jobId: args.jobId ?? null, at: now.toISOString(), record: final ? Object.assign({ index: -1 }, record) : record }),
       preceding, args.jobGuard,
-    )) as [number, number | string, number?, number?, number?, number?];
+    )) as [number, number | string, number?, number?, number?, number?, string?, string?, string[]?];
     if (res[0] === ScriptCode.MISSING) return { kind: 'gone' };
     if (res[0] === ScriptCode.STALE_JOB) return { kind: 'stale_job', job: res[1] ? String(res[1]) : null };
     if (res[0] === ScriptCode.DUPLICATE) return { kind: 'duplicate', index: Number(res[1]) };
     if (res[0] === ScriptCode.TURN_FAILED) return { kind: 'turn_failed', marker: String(res[1]) };
-    const index = Number(res[1]);
-    record.index = index;
+    const index = (record.index = Number(res[1]));
     const run: RunAction = Number(res[4]) !== 1 ? null : Number(res[5]) === 1 ? 'wake' : 'start';
-    return { kind: 'created', index, record, run };
+    const handover = run === 'wake' && res[6] !== undefined ? handoverOf(record, args.command, res[6], res[7] ?? '', res[8] ?? []) : undefined;
+    return { kind: 'created', index, record, run, ...(handover ? { handover } : {}) };
   }
 
   /** Compare-and-set on the status, with events. `record` is the record before the change. */

@@ -57,8 +57,9 @@ export class OwnerCaps {
    * for `liveWindowMs`) or the session is deleted. 429 when the key already
    * has `maxRunning` other live ones; a session already live is never refused.
    */
-  async claimLive(owner: string | null, sid: string): Promise<void> {
-    if (owner === null) return;
+  /** @returns whether the session was not live before (a caller refusing its request then releases it) */
+  async claimLive(owner: string | null, sid: string): Promise<boolean> {
+    if (owner === null) return false;
     const key = this.#keys.ownerLive(owner);
     const now = Date.now();
     // GT: a new member is added (and counted in `added`), a present one only moves forward: one round trip either way.
@@ -69,6 +70,7 @@ export class OwnerCaps {
       await this.#redis.zrem(key, sid);
       throw tooMany('THINKFLOW_MAX_RUNNING_PER_KEY', this.limits.maxRunning, 'sessions with a live container; idle ones are stopped after THINKFLOW_SANDBOX_IDLE_STOP_S, or delete one');
     }
+    return Number(added) === 1;
   }
 
   /**

@@ -14,6 +14,7 @@ import { Ledger } from './ledger.ts';
 import { SessionRetention } from './retention.ts';
 import { StorageBudget } from './storage-budget.ts';
 import type { LedgerRecord } from './ledger-record.ts';
+import type { RunHandover } from './execution-load.ts';
 import { awaitFinal, FinishWatch } from './finish-watch.ts';
 import { deleteSession } from './session-delete.ts';
 import type { PolicyGate } from './policy-gate.ts';
@@ -26,6 +27,7 @@ import { NetworkLog } from './egress/network-log.ts';
 import { recordCommand, type EnqueueDeps } from './enqueue.ts';
 import { newSessionId, Sessions, type SessionMeta, type SessionState } from './sessions.ts';
 import { wakeIfPaused } from './pause-marks.ts';
+import { openRestTurn, type OpenedTurn } from './turn-open.ts';
 import { giveBackWarm, takeWarm } from './warm-pool.ts';
 import type { LedgerReads, LiveSlots, PipelineDeps, SeededFile, WorkerSide, CommandHandle } from './pipeline-ports.ts';
 
@@ -62,7 +64,7 @@ export class Pipeline {
   /** per-session chain: one process enqueues a session's commands strictly one after the other */
   readonly #chains = new Map<string, Promise<unknown>>();
   #closing: Promise<void> | null = null;
-  #wakeHere: ((sid: string) => boolean) | null = null;
+  #wakeHere: ((sid: string, step?: RunHandover) => boolean) | null = null;
 
   constructor(deps: PipelineDeps) {
     this.#d = deps;
@@ -81,13 +83,13 @@ export class Pipeline {
     this.records = this.#ledger;
     this.#enqueueDeps = {
       redis: deps.redis, keys: deps.keys, sessions: this.#sessions, lifecycle: this.#lifecycle, gate: deps.gate, queues: this.queues,
-      wakeHere: (sid) => this.#wakeHere?.(sid) ?? false,
+      wakeHere: (sid, step) => this.#wakeHere?.(sid, step) ?? false,
     };
     this.live = this.#caps;
   }
 
   /** For the composition root only: this process's worker pool wakes its own lingering runs (enqueue.ts wakeRun). */
-  wakeRunsWith(wakeHere: (sid: string) => boolean): void { this.#wakeHere = wakeHere; }
+  wakeRunsWith(wakeHere: (sid: string, step?: RunHandover) => boolean): void { this.#wakeHere = wakeHere; }
 
   /** For the composition root only: what a worker process's Processor and EgressGate are built with. */
   workerSide(): WorkerSide {
@@ -190,6 +192,19 @@ export class Pipeline {
     if (!meta) throw new PipelineError('session_not_found', `session ${sid} not found`);
     return meta;
   }
+
+  /**
+   * Opens a REST turn in one round trip (turn-open.ts): the session's state, its turn number, the key's live slot and
+   * storage budget, and the watch of the turn's finishes. `owner`: the session's key, as the caller knows it.
+   * @throws PipelineError session_not_found, session_deleted, session_busy (an upload), too_many, storage_quota_exceeded
+   */
+  openTurn(sid: string, owner: string | null): Promise<OpenedTurn> {
+    const { redis, keys } = this.#d;
+    return openRestTurn({ redis, keys, sessions: this.#sessions, live: this.#caps, storage: this.storage, watch: (s) => this.watchFinished(s) }, sid, owner);
+  }
+
+  /** The session's immutable part as this process last read it (its owner, to open a turn without reading it first); null when not known here. */
+  rememberedSession(sid: string): SessionMeta | null { return this.#sessions.remembered(sid); }
 
   /** A new turn number for the session (one POST, or one model call); refused once its key is over its storage budget. `known`: its meta, read moments ago by the caller. */
   async nextTurn(sid: string, known?: SessionMeta, budgetChecked = false): Promise<number> {

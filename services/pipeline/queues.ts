@@ -55,6 +55,8 @@ export class SessionQueues {
       q = new Queue<CommandJobData>(this.#keys.queueName(sid), {
         connection: this.connection, prefix: this.#keys.bullPrefix, defaultJobOptions: JOB_OPTIONS,
       });
+      // createRecord reads the queue's `paused` through keys.ts: a BullMQ that laid its keys out otherwise must not start.
+      if (q.keys.meta !== this.#keys.queueMeta(sid)) throw new Error(`BullMQ's queue meta key ${q.keys.meta} is not keys.queueMeta (${this.#keys.queueMeta(sid)})`);
       // Connection errors also surface on the calls that need them; here they are only logged.
       q.on('error', (err) => withIds({ session_id: sid }).warn({ err }, 'session queue connection error'));
       this.#queues.set(sid, q);
@@ -101,7 +103,7 @@ export class SessionQueues {
   async next(sid: string, run: { id: string; start?: boolean; lingerMs: number }, done: number | null): Promise<RunStep> {
     const k = this.#keys;
     const res = (await this.#redis.runNext(
-      k.runList(sid), this.queue(sid).keys.meta!, k.sessionMeta(sid), k.grants(sid), k.recordPrefix(sid),
+      k.runList(sid), k.queueMeta(sid), k.sessionMeta(sid), k.grants(sid), k.recordPrefix(sid),
       done ?? '', run.id, run.start ? '1' : '0', Math.max(0, Math.ceil(run.lingerMs)),
     )) as [number, string?, string[]?, (string | null)?, (string | null)?, string[]?];
     if (res[0] === ScriptCode.PAUSED) return { kind: 'paused' };

@@ -15,7 +15,7 @@ import { BatchingConnector, BatchingSentinelConnector } from './redis-write-batc
 // ./scripts/lib it calls prepended.
 
 /** name → number of KEYS */
-export const SCRIPTS = { createRecord: 11, transition: 7, runNext: 5, answerApproval: 4, failTurn: 2, appendEvent: 5, retireBytes: 2, retiredBytes: 2, idemReserve: 1, idemHeld: 1, idemAnswer: 3, sessionClaim: 2,
+export const SCRIPTS = { createRecord: 13, transition: 7, runNext: 5, answerApproval: 4, failTurn: 2, appendEvent: 5, retireBytes: 2, retiredBytes: 2, idemReserve: 1, idemHeld: 1, idemAnswer: 3, sessionClaim: 2, openTurn: 2,
   jobMessagePush: 1, jobMessagesTake: 1, pauseMark: 1 } as const;
 
 type ScriptFn = (...args: (string | number)[]) => Promise<unknown>;

@@ -11,25 +11,33 @@
 // RunWakes counts the wake messages of the sessions whose run is in this
 // process, so a wake that lands between the run's step and its wait is not
 // missed (`mark` before the step, `wait` after it). An enqueue in the process
-// whose run lingers wakes it here, without the message (WorkerPool.wakeHere).
+// whose run lingers wakes it here, without the message (WorkerPool.wakeHere),
+// and hands it the new record as its next step when createRecord named this
+// run as the list's holder and the run is still waiting (it has sent no step
+// since its linger began, so nothing else names that record to it): the run
+// then goes on without a runNext round trip (createRecord-13.lua).
 
 /** `run_until` is set this much past the linger: a run a little late to step again is still woken, not doubled. */
 export const LINGER_GRACE_MS = 1000;
+
+import type { RunHandover } from './execution-load.ts';
 
 /** What a run job needs to linger (session-run.ts). */
 export type RunLinger = {
   /** how long a run job waits on an empty list; 0 = it ends at once */
   readonly ms: number;
-  /** a run of the session starts (`end` it when it is over): its wakes are counted from now */
-  begin(sid: string): object;
+  /** run `id` of the session starts (`end` it when it is over): its wakes are counted from now */
+  begin(sid: string, id: string): object;
   end(sid: string, run: object): void;
   /** the session's wakes so far, to pass to `wait` */
   mark(sid: string): number;
   /** resolves at the first wake after `since` (at once if one came already), after `ms`, or on `signal` */
   wait(sid: string, since: number, ms: number, signal: AbortSignal): Promise<void>;
+  /** the step an enqueue handed the run while it waited (taken once), else undefined: the run asks runNext */
+  take(sid: string): RunHandover | undefined;
 };
 
-type Run = { wakes: number; waiter?: () => void };
+type Run = { id: string; wakes: number; waiter?: () => void; handed?: RunHandover };
 
 export class RunWakes implements RunLinger {
   readonly ms: number;
@@ -40,17 +48,28 @@ export class RunWakes implements RunLinger {
     this.ms = ms;
   }
 
-  /** A wake for the session: counted only while its run is in this process (the map stays bounded); says whether it is. */
-  wake(sid: string): boolean {
+  /**
+   * A wake for the session: counted only while its run is in this process (the map stays bounded); says whether it
+   * is. `step`: handed to the run when it is the one named and waiting now.
+   */
+  wake(sid: string, step?: RunHandover): boolean {
     const run = this.#runs.get(sid);
     if (!run) return false;
     run.wakes += 1;
+    if (step && run.waiter && step.owner === run.id) run.handed = step;
     run.waiter?.();
     return true;
   }
 
-  begin(sid: string): object {
-    const run: Run = { wakes: 0 };
+  take(sid: string): RunHandover | undefined {
+    const run = this.#runs.get(sid);
+    const step = run?.handed;
+    if (run) delete run.handed;
+    return step;
+  }
+
+  begin(sid: string, id: string): object {
+    const run: Run = { id, wakes: 0 };
     this.#runs.set(sid, run);
     return run;
   }

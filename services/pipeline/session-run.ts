@@ -48,7 +48,7 @@ export async function runSessionJob(d: SessionRunDeps, data: CommandJobData, sig
   const ms = linger?.ms ?? 0;
   // The run's id: its steps end it once a re-delivered job's run took the list over (runNext-5.lua).
   const run = { id: randomUUID(), lingerMs: ms > 0 ? ms + LINGER_GRACE_MS : 0 };
-  const counted = linger?.begin(sid);
+  const counted = linger?.begin(sid, run.id);
   let afterLinger = false; // the step after a linger is under way: a failure there is not its commands'
   try {
     let mark = linger?.mark(sid) ?? 0;
@@ -60,8 +60,9 @@ export async function runSessionJob(d: SessionRunDeps, data: CommandJobData, sig
         await linger.wait(sid, mark, until - Date.now(), signal);
         mark = linger.mark(sid);
         const left = signal.aborted ? 0 : until - Date.now();
+        const handed = linger.take(sid);
         afterLinger = true;
-        step = await d.queues.next(sid, { id: run.id, lingerMs: left > 0 ? left + LINGER_GRACE_MS : 0 }, null);
+        step = handed ? { kind: 'command', index: handed.index, load: handed.load } : await d.queues.next(sid, { id: run.id, lingerMs: left > 0 ? left + LINGER_GRACE_MS : 0 }, null);
         afterLinger = false;
       } else if (step.kind === 'command') {
         until = 0;

@@ -100,7 +100,7 @@ export class WorkerPool {
   get processId(): string { return this.#liveness.id; }
   get warm(): WarmPool | null { return this.#warm; }
   /** An enqueue of this process wakes a run that lingers here without a wake message (its round trip); false: not here. */
-  wakeHere(sid: string): boolean { return this.#wakes.wake(sid); }
+  wakeHere(sid: string, step?: Parameters<RunWakes['wake']>[1]): boolean { return this.#wakes.wake(sid, step); }
 
   async start(): Promise<void> {
     if (this.#status !== 'idle') throw new Error(`worker pool is ${this.#status}`);

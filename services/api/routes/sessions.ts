@@ -3,7 +3,7 @@ import type { Context, MiddlewareHandler, Next } from 'hono';
 import { z } from 'zod';
 import { withIds } from '../../log/index.ts';
 import { normalizeWorkspacePath } from '../../policy/index.ts';
-import { CommandResult, parseTurnBody, PipelineError, runParsedTurn, SandboxCallError, turnItems, type IdempotencyStore, type Pipeline, type SessionMeta, type SessionState } from '../../pipeline/index.ts';
+import { CommandResult, parseTurnBody, PipelineError, runParsedTurn, SandboxCallError, turnItems, type IdempotencyStore, type Pipeline, type SessionMeta, type SessionState, type TurnItem } from '../../pipeline/index.ts';
 import { ParseError } from '../../protocol/index.ts';
 import type { AppEnv } from '../env.ts';
 import { AppError, toAppError } from '../errors.ts';
@@ -165,22 +165,28 @@ async function seed(p: Pipeline, sid: string, files: Record<string, string>, sig
 
 /** The body's tf-* tags as one turn; answered when every command is final. */
 async function runTurn(c: Context<AppEnv>, p: Pipeline): Promise<Response> {
-  const meta = await visibleSession(c, p);
-  requireLive(meta);
+  // A session this process knows (its key never changes) is opened without reading it first: its state comes with
+  // the turn's number (Pipeline.openTurn). Refusals keep the API's order: 404, 410, 415, too_many_commands, 409, 429.
+  const known = knownVisible(c, p);
+  const meta = known ?? (await visibleSession(c, p));
+  if (!known) requireLive(meta);
   const type = c.req.header('content-type');
-  if (type && !/^text\/plain\b/i.test(type)) throw new AppError(415, 'unsupported_media_type', `expected text/plain with tf-* tags, got ${type}`);
-  // Parsed (and counted) before anything is claimed or recorded.
-  const items = turnItems(parseTurnBody(await c.req.text(), p.maxCommandsPerTurn, p.parserOptions));
-  // All at once (their round trips side by side, not one after the other), refused in a fixed order: an upload
-  // first (409), then the key's cap on live sessions (429), then its storage budget (429 storage_quota_exceeded).
-  const checks = [p.claims.assertNotUploading(meta.session_id), p.live.claimLive(meta.owner, meta.session_id), p.storage.assert(meta.owner)];
-  for (const r of await Promise.allSettled(checks)) {
-    if (r.status === 'rejected') throw r.reason;
-  }
-  const signal = c.req.raw.signal;
-  p.prewake(meta.session_id, meta); // a container paused while idle thaws while the commands are recorded and queued
+  let items: TurnItem[];
   try {
-    const out = await runParsedTurn(p, meta.session_id, items, signal, meta, true);
+    if (type && !/^text\/plain\b/i.test(type)) throw new AppError(415, 'unsupported_media_type', `expected text/plain with tf-* tags, got ${type}`);
+    // Parsed (and counted) before anything is claimed or recorded.
+    items = turnItems(parseTurnBody(await c.req.text(), p.maxCommandsPerTurn, p.parserOptions));
+  } catch (err) {
+    if (known) requireLive(await visibleSession(c, p)); // a deleted or gone session is said first
+    throw err;
+  }
+  const sid = meta.session_id;
+  const opened = await p.openTurn(sid, meta.owner);
+  const signal = c.req.raw.signal;
+  // A container paused while idle thaws while the commands are recorded and queued.
+  if (opened.pausedAt !== null) p.prewake(sid, { ...meta, paused_at: opened.pausedAt });
+  try {
+    const out = await runParsedTurn(p, sid, items, signal, opened);
     return c.json({ results: out.results, errors: out.errors }, 200);
   } catch (err) {
     // The client went away while its turn ran: the turn goes on (the ledger
@@ -188,6 +194,13 @@ async function runTurn(c: Context<AppEnv>, p: Pipeline): Promise<Response> {
     if (signal.aborted) return c.body(null, 499 as never);
     throw err;
   }
+}
+
+/** The session as this process remembers it, when the caller may see it; null: read it (visibleSession). */
+function knownVisible(c: Context<AppEnv>, p: Pipeline): SessionMeta | null {
+  const known = p.rememberedSession(c.req.param('id') ?? '');
+  const me = c.var.principal;
+  return known && !(me.role === 'submitter' && known.owner !== me.id) ? known : null;
 }
 
 /** A workspace file's bytes or a directory's entries, judged on the raw request path (raw-path.ts). */

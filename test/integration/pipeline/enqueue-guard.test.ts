@@ -1,7 +1,7 @@
 // An enqueue reads nothing before it records the command: it decides under the
 // session as this process last read it, and createRecord checks in the same
 // write that the session is not deleted and that the job running on it is
-// still the one decided under (pipeline.ts, createRecord-11.lua). Two
+// still the one decided under (pipeline.ts, createRecord-13.lua). Two
 // processes on one Redis: what one changes, the other's next enqueue obeys.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createRuntime, type Runtime } from '../../../services/main/index.ts';

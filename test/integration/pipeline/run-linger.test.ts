@@ -69,6 +69,42 @@ describe('a run job that lingers on an emptied run list', () => {
     expect(starts).toHaveBeenCalledTimes(2); // the linger was over: a job of its own
   });
 
+  it('takes the next turn\'s command from an enqueue in its own process: no runNext round trip after a linger', async () => {
+    const rt = await runtime(2000);
+    const sid = await session(rt);
+    const next = vi.spyOn(rt.pipeline.queues, 'next');
+    for (let i = 1; i <= 10; i++) expect((await runCommandsTurn(rt.pipeline, sid, write(i))).results.map((r) => r.status)).toEqual(['succeeded']);
+    // One step to start, one after each command (each answered `linger`); none after a linger: the enqueue handed
+    // the record over (before: 19 and more, a step after every wake).
+    expect(next).toHaveBeenCalledTimes(11);
+    const lines = (await rt.pipeline.entries(sid)).map((r) => [r.index, r.status, r.started_at !== null]);
+    expect(lines).toEqual(Array.from({ length: 10 }, (_, i) => [i + 1, 'succeeded', true]));
+  });
+
+  it('hands nothing over while the session\'s queue is paused: the command waits for the resume', async () => {
+    const rt = await runtime(5000);
+    const sid = await session(rt);
+    await runCommandsTurn(rt.pipeline, sid, write(1));
+    expect(Number(await rt.redis.hget(rt.keys.sessionMeta(sid), 'run_until'))).toBeGreaterThan(Date.now());
+    await rt.pipeline.queues.pause(sid);
+    const h = await rt.pipeline.enqueue(sid, await rt.pipeline.nextTurn(sid), { id: 'p', tool: 'write', path: 'p.txt', content: 'x', need_result: false }, 'api');
+    await sleep(400);
+    expect((await rt.pipeline.records.get(sid, h.index))?.status).toBe('queued');
+    await rt.pipeline.queues.resume(sid);
+    expect((await rt.pipeline.awaitResult(h)).status).toBe('succeeded');
+  });
+
+  it('hands nothing over to a run that no longer holds the list: that run ends, and the command is not its', async () => {
+    const rt = await runtime(5000);
+    const sid = await session(rt);
+    await runCommandsTurn(rt.pipeline, sid, write(1));
+    // As after a re-delivered job's run took the list over (runNext-5.lua `run_owner`).
+    await rt.redis.hset(rt.keys.sessionMeta(sid), 'run_owner', 'another-run');
+    const h = await rt.pipeline.enqueue(sid, await rt.pipeline.nextTurn(sid), { id: 'o', tool: 'write', path: 'o.txt', content: 'x', need_result: false }, 'api');
+    await sleep(400);
+    expect((await rt.pipeline.records.get(sid, h.index))?.status).toBe('queued');
+  });
+
   it('at 0, starts a job for every turn that finds the session idle (the behaviour before)', async () => {
     const rt = await runtime(0);
     const sid = await session(rt);
@@ -139,12 +175,14 @@ describe('a run job that lingers on an emptied run list', () => {
   });
 
   it('lingers no more once its run failed, and hands its list on: no command waits for a repair', async () => {
-    const rt = await runtime(5000);
+    const worker = await runtime(5000);
+    // Turns from another process: a wake message, so the run asks runNext (an enqueue here would hand it the step).
+    const rt = await runtime(5000, {}, worker.keys.prefix, 'api');
     const sid = await session(rt);
     await runCommandsTurn(rt.pipeline, sid, write(1));
     expect(Number(await rt.redis.hget(rt.keys.sessionMeta(sid), 'run_until'))).toBeGreaterThan(Date.now());
     // The lingering run's next step fails (as on a Redis error): the run job fails.
-    const next = vi.spyOn(rt.pipeline.queues, 'next').mockRejectedValueOnce(new Error('simulated step failure'));
+    const next = vi.spyOn(worker.pipeline.queues, 'next').mockRejectedValueOnce(new Error('simulated step failure'));
     const second = runCommandsTurn(rt.pipeline, sid, write(2)); // wakes the run, whose step then throws
     await expect.poll(() => next.mock.calls.length, { timeout: 2000 }).toBeGreaterThan(0);
     const t0 = Date.now();

@@ -88,8 +88,8 @@ describe('the keys a caller passes together are one slot', () => {
   const k = createKeys('tfslot');
   const sid = 'sess_abc123';
   const groups: Record<string, string[]> = {
-    createRecord: [k.ledgerCounter(sid), k.ledgerIds(sid), k.open(sid), k.turnState(sid, 3), k.turnCommands(sid, 3), k.eventSeq(sid), k.events(sid), k.recordPrefix(sid), k.sessionMeta(sid), k.sessionBytes(sid), k.runList(sid), k.record(sid, 41)],
-    runNext: [k.runList(sid), `${k.bullPrefix}:${k.queueName(sid)}:meta`, k.sessionMeta(sid), k.grants(sid), k.recordPrefix(sid), k.record(sid, 9)],
+    createRecord: [k.ledgerCounter(sid), k.ledgerIds(sid), k.open(sid), k.turnState(sid, 3), k.turnCommands(sid, 3), k.eventSeq(sid), k.events(sid), k.recordPrefix(sid), k.sessionMeta(sid), k.sessionBytes(sid), k.runList(sid), k.queueMeta(sid), k.grants(sid), k.record(sid, 41)],
+    runNext: [k.runList(sid), k.queueMeta(sid), k.sessionMeta(sid), k.grants(sid), k.recordPrefix(sid), k.record(sid, 9)],
     transition: [k.record(sid, 7), k.open(sid), k.turnState(sid, 2), k.eventSeq(sid), k.events(sid), k.sessionMeta(sid), k.sessionBytes(sid)],
     answerApproval: [k.approval(sid, 'tok'), k.grants(sid), k.record(sid, 5), k.sessionBytes(sid)],
     failTurn: [k.turnState(sid, 1), k.sessionMeta(sid)],
@@ -128,5 +128,20 @@ describe('return codes: one map for TS and Lua', () => {
       for (const m of text(`${name}-${numKeys}.lua`).matchAll(/RC\.(\w+)/g)) expect(Object.keys(ScriptCode), name).toContain(m[1]);
     }
     expect(LUA_CODES).toContain(`OK = ${ScriptCode.OK}`);
+  });
+});
+
+describe('keys.queueMeta', () => {
+  it("is BullMQ's meta hash of the session's queue (createRecord reads its `paused` field)", async () => {
+    const { Queue } = await import('bullmq');
+    const { Redis } = await import('ioredis');
+    const k = createKeys('tfslot');
+    const connection = new Redis({ lazyConnect: true, maxRetriesPerRequest: null });
+    const q = new Queue(k.queueName('sess_abc123'), { connection, prefix: k.bullPrefix });
+    try {
+      expect(q.keys.meta).toBe(k.queueMeta('sess_abc123'));
+    } finally {
+      connection.disconnect();
+    }
   });
 });

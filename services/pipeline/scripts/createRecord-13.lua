@@ -14,6 +14,7 @@
           job lingers on the empty run list till then (ms of Redis's clock, runNext)
   KEYS[10] session byte counter: charged the record's and the event's stored sizes (storage-budget.ts)
   KEYS[11] run list: a record created `queued` appends its index (queues.ts)
+  KEYS[12] the session's BullMQ queue meta hash (field `paused`)   KEYS[13] grants list
   ARGV[1] "turn:id"   ARGV[2] status    ARGV[3] "1" status is final    ARGV[4] "1" status fails the turn
   ARGV[5] "1" refuse when the turn already failed (caller then records it skipped);
           a failure marker always has a smaller index than a record created now
@@ -23,15 +24,19 @@
   ARGV[14] what the model said before the command ("" = nothing kept): field `preceding`, read for an approval's context
   ARGV[15] SHA-1 of the session's `running_job` the caller decided the command under ("" = no job): the
           caller reads neither the job nor `deleted_at` before; both are checked here, in the same write
-  Returns {RC.OK, index, seq, open, run, wake} | {RC.DUPLICATE, existing index} | {RC.TURN_FAILED, failure marker}
+  Returns {RC.OK, index, seq, open, run, wake[, run_owner, running_job, grants]}
+  | {RC.DUPLICATE, existing index} | {RC.TURN_FAILED, failure marker}
   | {RC.MISSING} (the session is gone or deleted) | {RC.STALE_JOB, running_job now or ""}
   (open = the session's non-final count after this record; run = the run list's length after it, 0 when
   the record is not queued: 1 means no run job works on the session, so the caller starts one;
   wake = 1 when the list was empty but a run job lingers on it (`run_until` not past): the caller
-  wakes that run instead of starting one)
+  wakes that run instead of starting one; with wake = 1 and the queue not paused, the record is the run's next
+  step, as runNext would name it once woken: the run holding the list (`run_owner`), the session's running job
+  ('' = none) and the grants come with it, so a run lingering in the enqueuing process takes the command
+  without a runNext round trip (run-linger.ts))
   Uses emitEvent (lib/emitEvent.lua) and followTtl (lib/followTtl.lua).
 ]]
-local meta = redis.call('HMGET', KEYS[9], 'json', 'deleted_at', 'running_job', 'run_until')
+local meta = redis.call('HMGET', KEYS[9], 'json', 'deleted_at', 'running_job', 'run_until', 'run_owner')
 if not meta[1] or meta[2] then return {RC.MISSING} end
 local job = meta[3] or ''
 if (job == '' and ARGV[15] ~= '') or (job ~= '' and redis.sha1hex(job) ~= ARGV[15]) then return {RC.STALE_JOB, job} end
@@ -73,5 +78,8 @@ local wake = 0
 if run == 1 and meta[4] then
   local t = redis.call('TIME')
   if tonumber(meta[4]) > tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000) then wake = 1 end
+end
+if wake == 1 and meta[5] and redis.call('HEXISTS', KEYS[12], 'paused') == 0 then
+  return {RC.OK, n, seq, open, run, wake, meta[5], job, redis.call('LRANGE', KEYS[13], 0, -1)}
 end
 return {RC.OK, n, seq, open, run, wake}
