@@ -89,12 +89,14 @@ export function gapEvent(sid: string, firstSeq: number, after: number, jobId?: s
 }
 
 type Listener = (event: SessionEvent) => void;
+/** The type of a channel message, read off its head (emitEvent.lua writes seq, index, then the body, whose first key is type). */
+const HEAD_TYPE = /^\{"seq":\d+,"index":[^,]*,"type":"([a-z_]+)"/;
 
 /** One subscriber connection per process (shared, not owned), fanned out to every waiter. */
 export class EventHub {
   readonly #sub: Redis;
   readonly #keys: Keys;
-  readonly #listeners = new Map<string, { sid: string; set: Set<Listener> }>();
+  readonly #listeners = new Map<string, { sid: string; set: Set<Listener>; types: Map<Listener, ReadonlySet<string>> }>();
   readonly #subscribing = new Map<string, Promise<unknown>>();
   constructor(subscriber: Redis, keys: Keys) {
     this.#sub = subscriber;
@@ -105,9 +107,15 @@ export class EventHub {
   #deliver(channel: string, message: string): void {
     const entry = this.#listeners.get(channel);
     if (!entry) return;
+    // Not parsed when no listener wants its type (a finish watch sees three events a command and wants one).
+    if (entry.types.size === entry.set.size) {
+      const type = HEAD_TYPE.exec(message)?.[1];
+      if (type !== undefined && ![...entry.types.values()].some((t) => t.has(type))) return;
+    }
     const event = parseLiveEvent(message, entry.sid, `channel ${channel}`);
     if (!event) return;
     for (const l of entry.set) {
+      if (entry.types.get(l)?.has(event.type) === false) continue;
       // a listener that throws must not keep the event from the others
       try { l(event); } catch (err) {
         withIds({ session_id: entry.sid, job_id: event.job_id }).error({ err, type: event.type, seq: event.seq }, 'event hub: a listener failed');
@@ -115,21 +123,26 @@ export class EventHub {
     }
   }
 
-  /** Resolves once Redis confirmed the subscription, so a state read after it misses nothing. */
-  async subscribe(sid: string, listener: Listener): Promise<() => void> {
+  /**
+   * Resolves once Redis confirmed the subscription, so a state read after it misses nothing. `types`: the only event
+   * types the listener is given (the others are not even parsed for it).
+   */
+  async subscribe(sid: string, listener: Listener, types?: ReadonlySet<string>): Promise<() => void> {
     const channel = this.#keys.eventChannel(sid);
     let entry = this.#listeners.get(channel);
     if (!entry) {
-      entry = { sid, set: new Set() };
+      entry = { sid, set: new Set(), types: new Map() };
       this.#listeners.set(channel, entry);
       this.#subscribing.set(channel, this.#sub.subscribe(channel));
     }
     entry.set.add(listener);
+    if (types) entry.types.set(listener, types);
     await this.#subscribing.get(channel);
     return () => {
       const e = this.#listeners.get(channel);
       if (!e) return;
       e.set.delete(listener);
+      e.types.delete(listener);
       if (e.set.size === 0) {
         this.#listeners.delete(channel);
         this.#subscribing.delete(channel);

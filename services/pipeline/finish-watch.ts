@@ -13,6 +13,7 @@ import { FINAL_STATUSES, type LedgerRecord } from './ledger-record.ts';
 const FALLBACK_POLL_MS = 2000;
 /** Records a watch keeps from its events until they are taken: a job's watch may see thousands, with bodies. */
 const KEEP_RECORDS = 256;
+const FINISHED: ReadonlySet<string> = new Set(['command_finished']);
 
 export class FinishWatch {
   /** indexes whose `command_finished` this watch saw */
@@ -31,7 +32,7 @@ export class FinishWatch {
       if (e.record && typeof e.record === 'object' && e.record.index === e.index && e.session_id === sid) watch.#records.set(e.index, e.record);
       if (watch.#records.size > KEEP_RECORDS) watch.#records.delete(watch.#records.keys().next().value!);
       watch.#wake?.();
-    });
+    }, FINISHED);
     return watch;
   }
 

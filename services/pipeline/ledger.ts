@@ -6,7 +6,7 @@ import type { LedgerEventType, PublicApproval } from './events.ts';
 import type { Keys } from './keys.ts';
 import type { CreatedStatus } from './lifecycle/table.ts';
 import {
-  EMPTY_RESULT, FAILURE_STATUSES, FINAL_STATUSES, assembleRecord, timingsOf, buildBase, recordFromHash,
+  EMPTY_RESULT, FAILURE_STATUSES, FINAL_STATUSES, assembleRecord, blankRecord, timingsOf, buildBase, recordFromHash,
   type EvaluationData, type LedgerApproval, type LedgerRecord, type LedgerResult, type LedgerStatus,
 } from './ledger-record.ts';
 import type { PipelineRedis } from './redis.ts';
@@ -113,8 +113,8 @@ export class Ledger {
     const sid = record.session;
     const at = new Date().toISOString();
     const f = spec.fields ?? {};
-    // Object.assign, as in assembleRecord: there, V8's spread of five overlapping objects cost 0.1 ms a call (here it measured the same either way).
-    const next: LedgerRecord = Object.assign({}, record, f.result, {
+    // Onto blankRecord's shape (assembleRecord's reasons): onto {}, a copy and its event's JSON cost 7.1 µs, not 4.7.
+    const next: LedgerRecord = Object.assign(blankRecord(), record, f.result, {
       status: spec.to,
       approval: f.approval ?? record.approval,
       started_at: f.started_at ?? record.started_at,

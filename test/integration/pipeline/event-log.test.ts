@@ -1,4 +1,4 @@
-import { afterAll, describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it, vi } from 'vitest';
 import { EventHub, readEventPage, readEvents } from '../../../services/pipeline/event-reader.ts';
 import { EventWriter } from '../../../services/pipeline/event-writer.ts';
 import type { SessionEvent } from '../../../services/pipeline/events.ts';
@@ -71,6 +71,30 @@ describe('the event log on Redis', () => {
     await arrived;
     hub.close();
     expect(got.map((e) => [e.seq, e.type, e.job_id])).toEqual([[1, 'turn_started', null], [2, 'files_seeded', null]]);
+  });
+
+  it('gives a listener with types only those, and parses no message that no listener wants', async () => {
+    const sid = newSid();
+    const hub = new EventHub(sub, keys);
+    const only: SessionEvent[] = [];
+    const off = await hub.subscribe(sid, (e) => only.push(e), new Set(['files_seeded']));
+    const parse = vi.spyOn(JSON, 'parse');
+    await writer.append(sid, null, SAMPLES.turn_started);
+    await writer.append(sid, null, SAMPLES.files_seeded);
+    await vi.waitFor(() => expect(only).toHaveLength(1));
+    const parsed = parse.mock.calls.filter(([text]) => typeof text === 'string' && text.includes(`"session_id":"${sid}"`)).map(([text]) => JSON.parse(text as string).type);
+    parse.mockRestore();
+    expect(parsed).toEqual(['files_seeded']); // turn_started was not parsed: nobody wanted it
+    // A listener without types gets every event, and the typed one still only its own.
+    const all: SessionEvent[] = [];
+    const offAll = await hub.subscribe(sid, (e) => all.push(e));
+    await writer.append(sid, null, SAMPLES.turn_started);
+    await writer.append(sid, null, SAMPLES.files_seeded);
+    await vi.waitFor(() => expect(all).toHaveLength(2));
+    expect(only.map((e) => e.type)).toEqual(['files_seeded', 'files_seeded']);
+    off();
+    offAll();
+    hub.close();
   });
 
   it('steps over a malformed entry, logging it with its session, and reports the seqs it read', async () => {
