@@ -50,13 +50,14 @@ export class RunWakes implements RunLinger {
 
   /**
    * A wake for the session: counted only while its run is in this process (the map stays bounded); says whether it
-   * is. `step`: handed to the run when it is the one named and waiting now.
+   * is. `step`: handed to the run when it waits now; false when it names another run (the holder is elsewhere).
    */
   wake(sid: string, step?: RunHandover): boolean {
     const run = this.#runs.get(sid);
-    if (!run) return false;
+    // A run here that no longer holds the list (createRecord named another): the holder is elsewhere, wake it there.
+    if (!run || (step && step.owner !== run.id)) return false;
     run.wakes += 1;
-    if (step && run.waiter && step.owner === run.id) run.handed = step;
+    if (step && run.waiter) run.handed = step;
     run.waiter?.();
     return true;
   }

@@ -15,7 +15,12 @@ import type { StorageBudget } from './storage-budget.ts';
 // write per connection (redis-write-batch.ts). Before, these were three round
 // trips one after the other: the session read, the claims, then the turn number.
 // Refused in the fixed order of the API: 404, 410, 409 (upload), 429 (live
-// cap), 429 storage_quota_exceeded; whatever the refused turn took is given back.
+// cap), 429 storage_quota_exceeded; a refused turn gives its number back, and
+// the live slot its claim added when the session is gone or deleted (for that
+// one round trip a deleted session this process still remembers counts as
+// live: a claim of the same key at its cap meanwhile is refused).
+// (Review helper-60: a slot given back on an upload's or the budget's refusal
+// was one another request of the same session had just relied on.)
 
 export type TurnOpenDeps = {
   redis: PipelineRedis; keys: Keys; sessions: Sessions;
@@ -53,7 +58,10 @@ export async function openRestTurn(d: TurnOpenDeps, sid: string, owner: string |
     d.sessions.sawJob(sid, reply![2] || null);
     return { turn: Number(reply![1]), watch: (watch as PromiseFulfilledResult<FinishWatch>).value, pausedAt: reply![3] ? Number(reply![3]) : null };
   }
-  await giveBack(d, sid, owner, { watch, turn: reply?.[0] === 'ok' ? Number(reply[1]) : null, added: live.status === 'fulfilled' && live.value });
+  // A live slot goes back only for a session that cannot be using a container (gone, deleted): another request of a
+  // live one (a read, an upload, a job) may rely on the entry this claim added, and would never add it again.
+  const dead = reply !== null && (reply[0] === 'missing' || reply[0] === 'deleted');
+  await giveBack(d, sid, owner, { watch, turn: reply?.[0] === 'ok' ? Number(reply[1]) : null, added: dead && live.status === 'fulfilled' && live.value });
   throw refusal;
 }
 

@@ -5,6 +5,7 @@
 // Redis and HTTP; the sandboxes are fakes (what runs is not the point here).
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import { startService, type ServiceHandle } from '../../../services/main/index.ts';
+import { PipelineError } from '../../../services/pipeline/index.ts';
 import { FakeSandboxes } from '../pipeline/fake-sandboxes.ts';
 import { cleanupPrefix, testConfig, testPrefix } from '../pipeline/helpers.ts';
 
@@ -65,6 +66,31 @@ describe('a REST turn on a known session', () => {
     expect(await turns(first)).toEqual([1]);
     expect(Number(await svc.runtime.redis.get(svc.runtime.keys.turnCounter(first)))).toBe(1);
     await fetch(`${svc.url}/v1/sessions/${first}`, { method: 'DELETE', headers: auth('k-b') });
+  });
+
+  it('leaves the live slot its claim added when refused for storage: another request of the session may rely on it', async () => {
+    // Review helper-60, F1: the refused turn gave the slot back, and the key went over THINKFLOW_MAX_RUNNING_PER_KEY.
+    const p = svc.runtime.pipeline;
+    const { redis, keys } = svc.runtime;
+    const [s1, s2] = [await session('k-a'), await session('k-a')];
+    const owner = p.rememberedSession(s1)!.owner!;
+    const live = keys.ownerLive(owner);
+    let open!: () => void;
+    const held = new Promise<void>((r) => (open = r));
+    vi.spyOn(p.storage, 'assert').mockImplementation(async () => {
+      await held; // the check's round trip, held so the interleaving is fixed
+      throw new PipelineError('storage_quota_exceeded', 'over budget (test)', { limit: 1, used: 2 });
+    });
+    const refused = turn('k-a', s1, write('q'));
+    await expect.poll(() => redis.zscore(live, s1), { timeout: 2000 }).not.toBeNull(); // the turn's claim added s1
+    expect(await p.live.claimLive(owner, s1)).toBe(false); // a read of s1's workspace meanwhile: already live
+    open();
+    expect(await errorOf(await refused)).toMatchObject({ status: 429, code: 'storage_quota_exceeded' });
+    expect(await redis.zscore(live, s1)).not.toBeNull(); // still counted: its container serves that read
+    await expect(p.live.claimLive(owner, s2)).rejects.toMatchObject({ code: 'too_many' }); // the cap of 1 holds
+    expect(await turns(s1)).toEqual([]);
+    vi.restoreAllMocks();
+    for (const sid of [s1, s2]) await fetch(`${svc.url}/v1/sessions/${sid}`, { method: 'DELETE', headers: auth('k-a') });
   });
 
   it('is 409 session_busy while an upload holds the session, taking no turn number', async () => {

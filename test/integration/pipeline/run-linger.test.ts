@@ -100,7 +100,10 @@ describe('a run job that lingers on an emptied run list', () => {
     await runCommandsTurn(rt.pipeline, sid, write(1));
     // As after a re-delivered job's run took the list over (runNext-5.lua `run_owner`).
     await rt.redis.hset(rt.keys.sessionMeta(sid), 'run_owner', 'another-run');
+    const published = vi.spyOn(rt.redis, 'publish');
     const h = await rt.pipeline.enqueue(sid, await rt.pipeline.nextTurn(sid), { id: 'o', tool: 'write', path: 'o.txt', content: 'x', need_result: false }, 'api');
+    // The holder is elsewhere: it is woken by a message (review helper-60: nothing was published, so it waited out its linger).
+    expect(published).toHaveBeenCalledWith(rt.keys.wakeChannel(), sid);
     await sleep(400);
     expect((await rt.pipeline.records.get(sid, h.index))?.status).toBe('queued');
   });
