@@ -101,8 +101,8 @@ export async function runParsedTurn(p: Pipeline, sid: string, items: TurnItem[],
 
 /** The turn's number (its key's storage budget checked) and its watch, subscribed while the number is taken. */
 async function openHere(p: Pipeline, sid: string): Promise<TurnOpening> {
-  // Opened before the first enqueue, the watch sees every finish: the wait reads no status.
   const meta = await p.session(sid); // a gone session is `session_not_found` before anything is written
+  // Opened before the first enqueue, the watch sees every finish: the wait reads no status.
   const watching = p.watchFinished(sid);
   const turn = await p.nextTurn(sid, meta).catch(async (err: unknown) => {
     await watching.then((w) => w.close(), (e: unknown) => withIds({ session_id: sid }).warn({ err: e }, 'the finish watch of a refused turn failed too'));

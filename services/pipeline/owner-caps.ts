@@ -56,8 +56,8 @@ export class OwnerCaps {
    * of the key until its container is stopped for idleness (it is not used
    * for `liveWindowMs`) or the session is deleted. 429 when the key already
    * has `maxRunning` other live ones; a session already live is never refused.
+   * @returns whether this claim added the session (it was not live before)
    */
-  /** @returns whether the session was not live before (a caller refusing its request then releases it) */
   async claimLive(owner: string | null, sid: string): Promise<boolean> {
     if (owner === null) return false;
     const key = this.#keys.ownerLive(owner);

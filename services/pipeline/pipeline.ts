@@ -207,9 +207,9 @@ export class Pipeline {
   rememberedSession(sid: string): SessionMeta | null { return this.#sessions.remembered(sid); }
 
   /** A new turn number for the session (one POST, or one model call); refused once its key is over its storage budget. `known`: its meta, read moments ago by the caller. */
-  async nextTurn(sid: string, known?: SessionMeta, budgetChecked = false): Promise<number> {
+  async nextTurn(sid: string, known?: SessionMeta): Promise<number> {
     // A session's owner never changes: the one this process remembers serves (no read, no schema check of its policy).
-    if (!budgetChecked) await this.storage.assert((known ?? this.#sessions.remembered(sid) ?? (await this.session(sid))).owner);
+    await this.storage.assert((known ?? this.#sessions.remembered(sid) ?? (await this.session(sid))).owner);
     return this.#d.redis.incr(this.#d.keys.turnCounter(sid));
   }
 

@@ -17,10 +17,10 @@
 // since its linger began, so nothing else names that record to it): the run
 // then goes on without a runNext round trip (createRecord-13.lua).
 
+import type { RunHandover } from './execution-load.ts';
+
 /** `run_until` is set this much past the linger: a run a little late to step again is still woken, not doubled. */
 export const LINGER_GRACE_MS = 1000;
-
-import type { RunHandover } from './execution-load.ts';
 
 /** What a run job needs to linger (session-run.ts). */
 export type RunLinger = {

@@ -63,16 +63,6 @@ export class SessionClaims {
     };
   }
 
-  /**
-   * Refuses work while an upload holds the session (a turn of /commands):
-   * its commands would wait behind the upload in the sandbox, past their own
-   * time limits on a long one. @throws PipelineError session_busy (409)
-   */
-  async assertNotUploading(sid: string): Promise<void> {
-    const got = await this.#run(sid, 'uploading', '');
-    if (got !== 'free') this.#refuse(sid, got);
-  }
-
   /** Takes the session for a job, with the settings it runs under. @throws PipelineError session_busy (409) */
   async claimJob(sid: string, job: RunningJob): Promise<void> {
     const got = await this.#run(sid, 'claim_job', job.job_id ?? '', 0, JSON.stringify(job));

@@ -8,13 +8,13 @@
   mid-upload frees the session by itself). Time is Redis's own (TIME), the
   same for every process.
   KEYS[1] session meta hash   KEYS[2] open-command counter
-  ARGV[1] op: "claim_upload" | "claim_job" | "touch_upload" | "release_upload" | "release_job" | "uploading"
+  ARGV[1] op: "claim_upload" | "claim_job" | "touch_upload" | "release_upload" | "release_job"
+  (a REST turn's own check of an upload is openTurn-2.lua's, in the step that takes its number)
   ARGV[2] token: the upload's random token, or the job id
   ARGV[3] upload claim lifetime in ms (claim_upload, touch_upload)
   ARGV[4] the job's settings as JSON (claim_job)
   Returns "ok", or what holds the session: "missing", "deleted", "job", "upload", "commands";
   touch and release return "ok" or "lost" (the claim is not this token's any more);
-  "uploading" returns "upload" while an upload holds the session, else "free".
 ]]
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
@@ -26,10 +26,6 @@ if upload then
   uploadToken, uploadUntil = string.sub(upload, 1, sp - 1), tonumber(string.sub(upload, sp + 1))
 end
 local mine = uploadToken == ARGV[2] and uploadUntil > now
-if op == 'uploading' then
-  if upload and uploadUntil > now then return 'upload' end
-  return 'free'
-end
 if op == 'touch_upload' then
   if not mine then return 'lost' end
   redis.call('HSET', KEYS[1], 'upload', ARGV[2] .. ' ' .. (now + tonumber(ARGV[3])))
