@@ -112,7 +112,14 @@ describe('a REST turn on a known session', () => {
     expect((await errorOf(await turn('k-a', sid, write('d'), 'application/json'))).status).toBe(410);
     expect((await errorOf(await turn('k-a', sid, '<tf-write id="x" path="a">'.repeat(3)))).status).toBe(410);
     expect(await redis.get(keys.turnCounter(sid))).toBeNull();
-    // Another key's session is not found, known here or not.
-    expect((await errorOf(await turn('k-b', sid, write('d')))).status).toBe(404);
+  });
+
+  it('is 404 for another key\'s session this process knows, and records nothing there', async () => {
+    const sid = await session('k-a');
+    expect((await turn('k-a', sid, write('mine'))).status).toBe(200); // known here from now on
+    expect(await errorOf(await turn('k-b', sid, write('theirs')))).toMatchObject({ status: 404, code: 'session_not_found' });
+    expect(await turns(sid)).toEqual([1]);
+    expect(Number(await svc.runtime.redis.get(svc.runtime.keys.turnCounter(sid)))).toBe(1);
+    await fetch(`${svc.url}/v1/sessions/${sid}`, { method: 'DELETE', headers: auth('k-a') });
   });
 });
