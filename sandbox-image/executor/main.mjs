@@ -9,9 +9,10 @@
 // `exec` may carry `expect: {path?, dest?}` (resolutions the host's policy
 // check saw): when they no longer hold it fails with `path_changed`. Responses carry the
 // request's rid, so several managers or overlapping requests stay matched.
-// Runs on the image's Node 18: plain ESM JavaScript, no dependencies.
+// Runs on the build machine's Node.js 20 (sandbox-image/build.sh): plain ESM JavaScript, no dependencies.
 // Started as root; identity.mjs explains why commands cannot reach it.
 // It also relays commands' proxy connections to the session's egress proxy (egress-relay.mjs).
+import { setFlagsFromString } from 'node:v8';
 import { runBash } from './bash-tool.mjs';
 import { toFailure } from './errors.mjs';
 import * as files from './file-tools.mjs';
@@ -244,6 +245,10 @@ Promise.all([killStrays(), relay.listening, listenControlSocket(onLine)]).then(
       process.stderr.write(`executor: a stale upload staging directory could not be removed: ${err && err.message}\n`);
     }
     sendStdout({ rid: null, type: 'ready', pid: process.pid });
+    // From now on every function compiles to baseline machine code at once (Sparkplug) instead of being interpreted
+    // first: a session's executor runs few commands, too few for V8 to tier its hot paths up on its own. Set after
+    // `ready`, so the start itself compiles nothing more.
+    setFlagsFromString('--always-sparkplug');
     // After ready, when nothing else is asked yet (a warm sandbox waits seconds for its session).
     setTimeout(() => {
       try {
