@@ -34,7 +34,7 @@ describe('the executor runtime in the image', () => {
           cmd({ tool: 'append', path: 'b.txt', content: 'two\n' }),
           cmd({ tool: 'copy', path: 'a.txt', dest: 'c.txt' }),
           cmd({ tool: 'edit', path: 'a.txt', old_text: 'one', new_text: 'uno' }),
-        ]) expect((await sb.execute(c)).ok, c.tool).toBe(true);
+        ]) { const r = await sb.execute(c); expect(r.ok, `${c.tool}: ${JSON.stringify(r)}`).toBe(true); }
         expect((await bash(sb, 'stat -c "%n %u" a.txt b.txt c.txt')).stdout).toBe('a.txt 1000\nb.txt 1000\nc.txt 1000\n');
       } finally {
         await reapAll(manager, prefix);
